@@ -1,0 +1,172 @@
+"""The only format in which values leave the sandbox: plain data as JSON.
+
+`encode` runs inside the sandbox (untrusted) and `decode` in the grader. The grader trusts
+nothing about the bytes: `decode` rebuilds only None, bool, int, float, str, NumPy scalars and
+arrays of numeric or bool dtype, lists, tuples, str-keyed dicts and tensors-as-arrays, with
+limits on size and depth. Nothing is unpickled or evaluated.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_ITEMS = 1_000_000
+
+# dtypes that may cross the boundary: numeric and bool only (no object, str or void arrays)
+ALLOWED_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64", "complex64", "complex128"]
+)
+# torch dtypes NumPy has no exact twin for travel as float32 and keep their name
+_WIDENED_TORCH_DTYPES = {"torch.bfloat16": "float32"}
+
+
+class UnsupportedType(TypeError):
+    """A value that is not plain data (raised on either side of the boundary)."""
+
+
+@dataclass(frozen=True)
+class TensorData:
+    """A tensor that crossed the boundary: its values (None on the meta device) and metadata."""
+
+    array: np.ndarray | None
+    dtype: str  # torch's name, e.g. "torch.float32"
+    device: str  # e.g. "cpu", "cuda:0", "meta"
+    shape: tuple[int, ...]
+    requires_grad: bool
+
+    def __repr__(self) -> str:
+        return f"tensor(shape={self.shape}, dtype={self.dtype}, device={self.device})"
+
+
+# ---------------------------------------------------------------- encoding (inside the sandbox)
+
+def encode(value: Any) -> bytes:
+    """Plain data to JSON bytes; raises UnsupportedType naming the first offending value."""
+    return json.dumps(_to_json(value, 0), allow_nan=True, separators=(",", ":")).encode()
+
+
+def _to_json(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise UnsupportedType(f"nesting deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return {"f": repr(value)} if not math.isfinite(value) else value
+    if kind in (list, tuple):
+        items = [_to_json(item, depth + 1) for item in value]
+        return items if kind is list else {"t": items}
+    if kind is dict:
+        if not all(type(key) is str for key in value):
+            raise UnsupportedType("a dict with keys that are not str")
+        return {"d": {key: _to_json(item, depth + 1) for key, item in value.items()}}
+    if isinstance(value, np.generic) and kind.__module__ == "numpy":
+        return {"s": _array_json(np.asarray(value))}
+    if kind is np.ndarray:
+        return {"a": _array_json(value)}
+    torch_json = _tensor_json(value)
+    if torch_json is not None:
+        return torch_json
+    raise UnsupportedType(f"{kind.__module__}.{kind.__qualname__}")
+
+
+def _array_json(array: np.ndarray) -> dict:
+    if array.dtype.name not in ALLOWED_DTYPES:
+        raise UnsupportedType(f"an array of dtype {array.dtype}")
+    data = np.ascontiguousarray(array).tobytes()
+    return {"dtype": array.dtype.name, "shape": list(array.shape), "b64": base64.b64encode(data).decode()}
+
+
+def _tensor_json(value: Any) -> dict | None:
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    tensor = torch.Tensor.detach(value)
+    dtype_name = str(tensor.dtype)
+    device = str(tensor.device)
+    array = None
+    if tensor.device.type != "meta":
+        host = tensor.cpu()
+        if dtype_name in _WIDENED_TORCH_DTYPES:
+            host = host.float()
+        array = _array_json(host.resolve_conj().resolve_neg().numpy())
+    return {"T": {"array": array, "dtype": dtype_name, "device": device,
+                  "shape": list(tensor.shape), "requires_grad": bool(value.requires_grad)}}
+
+
+# ---------------------------------------------------------------- decoding (in the grader)
+
+def decode(payload: bytes) -> Any:
+    """Rebuild plain data from untrusted bytes, or raise UnsupportedType saying why not."""
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise UnsupportedType(f"a value of {len(payload) // 2**20} MiB (the limit is {MAX_PAYLOAD_BYTES // 2**20} MiB)")
+    try:
+        tree = json.loads(payload)
+    except (ValueError, RecursionError) as error:
+        raise UnsupportedType(f"malformed payload ({error.__class__.__name__})") from None
+    budget = [MAX_ITEMS]
+    return _from_json(tree, 0, budget)
+
+
+def _from_json(node: Any, depth: int, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if depth > MAX_DEPTH or budget[0] < 0:
+        raise UnsupportedType("a value nested too deeply or with too many items")
+    kind = type(node)
+    if node is None or kind in (bool, int, float, str):
+        return node
+    if kind is list:
+        return [_from_json(item, depth + 1, budget) for item in node]
+    if kind is not dict or len(node) != 1:
+        raise UnsupportedType("malformed payload")
+    (tag, body), = node.items()
+    if tag == "t" and type(body) is list:
+        return tuple(_from_json(item, depth + 1, budget) for item in body)
+    if tag == "d" and type(body) is dict:
+        return {key: _from_json(item, depth + 1, budget) for key, item in body.items()}
+    if tag == "f" and body in ("nan", "inf", "-inf"):
+        return float(body)
+    if tag == "a" and type(body) is dict:
+        return _array_from_json(body)
+    if tag == "s" and type(body) is dict:
+        return _array_from_json(body)[()]
+    if tag == "T" and type(body) is dict:
+        return _tensor_from_json(body)
+    raise UnsupportedType("malformed payload")
+
+
+def _array_from_json(body: dict) -> np.ndarray:
+    dtype, shape, data = body.get("dtype"), body.get("shape"), body.get("b64")
+    if dtype not in ALLOWED_DTYPES or type(data) is not str or not _is_shape(shape):
+        raise UnsupportedType("malformed array")
+    raw = base64.b64decode(data, validate=True)
+    expected = math.prod(shape) * np.dtype(dtype).itemsize
+    if len(raw) != expected:
+        raise UnsupportedType("malformed array (size does not match its shape)")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _tensor_from_json(body: dict) -> TensorData:
+    shape, dtype, device = body.get("shape"), body.get("dtype"), body.get("device")
+    if not _is_shape(shape) or type(dtype) is not str or type(device) is not str:
+        raise UnsupportedType("malformed tensor")
+    array = None if body.get("array") is None else _array_from_json(body["array"])
+    if array is not None and list(array.shape) != shape:
+        raise UnsupportedType("malformed tensor (values do not match its shape)")
+    return TensorData(array, dtype[:40], device[:40], tuple(shape), body.get("requires_grad") is True)
+
+
+def _is_shape(shape: Any) -> bool:
+    return (type(shape) is list and len(shape) <= 64
+            and all(type(size) is int and 0 <= size < 2**40 for size in shape))

@@ -1,0 +1,99 @@
+"""Where a course keeps its assignments, and what `autograder/<name>/assignment.toml` says."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class CourseError(Exception):
+    """The course tree is missing something the command needs; str() says what and where."""
+
+
+@dataclass(frozen=True)
+class QuizItem:
+    key: str
+    answer: float | bool
+    points: float
+
+    @property
+    def qid(self) -> str:
+        return f"quiz.{self.key}"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str
+    root: Path
+    title: str = ""
+    files: tuple[str, ...] = ()
+    provided: tuple[str, ...] = ()
+    quiz: tuple[QuizItem, ...] = field(default_factory=tuple)
+
+    @property
+    def release_dir(self) -> Path:
+        return self.root / "assignments" / self.name
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.root / "solutions" / self.name
+
+    @property
+    def autograder_dir(self) -> Path:
+        return self.root / "autograder" / self.name
+
+    @property
+    def public_tests_dir(self) -> Path:
+        return self.release_dir / "tests"
+
+    @property
+    def modules(self) -> frozenset[str]:
+        """Importable module names a suite may reach through the `student` fixture."""
+        return frozenset(Path(name).stem for name in self.files + self.provided if name.endswith(".py"))
+
+    def course_files(self) -> dict[str, bytes]:
+        """The files the course provides: they replace whatever a submission has under that name."""
+        return {name: (self.release_dir / name).read_bytes() for name in self.provided}
+
+    def reference_files(self, names: tuple[str, ...]) -> dict[str, bytes]:
+        missing = [name for name in names if not (self.solution_dir / name).is_file()]
+        if missing:
+            raise CourseError(f"the reference {', '.join(missing)} is not in {self.solution_dir}")
+        return {name: (self.solution_dir / name).read_bytes() for name in names}
+
+
+def find_course_root(start: Path | None = None) -> Path:
+    """$CHECKS_COURSE, else the nearest folder at or above `start` that has assignments/."""
+    if os.environ.get("CHECKS_COURSE"):
+        return Path(os.environ["CHECKS_COURSE"]).resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "assignments").is_dir():
+            return folder
+    raise CourseError(f"no course found: neither {here} nor a folder above it has an assignments/ folder "
+                      "(run from the course repository, or set CHECKS_COURSE)")
+
+
+def load_assignment(root: Path, name: str) -> Assignment:
+    """Read the assignment's config; a student's copy without autograder/ gets one from its files."""
+    config_path = root / "autograder" / name / "assignment.toml"
+    if not config_path.is_file():
+        release = root / "assignments" / name
+        if not release.is_dir():
+            known = sorted(p.name for p in (root / "assignments").iterdir() if p.is_dir()) if (root / "assignments").is_dir() else []
+            raise CourseError(f"no assignment {name!r} in {root} (known: {', '.join(known) or 'none'})")
+        files = tuple(sorted(p.name for p in release.glob("*.py")))
+        return Assignment(name=name, root=root, title=name, files=files)
+    try:
+        config = tomllib.loads(config_path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise CourseError(f"{config_path}: {error}") from None
+    quiz = tuple(QuizItem(key, spec["answer"], float(spec["points"])) for key, spec in config.get("quiz", {}).items())
+    return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
+                      provided=tuple(config.get("provided", ())), quiz=quiz)
+
+
+def list_assignments(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "solutions").iterdir() if p.is_dir()) if (root / "solutions").is_dir() else []

@@ -1,0 +1,103 @@
+"""Grading: run an assignment's suite against submissions, each in its own forked process.
+
+The calling process is the warm parent: it imports torch once, starts the sandbox zygote before
+any suite is imported, and forks one grading child per submission. Children run pytest with the
+ChecksPlugin and hand back a SubmissionResult as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from checks import __version__
+from checks.course import Assignment
+from checks.pool import run_forked
+from checks.quiz import grade_quiz
+from checks.sandbox import Limits, Zygote, prepare_parent
+from checks.scoring import QuestionResult, SubmissionResult, score_cases
+from checks.submissions import Submission, SubmissionError, read_submission, submission_name
+
+SANDBOX_KIND = "fork (process group, rlimits, private temp dir)"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A submission to grade, loaded lazily inside the grading child (a bad zip costs only it)."""
+
+    name: str
+    load: Callable[[], Submission]
+
+    @classmethod
+    def from_path(cls, path: Path) -> "Source":
+        return cls(submission_name(path), lambda: read_submission(path))
+
+    @classmethod
+    def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":
+        return cls(name, lambda: Submission(name, dict(files)))
+
+
+def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
+                  jobs: int | None = None, limits: Limits = Limits()) -> Iterator[SubmissionResult]:
+    """Grade each source in a forked child; yield results as they finish (any order)."""
+    prepare_parent()
+    names = [source.name for source in sources]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
+                         "folder name or zip stem and must be unique")
+    with Zygote() as zygote:
+        jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits)) for source in sources]
+        for outcome in run_forked(jobs_to_run, jobs or os.cpu_count() or 1):
+            if outcome.error:
+                yield SubmissionResult(outcome.key, assignment.name, error=outcome.error.strip(),
+                                       sandbox=SANDBOX_KIND)
+            else:
+                yield SubmissionResult.from_dict(outcome.value)
+
+
+def _child_job(assignment: Assignment, source: Source, zygote: Zygote, public: bool,
+               limits: Limits) -> Callable[[], dict]:
+    def job() -> dict:
+        return grade_in_this_process(assignment, source, zygote, public=public, limits=limits).to_dict()
+    return job
+
+
+def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote, *, public: bool,
+                          limits: Limits) -> SubmissionResult:
+    """Run the suite here. Call it only in a fresh process: pytest leaves module state behind."""
+    import pytest
+
+    from checks.plugin import ChecksPlugin
+
+    started = time.monotonic()
+    result = SubmissionResult(source.name, assignment.name, sandbox=SANDBOX_KIND)
+    try:
+        submission = source.load()
+    except SubmissionError as error:
+        result.warnings.append(f"The submission could not be read: {error}")
+        result.questions = [QuestionResult(q.qid, 0.0, q.points, str(error), 0, 1) for q in assignment.quiz]
+        return result
+    result.warnings += submission.warnings
+    result.warnings += [f"{name} is missing from the submission" for name in assignment.files
+                        if name not in submission.files]
+    files = {**submission.files, **assignment.course_files()}
+    plugin = ChecksPlugin(assignment, files, zygote, use_references=not public, limits=limits)
+    suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
+    pytest.main([str(suite_dir), "-q", "-p", "no:cacheprovider", "--rootdir", str(suite_dir),
+                 "-c", os.devnull, "-W", "ignore::DeprecationWarning"], plugins=[plugin])
+    if plugin.errors:
+        result.error = "\n".join(plugin.errors)
+    result.questions = score_cases(plugin.cases)
+    if not public:
+        result.questions += grade_quiz(assignment.quiz, submission.files)
+    result.devices = sorted(plugin.devices or {"cpu"})
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def grader_version() -> str:
+    return __version__

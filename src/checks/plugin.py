@@ -1,0 +1,123 @@
+"""The pytest plugin that runs a suite against one submission and records every case.
+
+It owns the `student` fixture (one sandbox per question, spawned from the zygote) and turns each
+pytest report into a CaseResult. A failure of the suite itself (collection error, broken
+fixture, an unexpected exception in a test) is recorded as a grader error, never silently
+charged to the student.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from checks import suite
+from checks.course import Assignment
+from checks.sandbox import Limits, WorkerConfig, Zygote
+from checks.scoring import CaseResult
+from checks.student import QuestionSandbox, Student, StudentFault
+
+
+class ChecksPlugin:
+    def __init__(self, assignment: Assignment, files: dict[str, bytes], zygote: Zygote, *,
+                 use_references: bool, limits: Limits) -> None:
+        self.assignment = assignment
+        self.files = files
+        self.zygote = zygote
+        self.use_references = use_references
+        self.limits = limits
+        self.cases: list[CaseResult] = []
+        self.devices: set[str] = set()
+        self.errors: list[str] = []
+        self._open: tuple[str, QuestionSandbox] | None = None
+
+    # ------------------------------------------------------------ the fixture
+
+    @pytest.fixture
+    def student(self, request: pytest.FixtureRequest) -> Iterator[Student]:
+        options = _question_options(request.node)
+        reached = Student(self._sandbox_for(options), self.assignment.modules)
+        suite._current = reached
+        yield reached
+        suite._current = None
+
+    def _sandbox_for(self, options: dict[str, Any]) -> QuestionSandbox:
+        """One sandbox per question: reference files and import blocks never leak across."""
+        if self._open is not None and self._open[0] == options["qid"]:
+            return self._open[1]
+        self.close()
+        files = dict(self.files)
+        if self.use_references and options["use_reference"]:
+            files.update(self.assignment.reference_files(options["use_reference"]))
+        config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits)
+        sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
+        self._open = (options["qid"], sandbox)
+        return sandbox
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    # ------------------------------------------------------------ recording
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", f"{suite.QUESTION_MARK}: the question a test belongs to")
+        config.addinivalue_line("markers", "cuda: needs a CUDA device")
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.errors.append(f"the suite could not be collected at {report.nodeid or 'its root'}:\n"
+                               f"{report.longreprtext[-1500:]}")
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            if item.get_closest_marker(suite.QUESTION_MARK) is None:
+                self.errors.append(f"{item.nodeid} has no @question(...) marker")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+        outcome = yield
+        report = outcome.get_result()
+        if report.skipped or (report.when != "call" and report.passed):
+            return
+        mark = item.get_closest_marker(suite.QUESTION_MARK)
+        if mark is None:
+            return
+        options = _question_options(item)
+        message, grader_error = ("", False) if report.passed else _describe_failure(item, call)
+        if report.when == "teardown" and self.cases and self.cases[-1].test == _test_key(item):
+            self.cases[-1].passed = False  # a failing teardown taints the case it followed
+            self.cases[-1].message = self.cases[-1].message or message
+            return
+        self.cases.append(CaseResult(options["qid"], _test_key(item), options["points"], options["all_or_nothing"],
+                                     report.passed, message, grader_error))
+        device = getattr(getattr(item, "callspec", None), "params", {}).get("device")
+        if device is not None:
+            self.devices.add(str(device).split(":")[0])
+
+    def pytest_sessionfinish(self) -> None:
+        self.close()
+
+
+def _question_options(node: pytest.Item) -> dict[str, Any]:
+    mark = node.get_closest_marker(suite.QUESTION_MARK)
+    if mark is None:
+        raise pytest.UsageError(f"{node.nodeid} uses the student fixture but has no @question(...) marker")
+    return mark.kwargs
+
+
+def _test_key(item: pytest.Item) -> str:
+    return f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+
+
+def _describe_failure(item: pytest.Item, call: pytest.CallInfo) -> tuple[str, bool]:
+    """(feedback, whether the grader itself is at fault)."""
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, (suite.CheckFailed, StudentFault)):
+        return str(error), False
+    if isinstance(error, AssertionError):
+        return f"check failed: {error}".strip(), False
+    kind = type(error).__name__ if error is not None else "error"
+    return f"grader error in {item.nodeid}: {kind}: {error}", True

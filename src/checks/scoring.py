@@ -1,0 +1,109 @@
+"""From pytest cases to per-question scores: the results model every report is written from."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+
+MAX_FAILURES_SHOWN = 3
+
+
+@dataclass
+class CaseResult:
+    """One parametrized case of one test function."""
+
+    qid: str
+    test: str  # the test function that holds the points
+    points: float
+    all_or_nothing: bool
+    passed: bool
+    message: str = ""
+    grader_error: bool = False  # the hidden test itself broke: not the student's fault
+
+
+@dataclass
+class QuestionResult:
+    qid: str
+    score: float
+    max_score: float
+    feedback: str
+    passed_cases: int
+    total_cases: int
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+@dataclass
+class SubmissionResult:
+    name: str
+    assignment: str
+    questions: list[QuestionResult] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+    sandbox: str = ""
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    error: str = ""  # set when the grader could not grade the submission at all
+
+    @property
+    def score(self) -> float:
+        return round(sum(q.score for q in self.questions), 2)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(q.max_score for q in self.questions), 2)
+
+    def question(self, qid: str) -> QuestionResult:
+        return next(q for q in self.questions if q.qid == qid)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SubmissionResult":
+        questions = [QuestionResult(**q) for q in data.pop("questions")]
+        return cls(questions=questions, **data)
+
+
+def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:
+    """Each test function earns its points times the share of its cases passed (or all or none)."""
+    by_question: dict[str, list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        by_question[case.qid].append(case)
+    return [_score_question(qid, items) for qid, items in by_question.items()]
+
+
+def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
+    by_test: dict[str, list[CaseResult]] = defaultdict(list)
+    for case in cases:
+        by_test[case.test].append(case)
+    score = max_score = 0.0
+    for items in by_test.values():
+        points = items[0].points
+        share = sum(c.passed for c in items) / len(items)
+        score += points * (share if not items[0].all_or_nothing else float(share == 1.0))
+        max_score += points
+    passed = sum(c.passed for c in cases)
+    return QuestionResult(qid, round(score, 2), round(max_score, 2), _feedback(cases), passed, len(cases))
+
+
+def _feedback(cases: list[CaseResult]) -> str:
+    failures = [c for c in cases if not c.passed]
+    if not failures:
+        return f"All {len(cases)} checks passed."
+    lines = [f"{len(failures)} of {len(cases)} checks failed."]
+    if any(c.grader_error for c in failures):
+        lines.append("Some checks could not run because of a problem in the grader itself; "
+                     "tell the course staff (this is not your mistake).")
+    shown: list[str] = []
+    for case in failures:
+        if case.message not in shown:
+            shown.append(case.message)
+        if len(shown) == MAX_FAILURES_SHOWN:
+            break
+    lines += [f"- {message}" for message in shown]
+    hidden = len(failures) - sum(1 for c in failures if c.message in shown)
+    if hidden:
+        lines.append(f"- ... and {hidden} more failing case{'s' if hidden > 1 else ''}.")
+    return "\n".join(lines)

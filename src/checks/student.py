@@ -1,0 +1,167 @@
+"""The `student` object a suite calls: `student.strides.numel((2, 3))` runs in the sandbox.
+
+Each reply is turned into plain data or into a StudentFault whose message a student can act on:
+what was called, and what happened instead of a value.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Callable
+
+from checks import codec
+from checks.sandbox import Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
+from checks.summary import summarize_call
+
+
+class StudentFault(Exception):
+    """The student's code did not return a value; str() is the feedback line."""
+
+
+class StudentRaised(StudentFault):
+    def __init__(self, call: str, header: dict) -> None:
+        self.call = call
+        self.type_name = _text(header.get("type"), 100) or "Exception"
+        bases = header.get("bases") if isinstance(header.get("bases"), list) else []
+        self.bases = frozenset(name for name in bases if isinstance(name, str))
+        self.message = _text(header.get("message"), 1000)
+        self.context = _text(header.get("context"), 200)
+        self.where = [_text(line, 300) for line in header.get("where") or [] if isinstance(line, str)][-3:]
+        self.output = _text(header.get("output"), 2000)
+        super().__init__(self._describe())
+
+    def is_a(self, exception_type: type[BaseException]) -> bool:
+        """Whether the student's exception is (a subclass of) this builtin exception type."""
+        return exception_type.__name__ in self.bases
+
+    def _describe(self) -> str:
+        text = f"{self.call} raised {self.type_name}"
+        if self.context:
+            text += f" {self.context}"
+        if self.message:
+            text += f": {self.message}"
+        if self.type_name == "NotImplementedError" and not self.context:
+            text += " (still the stub: implement it)"
+        if self.where:
+            text += "\n  at " + "\n  at ".join(self.where)
+        return text
+
+
+class MissingFunction(StudentFault):
+    pass
+
+
+class StudentCrashed(StudentFault):
+    pass
+
+
+class StudentTimeout(StudentFault):
+    pass
+
+
+class UnsupportedReturn(StudentFault):
+    pass
+
+
+def _text(value: Any, limit: int) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+class QuestionSandbox:
+    """The worker that serves one question, spawned on first use and replaced after a crash."""
+
+    def __init__(self, zygote: Zygote, config: WorkerConfig, timeout: float) -> None:
+        self.zygote = zygote
+        self.config = config
+        self.timeout = timeout
+        self.worker: Worker | None = None
+        self.hung: set[str] = set()  # calls that timed out once fail at once after that
+
+    def request(self, key: str, call: str, message: dict) -> Any:
+        if key in self.hung:
+            raise StudentTimeout(f"{call} was not run: an earlier call to {key} did not finish "
+                                 f"within {self.timeout:g} s")
+        if self.worker is None or not self.worker.alive:
+            self.worker = self.zygote.spawn(self.config)
+        try:
+            header, payload = self.worker.request(message, self.timeout)
+        except WorkerTimedOut:
+            self.hung.add(key)
+            raise StudentTimeout(f"{call} did not finish within {self.timeout:g} s "
+                                 "(an infinite loop, or far too slow); it was stopped") from None
+        except WorkerDied as died:
+            reason = f" ({died})" if str(died) else ""
+            raise StudentCrashed(f"{call} crashed the sandbox process{reason}: os._exit, a fatal "
+                                 "signal or a memory or CPU limit; the calls after it ran in a fresh one") from None
+        return _value_or_fault(call, header, payload)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+
+
+def _value_or_fault(call: str, header: dict, payload: bytes | None) -> Any:
+    status = header.get("status")
+    if status == "returned" and payload is not None:
+        try:
+            return codec.decode(payload)
+        except codec.UnsupportedType as error:
+            raise UnsupportedReturn(f"{call} returned an unsupported type: {error}") from None
+    if status == "raised":
+        raise StudentRaised(call, header)
+    if status == "missing":
+        raise MissingFunction(f"{call}: {_text(header.get('message'), 300)}")
+    if status == "unsupported":
+        raise UnsupportedReturn(f"{call} returned an unsupported type: {_text(header.get('message'), 300)} "
+                                "(return plain Python values, NumPy arrays or tensors)")
+    raise StudentCrashed(f"{call}: the sandbox sent a malformed reply")
+
+
+class Student:
+    """Reaches the submission's modules through a QuestionSandbox."""
+
+    def __init__(self, sandbox: QuestionSandbox, modules: frozenset[str]) -> None:
+        self._sandbox = sandbox
+        self._modules = modules
+        self.last_call = ""
+        self.last_result: Any = None
+
+    def __getattr__(self, module: str) -> "_ModuleProxy":
+        if module.startswith("_") or module not in self._modules:
+            raise AttributeError(f"the assignment has no student module {module!r}; "
+                                 f"it has {sorted(self._modules)}")
+        return _ModuleProxy(self, module)
+
+    def call(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+        self.last_call, self.last_result = summarize_call(name, args, kwargs), None
+        message = {"op": "call", "module": module, "name": name, "args": args, "kwargs": kwargs}
+        return self._remember(self._sandbox.request(f"{module}.{name}", self.last_call, message))
+
+    def run(self, driver: Callable, *args: Any, **kwargs: Any) -> Any:
+        """Run a suite driver (a top-level function of a suite helper module) in the sandbox."""
+        module = sys.modules[driver.__module__]
+        self.last_call, self.last_result = summarize_call(driver.__name__, args, kwargs), None
+        message = {"op": "run", "module": driver.__module__, "source": inspect.getsource(module),
+                   "name": driver.__name__, "args": args, "kwargs": kwargs}
+        return self._remember(self._sandbox.request(f"driver {driver.__name__}", self.last_call, message))
+
+    def _remember(self, result: Any) -> Any:
+        self.last_result = result
+        return result
+
+
+class _ModuleProxy:
+    def __init__(self, student: Student, module: str) -> None:
+        self._student = student
+        self._module = module
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._student.call(self._module, name, args, kwargs)
+
+        call.__name__ = name
+        return call

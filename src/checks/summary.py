@@ -1,0 +1,46 @@
+"""Short, readable summaries of values for feedback: what was called and what came back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from checks.codec import TensorData
+
+MAX_SUMMARY = 120
+SMALL_ARRAY = 8  # arrays with at most this many elements are shown in full
+
+
+def summarize(value: Any) -> str:
+    """A one-line description, short enough for a table cell or a feedback line."""
+    text = _summarize(value)
+    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 3] + "..."
+
+
+def summarize_call(name: str, args: tuple, kwargs: dict) -> str:
+    parts = [summarize(arg) for arg in args] + [f"{key}={summarize(val)}" for key, val in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _summarize(value: Any) -> str:
+    if isinstance(value, TensorData):
+        return repr(value)
+    if isinstance(value, np.ndarray):
+        if value.size <= SMALL_ARRAY:
+            return f"array({np.array2string(value, separator=', ')}, {value.dtype})"
+        return f"array(shape={tuple(value.shape)}, {value.dtype})"
+    if isinstance(value, np.generic):
+        return f"{value.item()!r} ({value.dtype})"
+    if type(value).__module__ == "torch":
+        shape, dtype, device = getattr(value, "shape", None), getattr(value, "dtype", ""), getattr(value, "device", "")
+        if shape is not None:
+            return f"tensor(shape={tuple(shape)}, {dtype}, {device})"
+    if isinstance(value, tuple):
+        inner = ", ".join(_summarize(item) for item in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_summarize(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {_summarize(item)}" for key, item in value.items()) + "}"
+    return repr(value)

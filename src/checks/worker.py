@@ -1,0 +1,219 @@
+"""The sandbox side: the only module of `checks` that runs next to student code.
+
+A worker is forked from the warm zygote with torch already imported. It writes the submission's
+files into a private temp dir, puts it first on sys.path and then answers requests from its
+grader: "call strides.numel with these args", or "run this suite driver". Requests are trusted
+(they come from the grader); replies are untrusted and travel as codec JSON only.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import importlib.abc
+import io
+import json
+import os
+import pickle
+import resource
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import traceback
+import types
+from typing import Any
+
+from checks import codec
+
+FRAME_HEADER = struct.Struct("!Q")
+OUTPUT_EXCERPT_BYTES = 2000
+
+
+# ---------------------------------------------------------------- framing, shared with the grader
+
+def send_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(FRAME_HEADER.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket, limit: int) -> bytes:
+    """One length-prefixed frame; EOFError when the peer is gone, ValueError when it is too big."""
+    (length,) = FRAME_HEADER.unpack(_recv_exact(sock, FRAME_HEADER.size))
+    if length > limit:
+        raise ValueError(f"a reply of {length} bytes (the limit is {limit})")
+    return _recv_exact(sock, length)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks, remaining = [], size
+    while remaining:
+        chunk = sock.recv(min(remaining, 1 << 20))
+        if not chunk:
+            raise EOFError("the sandbox closed the connection")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------- the worker process
+
+class _BlockedImports(importlib.abc.MetaPathFinder):
+    """Refuses the listed top-level packages, so that e.g. rules.py cannot lean on torch."""
+
+    def __init__(self, blocked: tuple[str, ...]) -> None:
+        self.blocked = blocked
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
+        if fullname.split(".")[0] in self.blocked:
+            raise ImportError(f"{fullname} is not available to this part of the assignment: "
+                              f"write it without {fullname.split('.')[0]}")
+        return None
+
+
+def serve(sock: socket.socket, config: dict) -> None:
+    """Entry point in the forked child: set up the jail-lite, then answer requests until EOF."""
+    os.setsid()  # own process group: the grader kills the whole group
+    _apply_limits(config["limits"])
+    home = tempfile.mkdtemp(prefix="checks-sandbox-")
+    for name, data in config["files"].items():
+        path = os.path.join(home, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(data))
+    output_path = os.path.join(tempfile.mkdtemp(prefix="checks-output-"), "output.txt")
+    _capture_output(output_path)
+    os.chdir(home)
+    sys.path.insert(0, home)
+    sys.dont_write_bytecode = True
+    _block(tuple(config["block_imports"]))
+    session = _Session(home, output_path)
+    while True:
+        try:
+            request = pickle.loads(recv_frame(sock, 1 << 30))  # from the grader: trusted
+        except EOFError:
+            os._exit(0)
+        header, value = session.handle(request)
+        send_frame(sock, json.dumps(header).encode())
+        if value is not None:
+            send_frame(sock, value)
+
+
+def _apply_limits(limits: dict) -> None:
+    for name, soft in limits.items():
+        kind = getattr(resource, name)
+        _, hard = resource.getrlimit(kind)
+        new_soft = soft if hard == resource.RLIM_INFINITY else min(soft, hard)
+        resource.setrlimit(kind, (new_soft, hard))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-big write fails instead of killing us
+
+
+def _capture_output(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", closefd=False), write_through=True)
+
+
+def _block(blocked: tuple[str, ...]) -> None:
+    if not blocked:
+        return
+    for name in list(sys.modules):
+        if name.split(".")[0] in blocked:
+            del sys.modules[name]
+    sys.meta_path.insert(0, _BlockedImports(blocked))
+
+
+class _Session:
+    """Dispatches requests; every reply is a JSON header plus, for a value, a codec payload."""
+
+    def __init__(self, home: str, output_path: str) -> None:
+        self.home = home
+        self.output_path = output_path
+        self.drivers: dict[str, types.ModuleType] = {}
+
+    def handle(self, request: dict) -> tuple[dict, bytes | None]:
+        start = os.path.getsize(self.output_path)
+        try:
+            if request["op"] == "call":
+                target = self._student_function(request["module"], request["name"])
+            else:
+                target = self._driver_function(request)
+            result = target(*request["args"], **request["kwargs"])
+        except BaseException as error:  # noqa: BLE001 - SystemExit and friends are answers too
+            header = self._raised(error)
+        else:
+            try:
+                return {"status": "returned", "output": self._output_since(start)}, codec.encode(result)
+            except (codec.UnsupportedType, RecursionError, MemoryError, ValueError) as error:
+                header = {"status": "unsupported", "message": str(error)[:500]}
+        header["output"] = self._output_since(start)
+        return header, None
+
+    def _student_function(self, module_name: str, name: str) -> Any:
+        try:
+            module = importlib.import_module(module_name)
+        except BaseException as error:
+            raise _ImportFailed(module_name) from error
+        if not hasattr(module, name):
+            raise _Missing(f"{module_name}.py defines no {name}")
+        return getattr(module, name)
+
+    def _driver_function(self, request: dict) -> Any:
+        module = self.drivers.get(request["module"])
+        if module is None:
+            module = types.ModuleType(request["module"])
+            module.__file__ = f"<grader driver {request['module']}>"
+            exec(compile(request["source"], module.__file__, "exec"), module.__dict__)
+            self.drivers[request["module"]] = module
+        return getattr(module, request["name"])
+
+    def _raised(self, error: BaseException) -> dict:
+        context = None
+        if isinstance(error, _ImportFailed):
+            context = f"while importing {error.args[0]}.py"
+            error = error.__cause__
+        if isinstance(error, _Missing):
+            return {"status": "missing", "message": str(error)}
+        if isinstance(error, SystemExit):
+            message = f"called sys.exit({error.code!r})"
+        else:
+            try:
+                message = str(error)
+            except BaseException:  # noqa: BLE001 - a hostile __str__
+                message = "<the exception could not be printed>"
+        return {
+            "status": "raised",
+            "type": type(error).__name__[:100],
+            "bases": [base.__name__ for base in type(error).__mro__ if base.__module__ == "builtins"],
+            "message": message[:1000],
+            "context": context,
+            "where": self._student_frames(error),
+        }
+
+    def _student_frames(self, error: BaseException) -> list[str]:
+        frames = traceback.extract_tb(error.__traceback__)
+        return [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"[:300]
+                for f in frames if f.filename.startswith(self.home)][-3:]
+
+    def _output_since(self, start: int) -> str:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        size = os.path.getsize(self.output_path)
+        if size <= start:
+            return ""
+        with open(self.output_path, "rb") as handle:
+            handle.seek(max(start, size - OUTPUT_EXCERPT_BYTES))
+            return handle.read().decode("utf-8", "replace")
+
+
+class _ImportFailed(Exception):
+    pass
+
+
+class _Missing(Exception):
+    pass
