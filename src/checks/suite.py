@@ -8,6 +8,7 @@ expected and, when a `diagnose` function recognises it, the likely mistake.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -33,6 +34,21 @@ def question(qid: str, points: float, *, all_or_nothing: bool = False, use_refer
     return getattr(pytest.mark, QUESTION_MARK)(
         qid=qid, points=points, all_or_nothing=all_or_nothing, use_reference=tuple(use_reference),
         block_imports=tuple(block_imports), timeout=timeout)
+
+
+def grading_devices() -> list[str]:
+    """Devices to parametrize device checks over: cpu, plus cuda when present, else meta.
+
+    The meta device has no data but catches tensors created on the wrong device; `checks grade
+    --device cpu` (CHECKS_DEVICE=cpu) leaves cuda out even where it exists.
+    """
+    import torch
+
+    wanted = os.environ.get("CHECKS_DEVICE", "auto")
+    if wanted == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device")
+    use_cuda = torch.cuda.is_available() and wanted != "cpu"
+    return ["cpu", "cuda"] if use_cuda else ["cpu", "meta"]
 
 
 def fail(message: str) -> None:

@@ -1,0 +1,109 @@
+"""`checks build`: the student release in assignments/ is generated from solutions/.
+
+Solution regions become `raise NotImplementedError("<function>: <hint>")`, quiz answers become
+empty strings, and every other file is copied as it is.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from checks.quiz import QUIZ_FILE
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")
+END = re.compile(r"^[ \t]*# END SOLUTION\s*$")
+DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
+QUIZ_ANSWER = re.compile(r"^(?P<key>[A-Za-z0-9_\-]+)\s*=.*$")
+IGNORED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
+
+
+class BuildError(Exception):
+    """A solution file whose regions do not pair up; str() names the file and line."""
+
+
+def strip_solutions(source: str, filename: str = "<source>") -> str:
+    """Replace every solution region with a NotImplementedError carrying the region's hint."""
+    out: list[str] = []
+    region_start: int | None = None
+    for number, line in enumerate(source.splitlines(keepends=True), start=1):
+        begin, end = BEGIN.match(line), END.match(line)
+        if begin:
+            if region_start is not None:
+                raise BuildError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {region_start}")
+            region_start = number
+            where = _enclosing_name(out, len(begin["indent"]))
+            hint = begin["hint"] or "not implemented yet"
+            out.append(f"{begin['indent']}raise NotImplementedError({f'{where}: {hint}'!r})\n")
+        elif end:
+            if region_start is None:
+                raise BuildError(f"{filename}:{number}: END SOLUTION without a BEGIN SOLUTION")
+            region_start = None
+        elif region_start is None:
+            out.append(line)
+    if region_start is not None:
+        raise BuildError(f"{filename}:{region_start}: BEGIN SOLUTION is never closed")
+    return "".join(out)
+
+
+def _enclosing_name(lines: list[str], indent: int) -> str:
+    for line in reversed(lines):
+        match = DEF.match(line)
+        if match and len(match["indent"]) < indent:
+            return match["name"]
+    return "this part"
+
+
+def blank_quiz(text: str) -> str:
+    """Keep the questions (comments), empty every answer."""
+    return "".join(QUIZ_ANSWER.sub(lambda m: f'{m["key"]} = ""', line) for line in text.splitlines(keepends=True))
+
+
+def release_files(solution_dir: Path) -> dict[str, bytes]:
+    """The student release generated from one solutions/<name> folder."""
+    files: dict[str, bytes] = {}
+    for path in sorted(solution_dir.rglob("*")):
+        relative = path.relative_to(solution_dir)
+        if path.is_dir() or IGNORED.intersection(relative.parts):
+            continue
+        name = relative.as_posix()
+        if path.suffix == ".py":
+            files[name] = strip_solutions(path.read_text(encoding="utf-8"), name).encode()
+        elif name == QUIZ_FILE:
+            files[name] = blank_quiz(path.read_text(encoding="utf-8")).encode()
+        else:
+            files[name] = path.read_bytes()
+    return files
+
+
+def _current_files(release_dir: Path) -> dict[str, bytes]:
+    if not release_dir.is_dir():
+        return {}
+    return {path.relative_to(release_dir).as_posix(): path.read_bytes() for path in sorted(release_dir.rglob("*"))
+            if path.is_file() and not IGNORED.intersection(path.relative_to(release_dir).parts)}
+
+
+def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
+    """Regenerate assignments/<name> for each name; with check, change nothing and list what differs."""
+    differences: list[str] = []
+    for name in names:
+        release_dir = root / "assignments" / name
+        wanted = release_files(root / "solutions" / name)
+        current = _current_files(release_dir)
+        stale = sorted(set(current) - set(wanted))
+        changed = sorted(f for f in wanted if current.get(f) != wanted[f])
+        differences += [f"assignments/{name}/{f}: out of date" for f in changed]
+        differences += [f"assignments/{name}/{f}: not generated from solutions/{name}" for f in stale]
+        if check:
+            continue
+        for relative in stale:
+            (release_dir / relative).unlink()
+        for relative in changed:
+            target = release_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(wanted[relative])
+        for folder in sorted((p for p in release_dir.rglob("*") if p.is_dir()), reverse=True):
+            if not any(folder.iterdir()) or folder.name == "__pycache__":
+                shutil.rmtree(folder, ignore_errors=True)
+    return differences

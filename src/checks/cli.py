@@ -1,0 +1,150 @@
+"""The `checks` command: a thin layer over the library (grading, batch, build, verify)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from checks import __version__
+from checks.batch import expand_submission_paths, grade_to_folder
+from checks.build import BuildError, build
+from checks.course import CourseError, find_course_root, list_assignments, load_assignment
+from checks.grading import SANDBOX_KIND, Source, grade_sources
+from checks.reports import print_failures, question_table
+from checks.scoring import SubmissionResult
+from checks.verify import verify
+
+console = Console(highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "device", None):
+        os.environ["CHECKS_DEVICE"] = args.device
+    try:
+        root = args.course.resolve() if args.course else find_course_root()
+        return args.run(root, args)
+    except (CourseError, BuildError, ValueError) as error:
+        console.print(f"[red]error:[/red] {error}", markup=True)
+        return 2
+    except KeyboardInterrupt:
+        console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="checks", description="Sandboxed, question-by-question grading.")
+    parser.add_argument("--version", action="version", version=f"checks {__version__}")
+    parser.add_argument("--course", type=Path, help="course folder (default: the nearest one with assignments/)")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    test = commands.add_parser("test", help="run the public checks on your work")
+    test.add_argument("assignment")
+    test.add_argument("path", nargs="?", type=Path, help="your folder (default: assignments/ASSIGNMENT)")
+    test.set_defaults(run=_test)
+
+    grade = commands.add_parser("grade", help="grade submissions with the hidden suite")
+    grade.add_argument("assignment")
+    grade.add_argument("submissions", nargs="+", type=Path, help="folders or .zip files (or a folder of them)")
+    grade.add_argument("--out", type=Path, required=True, help="output folder")
+    grade.add_argument("--jobs", type=int, default=None, help="parallel submissions (default: all cores)")
+    grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
+    grade.set_defaults(run=_grade)
+
+    build_cmd = commands.add_parser("build", help="regenerate assignments/ from solutions/")
+    build_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
+    build_cmd.add_argument("--check", action="store_true", help="change nothing; fail if assignments/ is out of date")
+    build_cmd.set_defaults(run=_build)
+
+    verify_cmd = commands.add_parser("verify", help="prove a hidden suite sound with the reference, stubs and mutants")
+    verify_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
+    verify_cmd.add_argument("--jobs", type=int, default=None)
+    verify_cmd.set_defaults(run=_verify)
+    return parser
+
+
+def _test(root: Path, args: argparse.Namespace) -> int:
+    assignment = load_assignment(root, args.assignment)
+    path = (args.path or assignment.release_dir).resolve()
+    if not assignment.public_tests_dir.is_dir():
+        raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
+    console.print(f"checks {__version__}: public checks of {assignment.name} on {path}")
+    (result,) = grade_sources(assignment, [Source.from_path(path)], public=True, jobs=1)
+    _show(result, show_points=False)
+    failed = [q for q in result.questions if not q.passed]
+    if result.error:
+        return 2
+    console.print(f"\n{len(result.questions) - len(failed)} of {len(result.questions)} questions pass their public checks."
+                  + ("" if failed else " Public checks do not guarantee full marks: the hidden suite has many more cases."))
+    return 1 if failed else 0
+
+
+def _show(result: SubmissionResult, *, show_points: bool) -> None:
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    console.print(question_table(result, show_points=show_points))
+    print_failures(console, result)
+    if result.error:
+        console.print(f"\n[red]The grader could not run these checks:[/red] {result.error}", markup=True)
+
+
+def _grade(root: Path, args: argparse.Namespace) -> int:
+    assignment = load_assignment(root, args.assignment)
+    paths = expand_submission_paths([p for p in args.submissions])
+    console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
+                  f"into {args.out} (sandbox: {SANDBOX_KIND}; device: {args.device})")
+    started = time.monotonic()
+
+    def progress(result: SubmissionResult) -> None:
+        status = "[red]GRADER ERROR[/red]" if result.error else f"{result.score:g}/{result.max_score:g}"
+        console.print(f"  {result.name}: {status} ({result.seconds:.1f} s)")
+
+    summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade, on_result=progress,
+                              on_skip=lambda name: console.print(f"  {name}: already graded, skipped (--regrade to redo)"))
+    for result in sorted(summary.graded, key=lambda r: r.name):
+        console.print(question_table(result))
+    elapsed = time.monotonic() - started
+    console.print(f"\ngraded {len(summary.graded)}, skipped {len(summary.skipped)}, in {elapsed:.1f} s; "
+                  f"gradebook: {args.out / 'gradebook.csv'}")
+    for result in summary.failed:
+        console.print(f"[red]could not grade {result.name}:[/red] {result.error}", markup=True)
+    return 1 if summary.failed else 0
+
+
+def _build(root: Path, args: argparse.Namespace) -> int:
+    names = args.names or list_assignments(root)
+    differences = build(root, names, check=args.check)
+    if args.check:
+        for line in differences:
+            console.print(f"[red]{line}[/red]", markup=True)
+        console.print("assignments/ is up to date" if not differences else
+                      "assignments/ is out of date: run `checks build` and commit the result")
+        return 1 if differences else 0
+    console.print(f"built {', '.join(names)}: {len(differences)} file(s) written or removed")
+    return 0
+
+
+def _verify(root: Path, args: argparse.Namespace) -> int:
+    all_ok = True
+    for name in args.names or list_assignments(root):
+        assignment = load_assignment(root, name)
+        verdicts = verify(assignment, jobs=args.jobs)
+        table = Table(title=f"verify {name}", title_justify="left")
+        for column in ("submission", "expectation", "ok", "detail"):
+            table.add_column(column, overflow="fold")
+        for v in verdicts:
+            table.add_row(v.submission, v.expectation, "[green]yes[/green]" if v.ok else "[red]NO[/red]", v.detail)
+        console.print(table)
+        all_ok &= all(v.ok for v in verdicts)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
