@@ -12,6 +12,7 @@ import json
 import os
 import selectors
 import signal
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
@@ -75,10 +76,13 @@ def _start(job: Callable[[], Any]) -> tuple[int, int]:
 
 
 def _silence_stdio() -> None:
+    """pytest's own report is not wanted: results travel through the pipe."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     os.close(devnull)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - lives as long as the child
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
 
 
 def _finish(key: str, pid: int, payload: bytes) -> JobOutcome:

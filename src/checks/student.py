@@ -15,6 +15,9 @@ from checks.sandbox import Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zyg
 from checks.summary import summarize_call
 
 
+MAX_HANGS = 2  # a function that hung this often in one question is not called again there
+
+
 class StudentFault(Exception):
     """The student's code did not return a value; str() is the feedback line."""
 
@@ -76,18 +79,18 @@ class QuestionSandbox:
         self.config = config
         self.timeout = timeout
         self.worker: Worker | None = None
-        self.hung: set[str] = set()  # calls that timed out once fail at once after that
+        self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
 
     def request(self, key: str, call: str, message: dict) -> Any:
-        if key in self.hung:
-            raise StudentTimeout(f"{call} was not run: an earlier call to {key} did not finish "
+        if self.hangs.get(key, 0) >= MAX_HANGS:
+            raise StudentTimeout(f"{call} was not run: {MAX_HANGS} earlier calls to {key} did not finish "
                                  f"within {self.timeout:g} s")
         if self.worker is None or not self.worker.alive:
             self.worker = self.zygote.spawn(self.config)
         try:
             header, payload = self.worker.request(message, self.timeout)
         except WorkerTimedOut:
-            self.hung.add(key)
+            self.hangs[key] = self.hangs.get(key, 0) + 1
             raise StudentTimeout(f"{call} did not finish within {self.timeout:g} s "
                                  "(an infinite loop, or far too slow); it was stopped") from None
         except WorkerDied as died:

@@ -1,0 +1,35 @@
+# Two commands do everything from a fresh clone:  `make demo`  and  `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: setup demo test test-all bench clean
+
+setup: $(STAMP)
+
+$(STAMP): constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[course]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# The main job: grade the bundled example submissions of 01_tensors (reference, stubs, students).
+demo: $(STAMP)
+	$(BIN)/checks grade 01_tensors examples/01_tensors --out grades/01_tensors --regrade
+
+# The platform's tests (the slow ones are marked and left to `make test-all`).
+test: $(STAMP)
+	$(BIN)/checks build --check
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
+	$(BIN)/checks build --check
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/grade_throughput.py
+
+clean:
+	rm -rf $(VENV) grades

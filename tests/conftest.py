@@ -1,0 +1,28 @@
+"""Shared fixtures: the repository's course, and small throwaway courses built in tmp_path."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from checks.sandbox import prepare_parent
+
+prepare_parent()  # before any torch op in this process: we fork graders and sandboxes from it
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def make_course(tmp_path: Path):
+    """Write a one-assignment course: {relative path: source} under tmp_path; returns its root."""
+
+    def make(files: dict[str, str]) -> Path:
+        for relative, text in files.items():
+            path = tmp_path / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        return tmp_path
+
+    return make

@@ -1,0 +1,59 @@
+import pytest
+
+from checks.build import BuildError, blank_quiz, build, strip_solutions
+
+SOURCE = '''\
+def numel(shape):
+    """Count elements."""
+    # BEGIN SOLUTION hint: multiply the sizes together
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+    # END SOLUTION
+
+
+class Tensor:
+    def grad(self):
+        if True:
+            # BEGIN SOLUTION
+            return 1
+            # END SOLUTION
+'''
+
+
+def test_regions_become_not_implemented_with_the_hint():
+    stub = strip_solutions(SOURCE)
+    assert "total" not in stub and "return 1" not in stub
+    assert "    raise NotImplementedError('numel: multiply the sizes together')\n" in stub
+    assert "            raise NotImplementedError('grad: not implemented yet')\n" in stub
+    compile(stub, "stub.py", "exec")
+
+
+@pytest.mark.parametrize("broken, where", [
+    ("# BEGIN SOLUTION\nx = 1\n", ":1: BEGIN SOLUTION is never closed"),
+    ("x = 1\n# END SOLUTION\n", ":2: END SOLUTION without"),
+    ("# BEGIN SOLUTION\n# BEGIN SOLUTION\n# END SOLUTION\n", ":2: BEGIN SOLUTION inside"),
+])
+def test_unpaired_markers_name_the_line(broken, where):
+    with pytest.raises(BuildError, match=where):
+        strip_solutions(broken, "f.py")
+
+
+def test_quiz_answers_are_blanked_and_questions_kept():
+    assert blank_quiz("# How many?\nnumel = 6\nflag=true\n") == '# How many?\nnumel = ""\nflag = ""\n'
+
+
+def test_build_writes_the_release_and_check_detects_drift(make_course):
+    root = make_course({"solutions/a1/m.py": SOURCE, "solutions/a1/quiz.toml": "x = 1\n",
+                        "solutions/a1/README.md": "hello\n"})
+    assert build(root, ["a1"], check=True)  # nothing built yet
+    build(root, ["a1"])
+    assert build(root, ["a1"], check=True) == []
+    assert (root / "assignments/a1/quiz.toml").read_text() == 'x = ""\n'
+    (root / "assignments/a1/extra.py").write_text("x = 1\n")
+    (root / "assignments/a1/m.py").write_text("edited\n")
+    assert sorted(build(root, ["a1"], check=True)) == [
+        "assignments/a1/extra.py: not generated from solutions/a1", "assignments/a1/m.py: out of date"]
+    build(root, ["a1"])
+    assert not (root / "assignments/a1/extra.py").exists()

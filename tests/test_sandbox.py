@@ -1,0 +1,152 @@
+"""The trust boundary on a tiny course: every misbehaviour costs only the question it touches."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.course import load_assignment
+from checks.grading import Source, grade_sources
+
+REFERENCE = {
+    "good.py": "def add(a, b):\n    return a + b\n\n\ndef label():\n    return 'reference'\n",
+    "other.py": "def twice(x):\n    return 2 * x\n",
+}
+
+SUITE = {
+    "autograder/toy/assignment.toml": """
+        files = ["good.py", "other.py"]
+        [quiz.answer]
+        answer = 6
+        points = 10
+    """,
+    "autograder/toy/drivers.py": """
+        def add_in_sandbox(a, b):
+            import good
+            return {"sum": good.add(a, b)}
+    """,
+    "autograder/toy/test_toy.py": """
+        import pytest
+        import drivers
+        from checks.suite import question, expect_equal, expect_raises
+
+        @question("good.add", points=30, timeout=3)
+        @pytest.mark.parametrize("a", [1, 2, 3])
+        def test_add(student, a):
+            expect_equal(student.good.add(a, 10), a + 10)
+
+        @question("other.twice", points=30)
+        @pytest.mark.parametrize("x", [1, 4])
+        def test_twice(student, x):
+            expect_equal(student.other.twice(x), 2 * x)
+
+        @question("driver.add", points=10)
+        def test_driver(student):
+            assert student.run(drivers.add_in_sandbox, 2, 3) == {"sum": 5}
+
+        @question("reference.label", points=10, use_reference=("good.py",))
+        def test_reference_label(student):
+            expect_equal(student.good.label(), "reference")
+
+        @question("blocked.torch", points=10, block_imports=("torch",))
+        def test_blocked(student):
+            with expect_raises(ImportError):
+                student.other.uses_torch()
+    """,
+}
+
+
+@pytest.fixture
+def grade(make_course):
+    def run(submissions: dict[str, dict[str, str]]):
+        files = dict(SUITE)
+        files.update({f"solutions/toy/{name}": text for name, text in REFERENCE.items()})
+        for sub, sources in submissions.items():
+            files.update({f"subs/{sub}/{name}": text for name, text in sources.items()})
+        files["subs/.keep"] = ""
+        root = make_course({**files, "assignments/toy/.keep": ""})
+        assignment = load_assignment(root, "toy")
+        sources = [Source.from_path(root / "subs" / sub) for sub in submissions]
+        return {r.name: {q.qid: q for q in r.questions} | {"_result": r} for r in grade_sources(assignment, sources, jobs=2)}
+    return run
+
+
+WITH_TORCH_USE = REFERENCE["other.py"] + """
+def uses_torch():
+    import torch
+    return 1
+"""
+
+
+def base(**overrides: str) -> dict[str, str]:
+    return {**REFERENCE, "other.py": WITH_TORCH_USE, "quiz.toml": "answer = 6\n", **overrides}
+
+
+def test_reference_gets_everything_and_references_stay_per_question(grade):
+    results = grade({"honest": base(**{"good.py": REFERENCE["good.py"].replace("'reference'", "'mine'")})})["honest"]
+    # reference.label sees the reference good.py; every other question sees the student's own
+    assert results["reference.label"].passed
+    assert results["good.add"].passed and results["other.twice"].passed and results["driver.add"].passed
+    assert results["blocked.torch"].passed, results["blocked.torch"].feedback
+    assert results["quiz.answer"].passed
+    assert results["_result"].score == 100
+
+
+def test_exit_at_import_costs_only_that_modules_questions(grade):
+    results = grade({"quitter": base(**{"other.py": "import sys\nsys.exit(3)\n"})})["quitter"]
+    assert results["other.twice"].score == 0
+    assert "called sys.exit(3)" in results["other.twice"].feedback
+    assert "while importing other.py" in results["other.twice"].feedback
+    assert results["good.add"].passed and results["quiz.answer"].passed
+
+
+def test_a_hang_is_stopped_and_costs_only_its_cases(grade):
+    hanging = REFERENCE["good.py"].replace("return a + b", "if a == 2:\n        while True: pass\n    return a + b")
+    results = grade({"hangs": base(**{"good.py": hanging})})["hangs"]
+    assert results["good.add"].score == 20.0
+    assert "did not finish within 3 s" in results["good.add"].feedback
+    assert results["other.twice"].passed
+
+
+def test_crashes_liars_and_patched_libraries_earn_nothing(grade):
+    hostile = """
+        import os, numpy
+        numpy.array_equal = lambda *a, **k: True
+        numpy.allclose = lambda *a, **k: True
+
+        class Liar(tuple):
+            def __eq__(self, other):
+                return True
+
+        def add(a, b):
+            if a == 1:
+                os._exit(0)
+            return Liar((a,))
+    """
+    results = grade({"hostile": base(**{"good.py": hostile})})["hostile"]
+    assert results["good.add"].score == 0
+    feedback = results["good.add"].feedback
+    assert "crashed the sandbox" in feedback and "unsupported type" in feedback
+    assert results["other.twice"].passed and results["quiz.answer"].passed
+
+
+def test_a_missing_file_or_function_is_named(grade):
+    results = grade({"partial": {"good.py": "def label():\n    return 1\n", "quiz.toml": "answer = 6\n"}})["partial"]
+    assert "defines no add" in results["good.add"].feedback
+    assert "other.py" in results["other.twice"].feedback
+    assert "other.py is missing from the submission" in results["_result"].warnings
+
+
+def test_a_broken_hidden_test_is_a_grader_error_not_the_students(make_course):
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_broken.py": """
+            from checks.suite import question
+            @question("good.add", points=100)
+            def test_add(student):
+                {}["missing"]
+        """,
+        "subs/s/good.py": REFERENCE["good.py"],
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")])
+    assert "grader error" in result.questions[0].feedback and "not your mistake" in result.questions[0].feedback

@@ -1,0 +1,34 @@
+from checks.scoring import CaseResult, score_cases
+
+
+def case(test, passed, points=10.0, all_or_nothing=False, message="", qid="q.one"):
+    return CaseResult(qid, test, points, all_or_nothing, passed, message)
+
+
+def test_partial_credit_is_the_share_of_cases_passed():
+    (q,) = score_cases([case("t", True), case("t", True), case("t", False, message="bad"), case("t", True)])
+    assert (q.score, q.max_score, q.passed_cases, q.total_cases) == (7.5, 10.0, 3, 4)
+
+
+def test_all_or_nothing_tests_earn_nothing_unless_every_case_passes():
+    (q,) = score_cases([case("t", True, all_or_nothing=True), case("t", False, all_or_nothing=True)])
+    assert q.score == 0.0
+
+
+def test_a_question_is_worth_the_sum_of_its_test_functions():
+    (q,) = score_cases([case("a", True, points=4), case("b", False, points=6, message="no")])
+    assert (q.score, q.max_score) == (4.0, 10.0)
+
+
+def test_feedback_lists_a_few_distinct_failures_and_counts_the_rest():
+    cases = [case("t", False, message=f"m{i % 5}") for i in range(10)]
+    (q,) = score_cases(cases)
+    lines = q.feedback.splitlines()
+    assert lines[0] == "10 of 10 checks failed."
+    assert lines[1:4] == ["- m0", "- m1", "- m2"]
+    assert lines[4] == "- ... and 4 more failing cases."
+
+
+def test_questions_keep_their_order_and_stay_separate():
+    results = score_cases([case("a", True, qid="x"), case("b", False, qid="y", message="no")])
+    assert [(q.qid, q.score) for q in results] == [("x", 10.0), ("y", 0.0)]
