@@ -7,7 +7,9 @@ ChecksPlugin and hand back a SubmissionResult as JSON.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,10 @@ from checks.sandbox import Limits, Zygote, prepare_parent
 from checks.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.submissions import Submission, SubmissionError, read_submission, submission_name
 
+# No config file, no cache, and none of the per-test plugins whose output nobody reads here
+# (capture, logging, warnings, faulthandler): together they cost more than the checks.
+PYTEST_ARGS = ("-q", "-c", os.devnull, "-s", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:warnings",
+               "-p", "no:faulthandler")
 SANDBOX_KIND = "fork (process group, rlimits, private temp dir)"
 
 
@@ -49,7 +55,8 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     if duplicates:
         raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
-    with Zygote() as zygote:
+    with Zygote() as zygote:  # forked before any suite code is imported: workers never see it
+        preimport_suite(assignment.public_tests_dir if public else assignment.autograder_dir)
         jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits)) for source in sources]
         for outcome in run_forked(jobs_to_run, jobs or os.cpu_count() or 1):
             if outcome.error:
@@ -57,6 +64,25 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
                                        sandbox=SANDBOX_KIND)
             else:
                 yield SubmissionResult.from_dict(outcome.value)
+
+
+def preimport_suite(suite_dir: Path) -> None:
+    """Import the suite's modules once, here, so every forked grading child finds them loaded.
+
+    pytest (prepend import mode) imports a test file by its bare module name after putting its
+    folder on sys.path, and reuses a module already in sys.modules when it is the same file.
+    A module that fails to import is left alone: the child reports the collection error.
+    """
+    if not suite_dir.is_dir():
+        return
+    if str(suite_dir) not in sys.path:
+        sys.path.insert(0, str(suite_dir))
+    for path in sorted(suite_dir.glob("*.py")):
+        if path.stem != "conftest" and path.stem not in sys.modules:
+            try:
+                importlib.import_module(path.stem)
+            except Exception:  # noqa: BLE001 - reported by pytest in the child
+                sys.modules.pop(path.stem, None)
 
 
 def _child_job(assignment: Assignment, source: Source, zygote: Zygote, public: bool,
@@ -87,8 +113,9 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     files = {**submission.files, **assignment.course_files()}
     plugin = ChecksPlugin(assignment, files, zygote, use_references=not public, limits=limits)
     suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
-    pytest.main([str(suite_dir), "-q", "-p", "no:cacheprovider", "--rootdir", str(suite_dir),
-                 "-c", os.devnull, "-W", "ignore::DeprecationWarning"], plugins=[plugin])
+    pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin])
+    if not plugin.cases:
+        plugin.errors.append(f"the suite in {suite_dir} ran no checks")
     if plugin.errors:
         result.error = "\n".join(plugin.errors)
     result.questions = score_cases(plugin.cases)

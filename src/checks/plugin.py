@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
+from _pytest.outcomes import skip
+from _pytest.reports import TestReport
 
 from checks import suite
 from checks.course import Assignment
@@ -76,23 +78,29 @@ class ChecksPlugin:
             if item.get_closest_marker(suite.QUESTION_MARK) is None:
                 self.errors.append(f"{item.nodeid} has no @question(...) marker")
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
-        outcome = yield
-        report = outcome.get_result()
-        if report.skipped or (report.when != "call" and report.passed):
-            return
-        mark = item.get_closest_marker(suite.QUESTION_MARK)
-        if mark is None:
-            return
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> TestReport | None:
+        """Record the case and answer with a cheap report: pytest's own traceback formatting
+        re-parses the test source for every failure (about 100 ms each)."""
+        if call.excinfo is not None and call.excinfo.errisinstance(skip.Exception):
+            return None  # pytest's own report for skips
+        if item.get_closest_marker(suite.QUESTION_MARK) is None:
+            return None
+        passed = call.excinfo is None
+        message, grader_error = ("", False) if passed else _describe_failure(item, call)
+        if call.when == "call" or not passed:
+            self._record(item, call.when, passed, message, grader_error)
+        return TestReport(item.nodeid, item.location, {}, "passed" if passed else "failed",
+                          None if passed else message, call.when, [], call.duration, call.start, call.stop)
+
+    def _record(self, item: pytest.Item, when: str, passed: bool, message: str, grader_error: bool) -> None:
         options = _question_options(item)
-        message, grader_error = ("", False) if report.passed else _describe_failure(item, call)
-        if report.when == "teardown" and self.cases and self.cases[-1].test == _test_key(item):
+        if when == "teardown" and self.cases and self.cases[-1].nodeid == item.nodeid:
             self.cases[-1].passed = False  # a failing teardown taints the case it followed
             self.cases[-1].message = self.cases[-1].message or message
             return
         self.cases.append(CaseResult(options["qid"], _test_key(item), options["points"], options["all_or_nothing"],
-                                     report.passed, message, grader_error))
+                                     passed, message, grader_error, item.nodeid))
         device = getattr(getattr(item, "callspec", None), "params", {}).get("device")
         if device is not None:
             self.devices.add(str(device).split(":")[0])

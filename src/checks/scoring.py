@@ -19,6 +19,7 @@ class CaseResult:
     passed: bool
     message: str = ""
     grader_error: bool = False  # the hidden test itself broke: not the student's fault
+    nodeid: str = ""
 
 
 @dataclass

@@ -30,7 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from checks.plugin import ChecksPlugin
 
-    suite_dir = Path(config.args[0]).resolve() if config.args else Path.cwd()
+    first = Path(config.args[0].split("::")[0]).resolve() if config.args else Path.cwd()
+    suite_dir = first if first.is_dir() else first.parent
     name = config.getoption("--assignment") or suite_dir.name
     assignment = load_assignment(find_course_root(suite_dir), name)
     submission = read_submission(submission_path)
