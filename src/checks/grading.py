@@ -7,6 +7,7 @@ ChecksPlugin and hand back a SubmissionResult as JSON.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -55,8 +56,9 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     if duplicates:
         raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
-    with Zygote() as zygote:  # forked before any suite code is imported: workers never see it
-        preimport_suite(assignment.public_tests_dir if public else assignment.autograder_dir)
+    suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
+    # the zygote is forked before any suite code is imported: workers never see it
+    with Zygote() as zygote, suite_preimported(suite_dir):
         jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits)) for source in sources]
         for outcome in run_forked(jobs_to_run, jobs or os.cpu_count() or 1):
             if outcome.error:
@@ -66,23 +68,32 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
                 yield SubmissionResult.from_dict(outcome.value)
 
 
-def preimport_suite(suite_dir: Path) -> None:
-    """Import the suite's modules once, here, so every forked grading child finds them loaded.
+@contextlib.contextmanager
+def suite_preimported(suite_dir: Path) -> Iterator[None]:
+    """Import the suite's modules once, here, so every forked grading child finds them loaded;
+    undo it afterwards, so that the caller's process is left as it was.
 
     pytest (prepend import mode) imports a test file by its bare module name after putting its
     folder on sys.path, and reuses a module already in sys.modules when it is the same file.
     A module that fails to import is left alone: the child reports the collection error.
     """
-    if not suite_dir.is_dir():
-        return
-    if str(suite_dir) not in sys.path:
+    modules_before, path_before = set(sys.modules), list(sys.path)
+    if suite_dir.is_dir():
         sys.path.insert(0, str(suite_dir))
-    for path in sorted(suite_dir.glob("*.py")):
-        if path.stem != "conftest" and path.stem not in sys.modules:
-            try:
-                importlib.import_module(path.stem)
-            except Exception:  # noqa: BLE001 - reported by pytest in the child
-                sys.modules.pop(path.stem, None)
+        for path in sorted(suite_dir.glob("*.py")):
+            if path.stem != "conftest" and path.stem not in sys.modules:
+                try:
+                    importlib.import_module(path.stem)
+                except Exception:  # noqa: BLE001 - reported by pytest in the child
+                    pass
+    try:
+        yield
+    finally:
+        sys.path[:] = path_before
+        for name in set(sys.modules) - modules_before:
+            module_file = getattr(sys.modules[name], "__file__", None) or ""
+            if module_file.startswith(str(suite_dir)):
+                del sys.modules[name]
 
 
 def _child_job(assignment: Assignment, source: Source, zygote: Zygote, public: bool,
