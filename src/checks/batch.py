@@ -23,6 +23,7 @@ from checks.submissions import submission_name
 class BatchSummary:
     graded: list[SubmissionResult] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already graded by an earlier run
+    rows: list[dict] = field(default_factory=list)  # results.json of every submission asked for
 
     @property
     def failed(self) -> list[SubmissionResult]:
@@ -58,10 +59,6 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
         summary.graded.append(result)
         if on_result:
             on_result(result)
-    write_gradebook(out_dir, [submission_name(p) for p in paths])
+    summary.rows = [row for row in (read_submission_results(out_dir, submission_name(p)) for p in paths) if row]
+    write_atomically(out_dir / GRADEBOOK_FILE, gradebook_csv(summary.rows))
     return summary
-
-
-def write_gradebook(out_dir: Path, names: list[str]) -> None:
-    rows = [row for row in (read_submission_results(out_dir, name) for name in names) if row is not None]
-    write_atomically(out_dir / GRADEBOOK_FILE, gradebook_csv(rows))

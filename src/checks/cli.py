@@ -16,7 +16,7 @@ from checks.batch import expand_submission_paths, grade_to_folder
 from checks.build import BuildError, build
 from checks.course import CourseError, find_course_root, list_assignments, load_assignment
 from checks.grading import SANDBOX_KIND, Source, grade_sources
-from checks.reports import print_failures, question_table
+from checks.reports import print_failures, question_table, questions_table, submissions_table
 from checks.scoring import SubmissionResult
 from checks.verify import verify
 
@@ -108,8 +108,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
 
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade, on_result=progress,
                               on_skip=lambda name: console.print(f"  {name}: already graded, skipped (--regrade to redo)"))
-    for result in sorted(summary.graded, key=lambda r: r.name):
-        console.print(question_table(result))
+    console.print(submissions_table(summary.rows))
+    console.print(questions_table(summary.rows))
     elapsed = time.monotonic() - started
     console.print(f"\ngraded {len(summary.graded)}, skipped {len(summary.skipped)}, in {elapsed:.1f} s; "
                   f"gradebook: {args.out / 'gradebook.csv'}")

@@ -65,14 +65,14 @@ class Assignment:
 
 
 def find_course_root(start: Path | None = None) -> Path:
-    """$CHECKS_COURSE, else the nearest folder at or above `start` that has assignments/."""
+    """$CHECKS_COURSE, else the nearest folder at or above `start` with assignments/ or solutions/."""
     if os.environ.get("CHECKS_COURSE"):
         return Path(os.environ["CHECKS_COURSE"]).resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "assignments").is_dir():
+        if (folder / "assignments").is_dir() or (folder / "solutions").is_dir():
             return folder
-    raise CourseError(f"no course found: neither {here} nor a folder above it has an assignments/ folder "
+    raise CourseError(f"no course found: neither {here} nor a folder above it has assignments/ or solutions/ "
                       "(run from the course repository, or set CHECKS_COURSE)")
 
 

@@ -91,11 +91,7 @@ def read_submission_results(out_dir: Path, name: str) -> dict | None:
 
 def gradebook_csv(rows: list[dict]) -> str:
     """One row per submission (from results.json dicts), one column per question, and the total."""
-    questions: list[str] = []
-    for row in rows:
-        for test in row["tests"]:
-            if test["name"] not in questions:
-                questions.append(test["name"])
+    questions = _question_names(rows)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["submission", *questions, "total", "graded"])
@@ -122,10 +118,43 @@ def question_table(result: SubmissionResult, *, show_points: bool = True) -> Tab
     return table
 
 
-def _first_problem(feedback: str) -> str:
+def _first_problem(feedback: str, limit: int = 160) -> str:
     lines = feedback.splitlines()
-    bullets = [line[2:] for line in lines if line.startswith("- ")]
-    return (bullets[0] if bullets else lines[0] if lines else "")[:300]
+    first = next((line[2:] for line in lines if line.startswith("- ")), lines[0] if lines else "")
+    return first if len(first) <= limit else first[: limit - 3] + "..."
+
+
+def submissions_table(rows: list[dict]) -> Table:
+    """The batch at a glance, from results.json dicts: score and the questions that lost points."""
+    table = Table(title="submissions", title_justify="left")
+    for column, justify in (("submission", "left"), ("score", "right"), ("lost points on", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for row in sorted(rows, key=lambda r: r["extra_data"]["submission"]):
+        lost = ", ".join(f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in row["tests"] if t["status"] != "passed")
+        score = "[red]grader error[/red]" if row["extra_data"].get("error") else f"{row['score']:g}"
+        table.add_row(row["extra_data"]["submission"], score, lost or "-")
+    return table
+
+
+def questions_table(rows: list[dict]) -> Table:
+    """Per question over the batch: mean score and the share of submissions with full marks."""
+    table = Table(title="questions", title_justify="left")
+    for column, justify in (("question", "left"), ("mean", "right"), ("max", "right"), ("full marks", "right")):
+        table.add_column(column, justify=justify)
+    graded = [row for row in rows if not row["extra_data"].get("error")]
+    for name in _question_names(graded):
+        tests = [t for row in graded for t in row["tests"] if t["name"] == name]
+        mean = sum(t["score"] for t in tests) / len(tests)
+        passed = sum(t["status"] == "passed" for t in tests) / len(tests)
+        table.add_row(name, f"{mean:.2f}", f"{tests[0]['max_score']:g}", f"{passed:.0%}")
+    return table
+
+
+def _question_names(rows: list[dict]) -> list[str]:
+    names: list[str] = []
+    for row in rows:
+        names += [t["name"] for t in row["tests"] if t["name"] not in names]
+    return names
 
 
 def print_failures(console: Console, result: SubmissionResult) -> None:

@@ -45,7 +45,7 @@ class StudentRaised(StudentFault):
         if self.message:
             text += f": {self.message}"
         if self.type_name == "NotImplementedError" and not self.context:
-            text += " (still the stub: implement it)"
+            return text + " (still the stub: implement it)"
         if self.where:
             text += "\n  at " + "\n  at ".join(self.where)
         return text

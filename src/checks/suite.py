@@ -15,8 +15,13 @@ import numpy as np
 import pytest
 
 from checks.codec import TensorData
-from checks.student import Student, StudentRaised
+from checks.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised, StudentTimeout,
+                            UnsupportedReturn)
 from checks.summary import summarize
+
+__all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
+           "UnsupportedReturn", "as_index_tuple", "expect_close", "expect_equal", "expect_raises", "fail",
+           "grading_devices", "question"]
 
 Diagnose = Callable[[Any], "str | None"]
 QUESTION_MARK = "checks_question"

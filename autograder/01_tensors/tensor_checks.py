@@ -1,0 +1,211 @@
+"""Grader-side helpers for the 01_tensors suite: PyTorch references, stride comparisons, and
+models of the usual mistakes (used only to name a mistake in feedback, never as the answer).
+
+Every expected value is computed by PyTorch in the test; this module only compares and explains.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from checks.suite import StudentRaised, as_index_tuple, expect_raises, fail
+
+
+REFUSALS = (RuntimeError, IndexError, ValueError, TypeError, OverflowError)
+
+
+# ---- asking PyTorch -------------------------------------------------------------------------
+
+class Refused:
+    """PyTorch raised where the student must raise ValueError; keeps PyTorch's message."""
+
+    def __init__(self, error: BaseException) -> None:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if len(text) > 100 and ". " in text:  # PyTorch's first sentence says it
+            text = text[:text.index(". ") + 1]
+        self.message = text if len(text) <= 160 else text[:157] + "..."
+
+
+def ask_torch(compute):
+    """The value `compute()` returns, or a Refused when PyTorch rejects the input."""
+    try:
+        return compute()
+    except REFUSALS as error:
+        return Refused(error)
+
+
+def expect_value_error(call, why: str, refused: Refused | None = None) -> None:
+    """The student call must raise ValueError (as PyTorch refuses the same input, when it does)."""
+    because = f"{why}; PyTorch refuses it too: {refused.message}" if refused is not None else why
+    with expect_raises(ValueError, because=because):
+        call()
+
+
+def value_of(call, expected, hint: str | None = None):
+    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so."""
+    try:
+        return call()
+    except StudentRaised as raised:
+        if raised.type_name == "NotImplementedError":
+            raise
+        lines = str(raised).split("\n")
+        shown = expected if isinstance(expected, str) else fmt(expected) if isinstance(expected, tuple) \
+            else repr(expected)
+        refused = raised.type_name == "ValueError"  # a deliberate refusal, not a crash
+        lines[0] += (f"; expected {shown}: PyTorch accepts this input."
+                     + (f" Likely mistake: {hint}" if hint and refused else ""))
+        fail("\n".join(lines))
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def ints(values) -> tuple[int, ...]:
+    """Plain Python ints for handing to PyTorch (cases may hold lists or NumPy integers)."""
+    return tuple(int(v) for v in values)
+
+
+def strided(shape, strides) -> torch.Tensor:
+    """A tensor with exactly this layout (its values are never read)."""
+    return torch.empty_strided(ints(shape), ints(strides), dtype=torch.uint8)
+
+
+# ---- comparing ------------------------------------------------------------------------------
+
+def fmt(values) -> str:
+    """A tuple the way Python prints one: (3,) and (2, 3)."""
+    values = tuple(values)
+    return f"({values[0]},)" if len(values) == 1 else "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def safe(diagnose):
+    """A diagnose function that can never break the check (odd student values make it say nothing)."""
+    def guarded(got):
+        try:
+            return diagnose(got)
+        except Exception:
+            return None
+    return guarded
+
+
+def _hint(diagnose, got) -> str:
+    if diagnose is None:
+        return ""
+    try:
+        text = diagnose(got)
+    except Exception:  # a diagnosis must never turn a student's failure into a grader error
+        text = None
+    return f" Likely mistake: {text}" if text else ""
+
+
+def expect_strides(student, got, expected, shape, *, diagnose=None, what="strides") -> None:
+    """Compare strides, skipping the dims of size 1 (their stride never changes an address)."""
+    expected = ints(expected)
+    have = as_index_tuple(got)
+    call = student.last_call
+    if len(have) != len(expected):
+        fail(f"{call} returned {what} {fmt(have)} with {len(have)} entries; expected "
+             f"{len(expected)}, one per dim of a tensor of shape {fmt(shape)}.{_hint(diagnose, got)}")
+    bad = [k for k, size in enumerate(shape) if size != 1 and have[k] != expected[k]]
+    if not bad:
+        return
+    shown = fmt("*" if size == 1 else str(e) for size, e in zip(shape, expected))
+    skipped = " (* marks a size-1 dim, whose stride is not graded)" if 1 in tuple(shape) else ""
+    k = bad[0]
+    fail(f"{call} returned {what} {fmt(have)}; expected {shown}{skipped}. Dim {k} (size {shape[k]}) "
+         f"has stride {have[k]}, expected {expected[k]}.{_hint(diagnose, got)}")
+
+
+def split_layout(student, got):
+    """A (shape, strides) pair from the student as two tuples of ints."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        fail(f"{student.last_call} returned {got!r}; expected a pair (shape, strides).")
+    parts = []
+    for part, name in zip(got, ("shape", "strides")):
+        if not isinstance(part, (tuple, list)) or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in part):
+            fail(f"{student.last_call} returned {got!r}; the {name} part should be a tuple of ints.")
+        parts.append(tuple(int(v) for v in part))
+    return parts[0], parts[1]
+
+
+def expect_layout(student, got, shape, strides, *, diagnose=None) -> None:
+    """A (shape, strides) result: the shape exactly, the strides outside size-1 dims."""
+    got_shape, got_strides = split_layout(student, got)
+    shape, strides = ints(shape), ints(strides)
+    if got_shape != shape:
+        fail(f"{student.last_call} returned shape {fmt(got_shape)} (with strides {fmt(got_strides)}); "
+             f"expected shape {fmt(shape)}.{_hint(diagnose, (got_shape, got_strides))}")
+    expect_strides(student, got_strides, strides, shape, what="strides",
+                   diagnose=(lambda _got: diagnose((got_shape, got_strides))) if diagnose else None)
+
+
+def expect_array(student, got, expected: np.ndarray, *, diagnose=None) -> None:
+    """A NumPy array with the expected shape, dtype and values (exactly)."""
+    call = student.last_call
+    if isinstance(got, np.generic):
+        got = np.asarray(got)
+    if not isinstance(got, np.ndarray):
+        kind = "a tensor (return a NumPy array: tensor.numpy())" if type(got).__name__ == "TensorData" \
+            else type(got).__name__
+        fail(f"{call} returned {kind}; expected a NumPy array of shape {fmt(expected.shape)}.")
+    if got.shape != expected.shape:
+        fail(f"{call} returned an array of shape {fmt(got.shape)}; expected shape {fmt(expected.shape)}."
+             f"{_hint(diagnose, got)}")
+    if got.dtype != expected.dtype:
+        fail(f"{call} returned an array of dtype {got.dtype}; expected storage's dtype {expected.dtype}: "
+             "the result holds storage's own elements, so build it from them (or pass dtype=storage.dtype).")
+    if np.array_equal(got, expected):
+        return
+    where = tuple(int(i) for i in np.argwhere(got != expected)[0])
+    fail(f"{call} returned {_short(got)}; expected {_short(expected)}. First difference at index "
+         f"{fmt(where)}: got {got[where]!r}, expected {expected[where]!r}.{_hint(diagnose, got)}")
+
+
+def _short(array: np.ndarray) -> str:
+    if array.size <= 12:
+        return np.array2string(array, separator=", ").replace("\n", "")
+    return f"an array of shape {fmt(array.shape)}"
+
+
+# ---- models of common mistakes (for diagnosis only) -----------------------------------------
+
+def row_major(shape) -> tuple[int, ...]:
+    out, step = [], 1
+    for size in reversed(tuple(shape)):
+        out.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(out))
+
+
+def column_major(shape) -> tuple[int, ...]:
+    out, step = [], 1
+    for size in shape:
+        out.append(step)
+        step *= max(size, 1)
+    return tuple(out)
+
+
+def unclamped_row_major(shape) -> tuple[int, ...]:
+    return tuple(math.prod(shape[k + 1:]) for k in range(len(shape)))
+
+
+def inclusive_row_major(shape) -> tuple[int, ...]:
+    return tuple(math.prod(max(s, 1) for s in shape[k:]) for k in range(len(shape)))
+
+
+def same_ignoring_size1(a, b, shape) -> bool:
+    a, b = tuple(a), tuple(b)
+    return len(a) == len(b) == len(shape) and all(s == 1 or x == y for x, y, s in zip(a, b, shape))
+
+
+def safe_tuple(got):
+    """`got` as a tuple of ints, or None when it is not one (diagnoses must not fail)."""
+    if isinstance(got, (tuple, list)) and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in got):
+        return tuple(int(v) for v in got)
+    return None
