@@ -1,34 +1,82 @@
 """`checks grade`: a whole class into an output folder that survives interruption.
 
-Each finished submission is written at once (atomically), so an interrupted run loses at most
-the submissions in flight; a re-run skips every submission whose results.json is already there
-(unless asked to regrade) and rebuilds the gradebook from all of them.
+DIR/gradebook.sqlite is the single source of truth (see gradebook.py). Each finished submission
+is committed there in one transaction, then its results.json and feedback.md are rendered from
+that record (atomically); an interrupted run, Ctrl-C or kill -9, loses at most the submissions
+in flight. A submission counts as already graded when the gradebook holds it, graded without a
+grader error, from the same content (a fingerprint of its files): a re-run skips those unless
+asked to regrade, grades the rest, and then renders every file of the folder (results.json,
+feedback.md, gradebook.csv, report.html) again from the database wherever it is missing or
+differs. So an interrupted run, re-run, ends with the same gradebook as an uninterrupted one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
+from checks import __version__
 from checks.course import Assignment
+from checks.gradebook import DB_FILE, Entry, Graded, Gradebook, utc_now
 from checks.grading import Source, grade_sources
-from checks.reports import (GRADEBOOK_FILE, gradebook_csv, read_submission_results, write_atomically,
-                            write_submission_reports)
+from checks.report_html import REPORT_FILE, render_report
+from checks.reports import GRADEBOOK_FILE, gradebook_csv, write_if_changed, write_submission_reports
 from checks.scoring import SubmissionResult
-from checks.submissions import submission_name
+from checks.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
+
+RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
+                  f"{DB_FILE}-journal"}
+
+# why a submission is graded in this run (None in Planned.reason: already graded, skipped)
+NEW, REGRADE, CHANGED, RETRY = ("new", "--regrade", "changed since it was graded",
+                                "the grader failed on it last time")
+
+Grader = Callable[..., Iterable[SubmissionResult]]  # grade_sources, or a stand-in in tests
+
+
+@dataclass(frozen=True)
+class Planned:
+    path: Path
+    name: str
+    fingerprint: str
+    reason: str | None  # why it is graded now; None when it is already graded and skipped
 
 
 @dataclass
 class BatchSummary:
-    graded: list[SubmissionResult] = field(default_factory=list)
+    out_dir: Path
+    graded: list[SubmissionResult] = field(default_factory=list)  # by this run
     skipped: list[str] = field(default_factory=list)  # already graded by an earlier run
-    rows: list[dict] = field(default_factory=list)  # results.json of every submission asked for
+    records: list[Graded] = field(default_factory=list)  # the whole gradebook after this run, by name
+    seconds: float = 0.0
 
     @property
     def failed(self) -> list[SubmissionResult]:
-        """Submissions the grader itself could not grade (never the student's doing)."""
+        """Submissions of this run the grader itself could not grade (never the student's doing)."""
         return [r for r in self.graded if r.error]
+
+    @property
+    def results(self) -> list[SubmissionResult]:
+        return [record.result for record in self.records]
+
+
+class BatchListener:
+    """What a grade run reports as it goes (the CLI shows it; tests may record it)."""
+
+    def started(self, plan: list[Planned]) -> None:
+        """Before grading: every submission asked for, and which of them will be graded."""
+
+    def graded(self, result: SubmissionResult, done: int, total: int) -> None:
+        """A submission was graded and saved (`done` of the `total` this run grades)."""
+
+    def stopped(self) -> None:
+        """Grading ended, finished or interrupted."""
 
 
 def expand_submission_paths(paths: list[Path]) -> list[Path]:
@@ -41,24 +89,123 @@ def expand_submission_paths(paths: list[Path]) -> list[Path]:
     return expanded
 
 
-def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None = None,
-                    regrade: bool = False, on_result: Callable[[SubmissionResult], None] | None = None,
-                    on_skip: Callable[[str], None] | None = None) -> BatchSummary:
-    summary = BatchSummary()
-    sources = []
-    for path in paths:
-        name = submission_name(path)
-        if not regrade and read_submission_results(out_dir, name) is not None:
-            summary.skipped.append(name)
-            if on_skip:
-                on_skip(name)
+def fingerprint(path: Path) -> str:
+    """A digest of a submission's content (regular files only, as the reader sees them; a file too
+    big to be read counts by its size). Changes when the student's files change, not when copied."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        _hash_file(digest, path, "")
+    elif path.is_dir():
+        for folder, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)  # os.walk does not follow links
+            for name in sorted(names):
+                full = Path(folder) / name
+                _hash_file(digest, full, full.relative_to(path).as_posix())
+    else:
+        return ""
+    return digest.hexdigest()
+
+
+def _hash_file(digest: "hashlib._Hash", path: Path, relative: str) -> None:
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):  # links, fifos, devices: never opened here
+            return
+        digest.update(f"{relative}\0{info.st_size}\0".encode())
+        if info.st_size <= MAX_FILE_BYTES or not relative:
+            with path.open("rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+    except OSError as error:
+        digest.update(f"unreadable: {error.strerror}\0".encode())
+
+
+def submission_names(paths: list[Path]) -> list[str]:
+    """Each submission's name (folder name or zip stem), refusing duplicates and reserved names."""
+    names = [submission_name(Path(os.path.abspath(path))) for path in paths]  # "." has a name too
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
+                         "folder name or zip stem and must be unique")
+    reserved = sorted(set(names) & RESERVED_NAMES)
+    if reserved:
+        raise ValueError(f"a submission may not be named {', '.join(repr(n) for n in reserved)}: rename it")
+    return names
+
+
+def plan_batch(paths: list[Path], held: dict[str, Entry], *, regrade: bool = False) -> list[Planned]:
+    """Which submissions to grade, and why; the others are already graded (`held`: the gradebook's index)."""
+    names = submission_names(paths)
+    paths = [Path(os.path.abspath(path)) for path in paths]  # symlinked folders keep their own name
+    plan = []
+    for path, name in zip(paths, names):
+        digest = fingerprint(path)
+        entry = held.get(name)
+        if regrade:
+            reason: str | None = REGRADE
+        elif entry is None:
+            reason = NEW
+        elif not entry.ok:
+            reason = RETRY
+        elif entry.fingerprint != digest:
+            reason = CHANGED
         else:
-            sources.append(Source.from_path(path))
-    for result in grade_sources(assignment, sources, jobs=jobs):
-        write_submission_reports(out_dir, result)
-        summary.graded.append(result)
-        if on_result:
-            on_result(result)
-    summary.rows = [row for row in (read_submission_results(out_dir, submission_name(p)) for p in paths) if row]
-    write_atomically(out_dir / GRADEBOOK_FILE, gradebook_csv(summary.rows))
+            reason = None
+        plan.append(Planned(path, name, digest, reason))
+    return plan
+
+
+def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None = None,
+                    regrade: bool = False, listener: BatchListener | None = None,
+                    grader: Grader | None = None) -> BatchSummary:
+    """Grade what is not graded yet into out_dir (see the module's docstring); `grader` defaults to
+    grading.grade_sources."""
+    grader = grader or grade_sources
+    started = time.monotonic()
+    listener = listener or BatchListener()
+    summary = BatchSummary(out_dir)
+    submission_names(paths)  # refuse bad names before anything is written
+    gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
+    plan = plan_batch(paths, gradebook.index(), regrade=regrade)
+    todo = [p for p in plan if p.reason]
+    summary.skipped = [p.name for p in plan if not p.reason]
+    by_name = {p.name: p for p in todo}
+    run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
+    listener.started(plan)
+    try:
+        if todo:
+            sources = [Source.from_path(p.path) for p in todo]
+            results = iter(grader(assignment, sources, jobs=jobs))
+            try:
+                for result in results:
+                    planned = by_name[result.name]
+                    record = Graded(result, __version__, utc_now(), str(planned.path), planned.fingerprint, run_id)
+                    gradebook.record(record)  # the commit point: from here on it is graded
+                    write_submission_reports(out_dir, result, grader_version=record.grader_version,
+                                             graded_at=record.graded_at)
+                    summary.graded.append(result)
+                    listener.graded(result, len(summary.graded), len(todo))
+            finally:
+                getattr(results, "close", lambda: None)()  # a generator: stop its children now
+    except BaseException:  # Ctrl-C above all: leave what is saved readable, then let it through
+        listener.stopped()
+        with contextlib.suppress(Exception):
+            gradebook.finish_run(run_id, graded=len(summary.graded), interrupted=True)
+            publish(out_dir, gradebook.load(), assignment=assignment)
+        raise
+    listener.stopped()
+    gradebook.finish_run(run_id, graded=len(summary.graded))
+    summary.records = gradebook.load()
+    publish(out_dir, summary.records, assignment=assignment)
+    summary.seconds = time.monotonic() - started
     return summary
+
+
+def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment) -> None:
+    """Render every file of the output folder from the gradebook, rewriting only what differs."""
+    for record in records:
+        write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
+                                 graded_at=record.graded_at)
+    results = [record.result for record in records]
+    write_if_changed(out_dir / GRADEBOOK_FILE, gradebook_csv(results))
+    write_if_changed(out_dir / REPORT_FILE, render_report(assignment.name, records, title=assignment.title))

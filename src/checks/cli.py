@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -16,7 +15,8 @@ from checks.batch import expand_submission_paths, grade_to_folder
 from checks.build import BuildError, build
 from checks.course import CourseError, find_course_root, list_assignments, load_assignment
 from checks.grading import SANDBOX_KIND, Source, grade_sources
-from checks.reports import print_failures, question_table, questions_table, submissions_table
+from checks.progress import GradeProgress, print_summary
+from checks.reports import print_failures, question_table
 from checks.scoring import SubmissionResult
 from checks.verify import verify
 
@@ -100,21 +100,9 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     paths = expand_submission_paths([p for p in args.submissions])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                   f"into {args.out} (sandbox: {SANDBOX_KIND}; device: {args.device})")
-    started = time.monotonic()
-
-    def progress(result: SubmissionResult) -> None:
-        status = "[red]GRADER ERROR[/red]" if result.error else f"{result.score:g}/{result.max_score:g}"
-        console.print(f"  {result.name}: {status} ({result.seconds:.1f} s)")
-
-    summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade, on_result=progress,
-                              on_skip=lambda name: console.print(f"  {name}: already graded, skipped (--regrade to redo)"))
-    console.print(submissions_table(summary.rows))
-    console.print(questions_table(summary.rows))
-    elapsed = time.monotonic() - started
-    console.print(f"\ngraded {len(summary.graded)}, skipped {len(summary.skipped)}, in {elapsed:.1f} s; "
-                  f"gradebook: {args.out / 'gradebook.csv'}")
-    for result in summary.failed:
-        console.print(f"[red]could not grade {result.name}:[/red] {result.error}", markup=True)
+    summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
+                              listener=GradeProgress(console))
+    print_summary(console, summary)
     return 1 if summary.failed else 0
 
 

@@ -1,5 +1,8 @@
 """What a grade run leaves behind: results.json (Gradescope schema), feedback.md, gradebook.csv,
 and the tables printed on the terminal. Files are written atomically (temp file, then rename).
+
+Names, feedback and messages come partly from student code (exception messages, printed output,
+folder names): they are shown as written, never read as markup, in markdown and on the terminal.
 """
 
 from __future__ import annotations
@@ -8,11 +11,15 @@ import csv
 import io
 import json
 import os
+import re
+import statistics
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from checks import __version__
 from checks.scoring import SubmissionResult
@@ -27,6 +34,7 @@ def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp's 0600 is for secrets; these are for sharing
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
@@ -37,7 +45,27 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def gradescope_results(result: SubmissionResult) -> dict:
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """write_atomically, unless the file already holds exactly `text`; True when it wrote."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, ValueError):
+        pass
+    write_atomically(path, text)
+    return True
+
+
+# ---------------------------------------------------------------- one submission
+
+def gradescope_results(result: SubmissionResult, *, grader_version: str = __version__,
+                       graded_at: str | None = None) -> dict:
     """Gradescope's autograder results format: one tests[] entry per question."""
     tests = [{"name": q.qid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.passed else "failed", "output": q.feedback, "visibility": "visible"}
@@ -45,40 +73,96 @@ def gradescope_results(result: SubmissionResult) -> dict:
     overview = [f"{result.score:g} / {result.max_score:g} points."] + result.warnings
     if result.error:
         overview.append(f"The grader could not grade this submission: {result.error}")
+    extra = {"assignment": result.assignment, "submission": result.name, "devices": result.devices,
+             "grader_version": grader_version, "sandbox": result.sandbox, "error": result.error,
+             "warnings": result.warnings}
+    if graded_at:
+        extra["graded_at"] = graded_at
     return {
         "score": result.score,
         "output": "\n".join(overview),
         "execution_time": result.seconds,
         "tests": tests,
-        "extra_data": {"assignment": result.assignment, "submission": result.name, "devices": result.devices,
-                       "grader_version": __version__, "sandbox": result.sandbox, "error": result.error,
-                       "warnings": result.warnings},
+        "extra_data": extra,
     }
 
 
-def feedback_markdown(result: SubmissionResult) -> str:
-    """A student's feedback, readable on its own."""
-    lines = [f"# {result.assignment}: feedback for {result.name}", "",
-             f"**Score: {result.score:g} / {result.max_score:g}**", ""]
+def feedback_markdown(result: SubmissionResult, *, grader_version: str = __version__,
+                      graded_at: str | None = None) -> str:
+    """A student's feedback, readable on its own, as plain text or rendered."""
+    passed = [q for q in result.questions if q.passed]
+    lines = [f"# {result.assignment}: feedback for {_md(result.name)}", ""]
+    if result.questions:
+        lines += [f"**Score: {result.score:g} / {result.max_score:g}** "
+                  f"({len(passed)} of {len(result.questions)} questions with full marks)", ""]
     if result.error:
-        lines += ["> The grader itself ran into a problem with this submission; course staff have been told.", ""]
-    lines += [f"- {warning}" for warning in result.warnings]
+        lines += ["> **The grader itself could not finish grading this submission.** This is not your mistake: "
+                  "the course staff see it in their report and will grade it again."
+                  + (" The questions below are the ones it did grade." if result.questions else ""), ""]
     if result.warnings:
+        lines += ["About your submission:", ""] + [f"- {_md(warning)}" for warning in result.warnings] + [""]
+    if result.questions:
+        lines += ["| question | score | status |", "|---|---:|---|"]
+        lines += [f"| `{q.qid}` | {q.score:g} / {q.max_score:g} | {'passed' if q.passed else 'needs work'} |"
+                  for q in result.questions]
         lines.append("")
-    lines += ["| question | score | status |", "|---|---:|---|"]
-    lines += [f"| `{q.qid}` | {q.score:g} / {q.max_score:g} | {'passed' if q.passed else 'needs work'} |"
-              for q in result.questions]
-    for q in result.questions:
-        if not q.passed:
-            lines += ["", f"## `{q.qid}` ({q.score:g} / {q.max_score:g})", "", q.feedback]
-    lines += ["", f"Checked on: {', '.join(result.devices) or 'cpu'}.", ""]
+    failed = [q for q in result.questions if not q.passed]
+    if failed:
+        lines += ["## What to fix", "",
+                  "Each failed check below says what was called, what came back and what was expected.", ""]
+        for q in failed:
+            lines += [f"### `{q.qid}` ({q.score:g} / {q.max_score:g})", "", _feedback_block(q.feedback), ""]
+    elif result.questions and not result.error:
+        lines += ["Every question passed all its checks.", ""]
+    stamp = f"Checked on {', '.join(result.devices) or 'cpu'} by checks {grader_version}"
+    lines += [stamp + (f", {graded_at}." if graded_at else "."), ""]
     return "\n".join(lines)
 
 
-def write_submission_reports(out_dir: Path, result: SubmissionResult) -> None:
+# what would turn plain text into markup: code spans, emphasis (not snake_case), HTML, links; and a
+# backslash that would escape the next character
+_INLINE_SPECIAL = re.compile(r"[`*<]|\\(?=[!-/:-@\[-`{-~])|\](?=[(\[])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_BLOCK_START = re.compile(r"^([#>+=|~\[-]|\d+(?=[.)]))")
+
+
+def _md(text: str) -> str:
+    """One line of plain text as markdown that renders as written (no emphasis, code, links or HTML)."""
+    return _INLINE_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+
+
+def _md_line(text: str) -> str:
+    """_md, and a line that would start a heading, quote, list or table starts as plain text."""
+    escaped = _md(text)
+    match = _BLOCK_START.match(escaped)
+    if not match:
+        return escaped
+    if match.group(0)[0].isdigit():  # "1. x" would start a list: escape its dot
+        end = match.end()
+        return escaped[:end] + "\\" + escaped[end:]
+    return "\\" + escaped
+
+
+def _feedback_block(feedback: str) -> str:
+    """A question's feedback (sentences, "- " bullets, indented continuations) as safe markdown."""
+    out = []
+    for line in feedback.splitlines():
+        if line.startswith("- "):
+            out.append("- " + _md(line[2:]))
+        elif line[:1].isspace() and line.strip():
+            out.append("  " + _md_line(line.strip()))  # stays inside its bullet
+        else:
+            out.append(_md_line(line))
+    return "\n".join(out)
+
+
+def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_version: str = __version__,
+                             graded_at: str | None = None) -> None:
+    """DIR/<name>/feedback.md and results.json, each rewritten only when its content changed."""
     folder = out_dir / result.name
-    write_atomically(folder / FEEDBACK_FILE, feedback_markdown(result))
-    write_atomically(folder / RESULTS_FILE, json.dumps(gradescope_results(result), indent=2) + "\n")
+    write_if_changed(folder / FEEDBACK_FILE, feedback_markdown(result, grader_version=grader_version,
+                                                               graded_at=graded_at))
+    write_if_changed(folder / RESULTS_FILE, json.dumps(gradescope_results(result, grader_version=grader_version,
+                                                                          graded_at=graded_at), indent=2) + "\n")
 
 
 def read_submission_results(out_dir: Path, name: str) -> dict | None:
@@ -89,21 +173,52 @@ def read_submission_results(out_dir: Path, name: str) -> dict | None:
         return None
 
 
-def gradebook_csv(rows: list[dict]) -> str:
-    """One row per submission (from results.json dicts), one column per question, and the total."""
-    questions = _question_names(rows)
+# ---------------------------------------------------------------- the whole batch
+
+@dataclass(frozen=True)
+class QuestionStats:
+    qid: str
+    max_score: float
+    mean: float
+    pass_rate: float  # share of submissions with full marks
+    count: int
+
+
+def question_names(results: list[SubmissionResult]) -> list[str]:
+    """Every question id, in the order the suites report them."""
+    names: dict[str, None] = {}
+    for result in results:
+        names.update((q.qid, None) for q in result.questions)
+    return list(names)
+
+
+def question_stats(results: list[SubmissionResult]) -> list[QuestionStats]:
+    """Per question, over the submissions the grader could grade."""
+    graded = [r for r in results if not r.error]
+    stats = []
+    for qid in question_names(graded):
+        questions = [q for r in graded for q in r.questions if q.qid == qid]
+        stats.append(QuestionStats(qid, max(q.max_score for q in questions),
+                                   sum(q.score for q in questions) / len(questions),
+                                   sum(q.passed for q in questions) / len(questions), len(questions)))
+    return stats
+
+
+def gradebook_csv(results: list[SubmissionResult]) -> str:
+    """One row per submission, one column per question, and the total."""
+    questions = question_names(results)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["submission", *questions, "total", "graded"])
-    for row in sorted(rows, key=lambda r: r["extra_data"]["submission"]):
-        scores = {test["name"]: test["score"] for test in row["tests"]}
-        writer.writerow([row["extra_data"]["submission"], *(scores.get(q, "") for q in questions), row["score"],
-                         "no" if row["extra_data"].get("error") else "yes"])
+    for result in sorted(results, key=lambda r: r.name):
+        scores = {q.qid: q.score for q in result.questions}
+        writer.writerow([result.name, *(scores.get(q, "") for q in questions), float(result.score),
+                         "no" if result.error else "yes"])
     return buffer.getvalue()
 
 
 def question_table(result: SubmissionResult, *, show_points: bool = True) -> Table:
-    table = Table(title=f"{result.assignment} — {result.name}", title_justify="left")
+    table = Table(title=Text(f"{result.assignment} — {result.name}"), title_justify="left")
     table.add_column("question")
     if show_points:
         table.add_column("score", justify="right")
@@ -112,53 +227,83 @@ def question_table(result: SubmissionResult, *, show_points: bool = True) -> Tab
     table.add_column("first problem", overflow="fold")
     for q in result.questions:
         first = "" if q.passed else _first_problem(q.feedback)
-        mark = "[green]✓[/green]" if q.passed else "[red]✗[/red]"
-        cells = [q.qid] + ([f"{q.score:g}/{q.max_score:g}"] if show_points else [])
-        table.add_row(*cells, f"{q.passed_cases}/{q.total_cases}", mark, first)
+        mark = Text("✓", style="green") if q.passed else Text("✗", style="red")
+        cells = [Text(q.qid)] + ([f"{q.score:g}/{q.max_score:g}"] if show_points else [])
+        table.add_row(*cells, f"{q.passed_cases}/{q.total_cases}", mark, Text(first))
     return table
 
 
 def _first_problem(feedback: str, limit: int = 160) -> str:
     lines = feedback.splitlines()
     first = next((line[2:] for line in lines if line.startswith("- ")), lines[0] if lines else "")
-    return first if len(first) <= limit else first[: limit - 3] + "..."
+    return _shorten(first, limit)
 
 
-def submissions_table(rows: list[dict]) -> Table:
-    """The batch at a glance, from results.json dicts: score and the questions that lost points."""
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def submissions_table(results: list[SubmissionResult]) -> Table:
+    """The batch at a glance: score and the questions that lost points."""
     table = Table(title="submissions", title_justify="left")
     for column, justify in (("submission", "left"), ("score", "right"), ("lost points on", "left")):
         table.add_column(column, justify=justify, overflow="fold")
-    for row in sorted(rows, key=lambda r: r["extra_data"]["submission"]):
-        lost = ", ".join(f"{t['name']} {t['score']:g}/{t['max_score']:g}" for t in row["tests"] if t["status"] != "passed")
-        score = "[red]grader error[/red]" if row["extra_data"].get("error") else f"{row['score']:g}"
-        table.add_row(row["extra_data"]["submission"], score, lost or "-")
+    for result in sorted(results, key=lambda r: r.name):
+        lost = ", ".join(f"{q.qid} {q.score:g}/{q.max_score:g}" for q in result.questions if not q.passed)
+        score = Text("grader error", style="red") if result.error else f"{result.score:g}/{result.max_score:g}"
+        table.add_row(Text(result.name), score, Text(lost or "-"))
     return table
 
 
-def questions_table(rows: list[dict]) -> Table:
-    """Per question over the batch: mean score and the share of submissions with full marks."""
-    table = Table(title="questions", title_justify="left")
-    for column, justify in (("question", "left"), ("mean", "right"), ("max", "right"), ("full marks", "right")):
+def questions_table(results: list[SubmissionResult]) -> Table:
+    """Per question over the batch: mean score and pass rate (the share with full marks)."""
+    graded = [r for r in results if not r.error]
+    table = Table(title=f"questions (over {len(graded)} graded submission{'s' if len(graded) != 1 else ''})",
+                  title_justify="left")
+    for column, justify in (("question", "left"), ("mean", "right"), ("max", "right"), ("pass rate", "right")):
         table.add_column(column, justify=justify)
-    graded = [row for row in rows if not row["extra_data"].get("error")]
-    for name in _question_names(graded):
-        tests = [t for row in graded for t in row["tests"] if t["name"] == name]
-        mean = sum(t["score"] for t in tests) / len(tests)
-        passed = sum(t["status"] == "passed" for t in tests) / len(tests)
-        table.add_row(name, f"{mean:.2f}", f"{tests[0]['max_score']:g}", f"{passed:.0%}")
+    for s in question_stats(results):
+        table.add_row(Text(s.qid), f"{s.mean:.2f}", f"{s.max_score:g}", f"{s.pass_rate:.0%}")
+    if graded:
+        table.add_section()
+        table.add_row("total", f"{statistics.fmean(r.score for r in graded):.2f}", f"{graded[0].max_score:g}",
+                      f"{sum(r.score >= r.max_score for r in graded) / len(graded):.0%}")
+        table.caption = f"median total {statistics.median(r.score for r in graded):g}"
     return table
 
 
-def _question_names(rows: list[dict]) -> list[str]:
-    names: list[str] = []
-    for row in rows:
-        names += [t["name"] for t in row["tests"] if t["name"] not in names]
-    return names
+def slowest_table(results: list[SubmissionResult], count: int = 5) -> Table:
+    """The submissions that took longest to grade (a hang costs its question the time limit)."""
+    table = Table(title="slowest to grade", title_justify="left")
+    for column, justify in (("submission", "left"), ("seconds", "right"), ("score", "right")):
+        table.add_column(column, justify=justify)
+    for result in sorted(results, key=lambda r: (-r.seconds, r.name))[:count]:
+        score = "grader error" if result.error else f"{result.score:g}/{result.max_score:g}"
+        table.add_row(Text(result.name), f"{result.seconds:.1f}", score)
+    return table
+
+
+def grader_errors_table(results: list[SubmissionResult]) -> Table:
+    """Submissions the grader itself could not grade, and why (never the student's doing)."""
+    table = Table(title="the grader could not grade", title_justify="left", title_style="red")
+    table.add_column("submission")
+    table.add_column("reason", overflow="fold")
+    for result in sorted((r for r in results if r.error), key=lambda r: r.name):
+        table.add_row(Text(result.name), Text(error_summary(result.error)))
+    return table
+
+
+def error_summary(error: str, limit: int = 300) -> str:
+    """A grader error in one line: a traceback's last line says most."""
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    if not lines:
+        return "unknown error"
+    text = lines[-1] if lines[0].startswith("Traceback") else " ".join(lines)
+    return _shorten(text, limit)
 
 
 def print_failures(console: Console, result: SubmissionResult) -> None:
     for q in result.questions:
         if not q.passed:
-            console.print(f"\n[bold]{q.qid}[/bold]", highlight=False)
+            console.print(Text(f"\n{q.qid}", style="bold"))
             console.print(q.feedback, highlight=False, markup=False)

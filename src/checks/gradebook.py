@@ -1,0 +1,221 @@
+"""DIR/gradebook.sqlite: the durable record of a grade run, and its single source of truth.
+
+A submission is graded when, and only when, its row is committed: one transaction per submission
+(WAL journal, synchronous=FULL), so a run killed at any moment leaves every finished submission
+whole and nothing half-written. Everything else in the output folder (results.json, feedback.md,
+gradebook.csv, report.html) is rendered from the database and rewritten from it whenever it is
+missing or out of date: a run killed between the commit and the files is repaired by the next.
+A results.json with no row behind it does not count as graded.
+
+Connections are opened for each read or write and closed at once: the grader forks its sandbox
+while it grades, and no descriptor of the database may be open in the process then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from checks.scoring import QuestionResult, SubmissionResult
+
+DB_FILE = "gradebook.sqlite"
+SCHEMA_VERSION = 1
+GRADED, GRADER_ERROR = "graded", "grader_error"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id             INTEGER PRIMARY KEY,
+    assignment     TEXT NOT NULL,
+    grader_version TEXT NOT NULL,
+    started_at     TEXT NOT NULL,             -- UTC, ISO 8601
+    finished_at    TEXT,                      -- NULL while running, or when the run was killed
+    status         TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished', 'interrupted')),
+    jobs           INTEGER,
+    regrade        INTEGER NOT NULL DEFAULT 0,
+    submissions    INTEGER NOT NULL DEFAULT 0, -- named on the command line
+    to_grade       INTEGER NOT NULL DEFAULT 0, -- of which not already graded
+    graded         INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    name           TEXT PRIMARY KEY,
+    assignment     TEXT NOT NULL,
+    status         TEXT NOT NULL CHECK (status IN ('graded', 'grader_error')),
+    score          REAL NOT NULL,
+    max_score      REAL NOT NULL,
+    error          TEXT NOT NULL DEFAULT '',   -- why the grader itself could not grade it
+    warnings       TEXT NOT NULL DEFAULT '[]', -- JSON list of strings
+    devices        TEXT NOT NULL DEFAULT '',   -- comma separated: cpu,cuda
+    sandbox        TEXT NOT NULL DEFAULT '',
+    seconds        REAL NOT NULL DEFAULT 0,
+    source         TEXT NOT NULL DEFAULT '',   -- the folder or zip it was read from
+    fingerprint    TEXT NOT NULL DEFAULT '',   -- of its content: a changed submission is graded again
+    grader_version TEXT NOT NULL,
+    graded_at      TEXT NOT NULL,              -- UTC, ISO 8601
+    run_id         INTEGER REFERENCES runs(id)
+);
+CREATE TABLE IF NOT EXISTS questions (
+    submission     TEXT NOT NULL REFERENCES submissions(name) ON DELETE CASCADE,
+    position       INTEGER NOT NULL,
+    qid            TEXT NOT NULL,
+    score          REAL NOT NULL,
+    max_score      REAL NOT NULL,
+    passed         INTEGER NOT NULL,
+    passed_cases   INTEGER NOT NULL,
+    total_cases    INTEGER NOT NULL,
+    feedback       TEXT NOT NULL,
+    PRIMARY KEY (submission, position)
+);
+CREATE INDEX IF NOT EXISTS questions_by_qid ON questions (qid);
+"""
+
+
+class GradebookError(ValueError):
+    """The gradebook cannot be used as it is; str() says why and what to do."""
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One submission as the gradebook holds it: the result and how, when and from what it came."""
+
+    result: SubmissionResult
+    grader_version: str
+    graded_at: str
+    source: str = ""
+    fingerprint: str = ""
+    run_id: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.result.name
+
+    @property
+    def ok(self) -> bool:
+        """False when the grader itself failed on it: it is graded again by the next run."""
+        return not self.result.error
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What deciding whether to grade a submission again needs to know about it."""
+
+    fingerprint: str
+    ok: bool
+
+
+class Gradebook:
+    """DIR/gradebook.sqlite for one assignment."""
+
+    def __init__(self, path: Path, assignment: str) -> None:
+        self.path = path
+        self.assignment = assignment
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise GradebookError(f"{path} was written by a newer version of checks (schema {version}); "
+                                     "upgrade checks or grade into another --out folder")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)  # idempotent
+            db.execute("BEGIN IMMEDIATE")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('assignment', ?), ('created_at', ?)",
+                       (assignment, utc_now()))
+            (held,) = db.execute("SELECT value FROM meta WHERE key = 'assignment'").fetchone()
+            db.execute("COMMIT")
+        if held != assignment:
+            raise GradebookError(f"{path.parent} holds the grades of {held}, not {assignment}: "
+                                 "grade each assignment into its own --out folder")
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        except sqlite3.Error as error:
+            raise GradebookError(f"cannot open {self.path}: {error}") from None
+        try:
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute("PRAGMA foreign_keys=ON")
+            yield db
+        except sqlite3.DatabaseError as error:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.rollback()
+            if isinstance(error, sqlite3.OperationalError):  # locked for too long, disk full, ...
+                raise GradebookError(f"{self.path}: {error}") from None
+            raise GradebookError(f"{self.path} cannot be used ({error}); move it aside and grade again "
+                                 "(the results.json files are not read back: they are rendered from it)") from None
+        finally:
+            db.close()
+
+    # ------------------------------------------------------------------ runs
+
+    def start_run(self, grader_version: str, *, jobs: int | None, regrade: bool, submissions: int,
+                  to_grade: int) -> int:
+        with self._connect() as db:
+            cursor = db.execute("INSERT INTO runs (assignment, grader_version, started_at, jobs, regrade, submissions,"
+                                " to_grade) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                (self.assignment, grader_version, utc_now(), jobs, int(regrade), submissions,
+                                 to_grade))
+            return int(cursor.lastrowid)
+
+    def finish_run(self, run_id: int, *, graded: int, interrupted: bool = False) -> None:
+        with self._connect() as db:
+            db.execute("UPDATE runs SET finished_at = ?, status = ?, graded = ? WHERE id = ?",
+                       (utc_now(), "interrupted" if interrupted else "finished", graded, run_id))
+
+    # ------------------------------------------------------------------ submissions
+
+    def record(self, graded: Graded) -> None:
+        """Replace the submission's row and its questions in one transaction."""
+        r = graded.result
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM questions WHERE submission = ?", (r.name,))
+            db.execute("INSERT OR REPLACE INTO submissions (name, assignment, status, score, max_score, error, warnings,"
+                       " devices, sandbox, seconds, source, fingerprint, grader_version, graded_at, run_id)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (r.name, r.assignment, GRADED if graded.ok else GRADER_ERROR, r.score, r.max_score, r.error,
+                        json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.seconds, graded.source,
+                        graded.fingerprint, graded.grader_version, graded.graded_at, graded.run_id))
+            db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
+                             q.total_cases, q.feedback) for position, q in enumerate(r.questions)])
+            db.execute("COMMIT")
+
+    def index(self) -> dict[str, Entry]:
+        """Every submission held: its fingerprint and whether the grader managed to grade it."""
+        with self._connect() as db:
+            rows = db.execute("SELECT name, fingerprint, status FROM submissions").fetchall()
+        return {name: Entry(fingerprint, status == GRADED) for name, fingerprint, status in rows}
+
+    def load(self) -> list[Graded]:
+        """Every submission held, by name."""
+        with self._connect() as db:
+            rows = db.execute("SELECT name, assignment, error, warnings, devices, sandbox, seconds, source, fingerprint,"
+                              " grader_version, graded_at, run_id FROM submissions ORDER BY name").fetchall()
+            questions: dict[str, list[QuestionResult]] = {}
+            for name, qid, score, max_score, feedback, passed_cases, total_cases in db.execute(
+                    "SELECT submission, qid, score, max_score, feedback, passed_cases, total_cases FROM questions"
+                    " ORDER BY submission, position"):
+                questions.setdefault(name, []).append(
+                    QuestionResult(qid, score, max_score, feedback, passed_cases, total_cases))
+        graded = []
+        for (name, assignment, error, warnings, devices, sandbox, seconds, source, fingerprint, version, graded_at,
+             run_id) in rows:
+            result = SubmissionResult(name, assignment, questions.get(name, []), devices.split(",") if devices else [],
+                                      sandbox, seconds, json.loads(warnings), error)
+            graded.append(Graded(result, version, graded_at, source, fingerprint, run_id))
+        return graded

@@ -1,0 +1,96 @@
+"""DIR/report.html: the batch for people, in one self-contained page (no script, nothing fetched).
+
+Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, every
+submission with a link to its feedback, and what the grader itself could not grade. Rendered
+from the gradebook with Jinja2 and autoescaping: names and messages come partly from students.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+
+from checks.gradebook import Graded
+from checks.reports import FEEDBACK_FILE, RESULTS_FILE, error_summary, question_stats
+
+TEMPLATES = Path(__file__).parent / "templates"
+REPORT_FILE = "report.html"
+BINS = 10  # of the total score, as a share of the maximum
+
+
+@dataclass(frozen=True)
+class Bin:
+    label: str  # "40–49%"
+    count: int
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True)
+class Histogram:
+    bins: list[Bin]
+    width: int
+    height: int
+    plot_top: int
+    plot_bottom: int
+    plot_left: int
+    highest: int  # the tallest bar's count
+
+    @property
+    def ticks(self) -> list[tuple[int, float]]:
+        """(count, y) for a few round counts on the vertical axis."""
+        step = max(1, -(-self.highest // 4))
+        span = self.plot_bottom - self.plot_top
+        return [(count, self.plot_bottom - span * count / max(self.highest, 1))
+                for count in range(0, self.highest + 1, step)]
+
+
+def histogram(shares: list[float], *, width: int = 640, height: int = 260) -> Histogram:
+    """Counts of total scores (as shares of the maximum, 0..1) in BINS equal bins; 100% in the last."""
+    counts = [0] * BINS
+    for share in shares:
+        counts[min(BINS - 1, max(0, int(share * BINS + 1e-9)))] += 1
+    left, right, top, bottom = 40, 10, 20, height - 40
+    highest = max(counts, default=0)
+    slot = (width - left - right) / BINS
+    bins = []
+    for k, count in enumerate(counts):
+        bar = (bottom - top) * count / highest if highest else 0.0
+        label = f"{k * 100 // BINS}–{(k + 1) * 100 // BINS - 1}%" if k < BINS - 1 else f"{k * 100 // BINS}–100%"
+        bins.append(Bin(label, count, round(left + k * slot + 2, 1), round(bottom - bar, 1), round(slot - 4, 1),
+                        round(bar, 1)))
+    return Histogram(bins, width, height, top, bottom, left, highest)
+
+
+def render_report(assignment: str, records: list[Graded], *, title: str = "") -> str:
+    results = [record.result for record in records]
+    graded = [r for r in results if not r.error]
+    max_score = max((r.max_score for r in graded), default=0.0)
+    totals = [r.score for r in graded]
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    environment.filters["path"] = lambda name: quote(name, safe="")
+    environment.filters["error_summary"] = error_summary
+    return environment.get_template("report.html.j2").render(
+        assignment=assignment,
+        title=title,
+        records=sorted(records, key=lambda g: g.name),
+        graded=graded,
+        failed=[g for g in sorted(records, key=lambda g: g.name) if not g.ok],
+        questions=question_stats(results),
+        max_score=max_score,
+        mean=statistics.fmean(totals) if totals else None,
+        median=statistics.median(totals) if totals else None,
+        histogram=histogram([r.score / r.max_score if r.max_score else 0.0 for r in graded]),
+        versions=sorted({g.grader_version for g in records}),
+        devices=sorted({d for r in results for d in r.devices}),
+        last_graded=max((g.graded_at for g in records), default=""),
+        feedback_file=FEEDBACK_FILE,
+        results_file=RESULTS_FILE,
+    )

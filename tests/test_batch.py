@@ -1,0 +1,318 @@
+"""Batch grading into a folder, with a stand-in grader: what counts as graded, what a re-run does,
+how the gradebook and the files agree, and what the TA sees. (Real grading: test_batch_real.py.)"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sqlite3
+import zipfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from checks import batch, cli
+from checks.batch import (CHANGED, NEW, REGRADE, RETRY, BatchListener, expand_submission_paths, fingerprint,
+                          grade_to_folder, plan_batch)
+from checks.course import Assignment
+from checks.gradebook import DB_FILE, Graded, Gradebook, GradebookError
+from checks.progress import GradeProgress, print_summary
+from checks.scoring import QuestionResult, SubmissionResult
+
+QUESTIONS = {"q.one": 4.0, "q.two": 6.0}
+
+
+def fake_grader(assignment, sources, *, jobs=None):
+    """Reads answers.json {qid: score} from each submission; {"error": "..."} is a grader failure,
+    {"interrupt": true} is a Ctrl-C while grading it."""
+    for source in sources:
+        submission = source.load()
+        answers = json.loads(submission.files.get("answers.json", b"{}"))
+        if answers.get("interrupt"):
+            raise KeyboardInterrupt
+        if "error" in answers:
+            yield SubmissionResult(source.name, assignment.name, error=answers["error"], sandbox="fake")
+            continue
+        questions = [QuestionResult(qid, float(answers.get(qid, 0)), points,
+                                    "All 3 checks passed." if answers.get(qid, 0) >= points
+                                    else "2 of 3 checks failed.\n- f(1) returned 2; expected 1.", 1, 3)
+                     for qid, points in QUESTIONS.items()]
+        yield SubmissionResult(source.name, assignment.name, questions, ["cpu"], "fake", 0.5 + len(source.name) / 10)
+
+
+@pytest.fixture
+def assignment(tmp_path):
+    return Assignment("fake", tmp_path, title="A fake assignment")
+
+
+def submit(folder: Path, name: str, **answers) -> Path:
+    path = folder / name
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "answers.json").write_text(json.dumps(answers))
+    (path / "work.py").write_text(f"# {name}\n")
+    return path
+
+
+@pytest.fixture
+def class_folder(tmp_path):
+    subs = tmp_path / "subs"
+    submit(subs, "alice", **{"q.one": 4, "q.two": 6})
+    submit(subs, "bob", **{"q.one": 4, "q.two": 3})
+    submit(subs, "carol", **{"q.one": 0, "q.two": 0})
+    return subs
+
+
+def grade(assignment, paths, out, **kwargs):
+    return grade_to_folder(assignment, expand_submission_paths(paths), out, grader=fake_grader, **kwargs)
+
+
+def read_csv(out: Path) -> list[dict]:
+    return list(csv.DictReader((out / "gradebook.csv").open()))
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def test_a_folder_of_submissions_stands_for_each_of_them(tmp_path):
+    subs = tmp_path / "subs"
+    submit(subs, "alice")
+    with zipfile.ZipFile(subs / "bob.zip", "w") as archive:
+        archive.writestr("bob/work.py", "x = 1")
+    (subs / "notes.txt").write_text("not a submission")
+    single = submit(tmp_path, "carol")
+    assert expand_submission_paths([subs, single]) == [subs / "alice", subs / "bob.zip", single]
+    assert expand_submission_paths([subs / "alice"]) == [subs / "alice"]  # it holds .py files: one submission
+
+
+def test_names_must_be_unique_and_not_clash_with_the_outputs(tmp_path, assignment):
+    a, b = submit(tmp_path / "x", "alice"), submit(tmp_path / "y", "alice")
+    with pytest.raises(ValueError, match="share the name alice"):
+        grade(assignment, [a, b], tmp_path / "out")
+    with pytest.raises(ValueError, match="may not be named 'report.html'"):
+        grade(assignment, [submit(tmp_path, "report.html")], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_fingerprints_follow_content_not_place_or_caches(tmp_path):
+    a = submit(tmp_path / "x", "alice", **{"q.one": 1})
+    b = submit(tmp_path / "y", "alice", **{"q.one": 1})
+    assert fingerprint(a) == fingerprint(b) != ""
+    (b / "__pycache__").mkdir()
+    (b / "__pycache__" / "work.cpython-311.pyc").write_bytes(b"\0")
+    os.mkfifo(b / "pipe")  # never opened: reading a fifo would block
+    assert fingerprint(a) == fingerprint(b)
+    (b / "work.py").write_text("changed")
+    assert fingerprint(a) != fingerprint(b)
+    assert fingerprint(tmp_path / "missing") == ""
+
+
+# ---------------------------------------------------------------- the gradebook
+
+
+def test_the_gradebook_round_trips_a_result_and_replaces_it_in_one_piece(tmp_path):
+    book = Gradebook(tmp_path / DB_FILE, "fake")
+    result = SubmissionResult("alice", "fake", [QuestionResult("q.one", 2.5, 4.0, "1 of 2 failed.\n- x", 1, 2),
+                                                QuestionResult("quiz.k", 4.0, 4.0, "ok", 1, 1)],
+                              ["cpu", "cuda"], "fake sandbox", 1.25, ["a warning"], "")
+    book.record(Graded(result, "9.9", "2030-01-01T00:00:00Z", "/subs/alice", "abc", None))
+    (loaded,) = book.load()
+    assert loaded.result == result and loaded.grader_version == "9.9" and loaded.fingerprint == "abc"
+    failed = SubmissionResult("alice", "fake", error="the grading process was killed by signal 9")
+    book.record(Graded(failed, "9.9", "2030-01-02T00:00:00Z", "/subs/alice", "abc"))
+    (loaded,) = book.load()
+    assert loaded.result == failed and not loaded.ok and book.index()["alice"].ok is False
+    with sqlite3.connect(tmp_path / DB_FILE) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert db.execute("SELECT count(*) FROM questions").fetchone() == (0,)  # the old questions went with it
+
+
+def test_a_gradebook_of_another_assignment_or_a_broken_one_is_refused(tmp_path):
+    Gradebook(tmp_path / DB_FILE, "fake")
+    with pytest.raises(GradebookError, match="holds the grades of fake, not other"):
+        Gradebook(tmp_path / DB_FILE, "other")
+    (tmp_path / "broken.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(GradebookError, match="move it aside"):
+        Gradebook(tmp_path / "broken.sqlite", "fake")
+
+
+# ---------------------------------------------------------------- grading into a folder
+
+
+def test_a_batch_writes_results_feedback_gradebook_sqlite_and_report(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    summary = grade(assignment, [class_folder], out)
+    assert sorted(r.name for r in summary.graded) == ["alice", "bob", "carol"] and not summary.failed
+    rows = read_csv(out)
+    assert [(r["submission"], r["q.one"], r["q.two"], r["total"], r["graded"]) for r in rows] == [
+        ("alice", "4.0", "6.0", "10.0", "yes"), ("bob", "4.0", "3.0", "7.0", "yes"), ("carol", "0.0", "0.0", "0.0", "yes")]
+    results = json.loads((out / "bob/results.json").read_text())
+    assert results["score"] == 7 and [t["name"] for t in results["tests"]] == ["q.one", "q.two"]
+    assert results["extra_data"]["graded_at"] and results["extra_data"]["grader_version"]
+    assert "feedback for bob" in (out / "bob/feedback.md").read_text()
+    assert "<svg" in (out / "report.html").read_text()
+    with sqlite3.connect(out / DB_FILE) as db:
+        assert db.execute("SELECT name, score, status, source FROM submissions WHERE name = 'bob'").fetchone() == (
+            "bob", 7.0, "graded", str(class_folder / "bob"))
+        assert db.execute("SELECT qid, score, max_score, passed FROM questions WHERE submission = 'bob' "
+                          "ORDER BY position").fetchall() == [("q.one", 4.0, 4.0, 1), ("q.two", 3.0, 6.0, 0)]
+        assert db.execute("SELECT status, submissions, to_grade, graded FROM runs").fetchall() == [("finished", 3, 3, 3)]
+    assert oct(os.stat(out / "gradebook.csv").st_mode & 0o777) != oct(0o600)  # shareable, as the umask says
+
+
+def test_a_rerun_skips_what_is_graded_and_grades_what_changed_failed_or_is_new(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    submit(class_folder, "dave", error="the grading process was killed by signal 9")
+    first = grade(assignment, [class_folder], out)
+    assert [r.name for r in first.failed] == ["dave"]
+    assert read_csv(out)[-1]["graded"] == "no"
+
+    submit(class_folder, "bob", **{"q.one": 4, "q.two": 6})  # resubmitted
+    submit(class_folder, "dave", **{"q.one": 1})  # the grader's problem is fixed
+    submit(class_folder, "erin", **{"q.two": 6})
+    plan = plan_batch(expand_submission_paths([class_folder]), Gradebook(out / DB_FILE, "fake").index())
+    assert {p.name: p.reason for p in plan} == {"alice": None, "bob": CHANGED, "carol": None, "dave": RETRY,
+                                                "erin": NEW}
+    second = grade(assignment, [class_folder], out)
+    assert sorted(r.name for r in second.graded) == ["bob", "dave", "erin"]
+    assert second.skipped == ["alice", "carol"] and not second.failed
+    assert {r["submission"]: r["total"] for r in read_csv(out)} == {
+        "alice": "10.0", "bob": "10.0", "carol": "0.0", "dave": "1.0", "erin": "6.0"}
+
+    third = grade(assignment, [class_folder], out, regrade=True)
+    assert len(third.graded) == 5 and {p.reason for p in plan_batch([class_folder / "alice"], {}, regrade=True)} == {REGRADE}
+
+
+def test_the_gradebook_keeps_earlier_batches(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    grade(assignment, [class_folder / "alice", class_folder / "bob"], out)
+    summary = grade(assignment, [class_folder / "carol"], out)
+    assert [r["submission"] for r in read_csv(out)] == ["alice", "bob", "carol"]
+    assert [g.name for g in summary.records] == ["alice", "bob", "carol"] and summary.skipped == []
+
+
+def test_files_are_rendered_again_from_the_gradebook_when_they_disagree(tmp_path, assignment, class_folder):
+    """Killed between the commit and the files, or files edited by hand: the database wins."""
+    out = tmp_path / "out"
+    grade(assignment, [class_folder], out)
+    expected = {path: path.read_text() for path in out.rglob("*") if path.is_file() and path.suffix in (".json", ".md", ".csv", ".html")}
+    (out / "alice/results.json").unlink()  # committed, then killed before its files were written
+    (out / "bob/results.json").write_text(json.dumps({"score": 100}))  # a stale or edited file
+    (out / "carol/feedback.md").unlink()
+    (out / "gradebook.csv").write_text("half a gradebook")
+    summary = grade(assignment, [class_folder], out)
+    assert summary.graded == [] and len(summary.skipped) == 3
+    assert {path: path.read_text() for path in expected} == expected
+
+
+def test_a_results_json_without_its_gradebook_row_does_not_count_as_graded(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    grade(assignment, [class_folder / "alice"], out)
+    (out / "bob").mkdir()
+    (out / "bob/results.json").write_text(json.dumps({"score": 100, "tests": []}))  # never committed
+    summary = grade(assignment, [class_folder], out)
+    assert sorted(r.name for r in summary.graded) == ["bob", "carol"]
+    assert json.loads((out / "bob/results.json").read_text())["score"] == 7
+
+
+def test_an_interrupted_batch_keeps_what_is_saved_and_the_rerun_finishes_it(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    interrupted = submit(class_folder, "zed", interrupt=True)  # graded last: Ctrl-C while grading it
+    with pytest.raises(KeyboardInterrupt):
+        grade(assignment, [class_folder], out)
+    assert [r["submission"] for r in read_csv(out)] == ["alice", "bob", "carol"]  # published on the way out
+    with sqlite3.connect(out / DB_FILE) as db:
+        assert db.execute("SELECT status, graded FROM runs").fetchall() == [("interrupted", 3)]
+    submit(class_folder, "zed", **{"q.one": 4})
+    summary = grade(assignment, [class_folder], out)
+    assert [r.name for r in summary.graded] == ["zed"] and interrupted.name == "zed"
+    assert [r["submission"] for r in read_csv(out)] == ["alice", "bob", "carol", "zed"]
+
+
+# ---------------------------------------------------------------- what the TA sees
+
+
+def graded_by(assignment, class_folder, out):
+    submit(class_folder, "dave", error="Traceback (most recent call last):\n  File x\nOSError: [Errno 28] No space left")
+    return grade(assignment, [class_folder], out)
+
+
+def test_plain_progress_lines_with_an_eta_when_not_on_a_terminal(tmp_path, assignment, class_folder):
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, force_terminal=False)
+    grade(assignment, [class_folder / "alice"], tmp_path / "out")
+    grade(assignment, [class_folder], tmp_path / "out", listener=GradeProgress(console))
+    text = buffer.getvalue()
+    assert "1 of 3 already graded, skipped" in text
+    assert "[1/2] bob: 7/10" in text and ", eta 0:0" in text and "[2/2] carol: 0/10" in text
+    assert "\x1b[" not in text  # no escape codes in a log file
+
+
+def test_a_progress_bar_with_an_eta_on_a_terminal(tmp_path, assignment, class_folder):
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=100, force_terminal=True, color_system="standard")
+    grade(assignment, [class_folder], tmp_path / "out", listener=GradeProgress(console))
+    text = buffer.getvalue()
+    assert "━" in text and "eta" in text and "3/3" in text and "[3/3]" in text
+
+
+def test_the_summary_has_question_stats_the_slowest_and_the_grader_errors_with_reasons(tmp_path, assignment,
+                                                                                       class_folder):
+    summary = graded_by(assignment, class_folder, tmp_path / "out")
+    buffer = io.StringIO()
+    print_summary(Console(file=buffer, width=120), summary)
+    text = buffer.getvalue()
+    assert "pass rate" in text and "q.two" in text and "33%" in text  # q.two: alice only, of 3 graded
+    assert "slowest to grade" in text and "carol" in text
+    assert "the grader could not grade" in text and "OSError: [Errno 28] No space left" in text
+    assert "could not grade dave" in text
+
+
+def test_student_controlled_names_and_messages_are_not_markup(tmp_path, assignment):
+    subs = tmp_path / "subs"
+    submit(subs, "[bold]x[red]", error="broken [/] tag [link=http://evil]")
+    summary = grade(assignment, [subs], tmp_path / "out")
+    buffer = io.StringIO()
+    GradeProgress(Console(file=buffer, width=100)).graded(summary.graded[0], 1, 1)
+    print_summary(Console(file=buffer, width=200), summary)  # a MarkupError would raise here
+    assert "[bold]x[red]" in buffer.getvalue() and "broken [/] tag" in buffer.getvalue()
+
+
+def test_the_grade_command_exits_1_only_when_the_grader_failed(tmp_path, monkeypatch, class_folder, capsys):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    course = tmp_path / "course"
+    (course / "autograder" / "fake").mkdir(parents=True)
+    (course / "autograder" / "fake" / "assignment.toml").write_text('title = "Fake"\nfiles = ["work.py"]\n')
+    argv = ["--course", str(course), "grade", "fake", str(class_folder), "--out", str(tmp_path / "out")]
+    assert cli.main(argv) == 0
+    assert "graded 3, skipped 0" in capsys.readouterr().out
+    submit(class_folder, "dave", error="the grading process was killed by signal 9")
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "3 of 4 already graded" in out and "could not grade dave: the grading process was killed" in out
+    assert cli.main(["--course", str(course), "grade", "fake", str(class_folder / "alice"), str(class_folder / "alice"),
+                     "--out", str(tmp_path / "out")]) == 2
+
+
+class Recorder(BatchListener):
+    def __init__(self):
+        self.events = []
+
+    def started(self, plan):
+        self.events.append(("started", [(p.name, p.reason) for p in plan]))
+
+    def graded(self, result, done, total):
+        self.events.append(("graded", result.name, done, total))
+
+    def stopped(self):
+        self.events.append(("stopped",))
+
+
+def test_a_listener_hears_the_plan_each_result_and_the_end(tmp_path, assignment, class_folder):
+    recorder = Recorder()
+    grade(assignment, [class_folder / "alice"], tmp_path / "out")
+    grade(assignment, [class_folder], tmp_path / "out", listener=recorder)
+    assert recorder.events == [("started", [("alice", None), ("bob", NEW), ("carol", NEW)]),
+                               ("graded", "bob", 1, 2), ("graded", "carol", 2, 2), ("stopped",)]
