@@ -202,9 +202,11 @@ def test_files_are_rendered_again_from_the_gradebook_when_they_disagree(tmp_path
     (out / "bob/results.json").write_text(json.dumps({"score": 100}))  # a stale or edited file
     (out / "carol/feedback.md").unlink()
     (out / "gradebook.csv").write_text("half a gradebook")
+    (out / "carol/.results.json.x1y2.tmp").write_text('{"sco')  # kill -9 inside write_atomically
     summary = grade(assignment, [class_folder], out)
     assert summary.graded == [] and len(summary.skipped) == 3
     assert {path: path.read_text() for path in expected} == expected
+    assert not list(out.rglob("*.tmp"))
 
 
 def test_a_results_json_without_its_gradebook_row_does_not_count_as_graded(tmp_path, assignment, class_folder):

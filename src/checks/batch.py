@@ -26,7 +26,8 @@ from checks.course import Assignment
 from checks.gradebook import DB_FILE, Entry, Graded, Gradebook, utc_now
 from checks.grading import Source, grade_sources
 from checks.report_html import REPORT_FILE, render_report
-from checks.reports import GRADEBOOK_FILE, gradebook_csv, write_if_changed, write_submission_reports
+from checks.reports import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
+                            write_submission_reports)
 from checks.scoring import SubmissionResult
 from checks.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
 
@@ -207,5 +208,6 @@ def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment) -> 
         write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
                                  graded_at=record.graded_at)
     results = [record.result for record in records]
+    remove_stale_temp_files(out_dir)
     write_if_changed(out_dir / GRADEBOOK_FILE, gradebook_csv(results))
     write_if_changed(out_dir / REPORT_FILE, render_report(assignment.name, records, title=assignment.title))

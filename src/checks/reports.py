@@ -51,6 +51,13 @@ def _umask() -> int:
     return mask
 
 
+def remove_stale_temp_files(folder: Path) -> None:
+    """Temp files of write_atomically that a killed run (kill -9) left behind in `folder`."""
+    for name in (RESULTS_FILE, FEEDBACK_FILE, GRADEBOOK_FILE, "report.html"):
+        for stale in folder.glob(f".{name}.*.tmp"):
+            stale.unlink(missing_ok=True)
+
+
 def write_if_changed(path: Path, text: str) -> bool:
     """write_atomically, unless the file already holds exactly `text`; True when it wrote."""
     try:
@@ -159,6 +166,7 @@ def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_
                              graded_at: str | None = None) -> None:
     """DIR/<name>/feedback.md and results.json, each rewritten only when its content changed."""
     folder = out_dir / result.name
+    remove_stale_temp_files(folder)
     write_if_changed(folder / FEEDBACK_FILE, feedback_markdown(result, grader_version=grader_version,
                                                                graded_at=graded_at))
     write_if_changed(folder / RESULTS_FILE, json.dumps(gradescope_results(result, grader_version=grader_version,
