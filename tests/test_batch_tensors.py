@@ -1,0 +1,164 @@
+"""Batch grading of the real 01_tensors assignment: bad zips cost only themselves, and a run
+killed with SIGKILL, re-run, ends with the same gradebook as a run left alone."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from checks.batch import expand_submission_paths, grade_to_folder
+from checks.course import load_assignment
+from checks.gradebook import DB_FILE
+from checks.verify import load_mutants
+
+from conftest import REPO
+
+ASSIGNMENT = load_assignment(REPO, "01_tensors")
+SOLUTION_FILES = {name: (ASSIGNMENT.solution_dir / name).read_bytes() for name in (*ASSIGNMENT.files, "quiz.toml")}
+
+
+def write_zip(path: Path, entries: dict[str, bytes], *, symlink: str | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+        if symlink:
+            info = zipfile.ZipInfo(symlink)
+            info.external_attr = 0o120777 << 16
+            archive.writestr(info, "/etc/passwd")
+    return path
+
+
+def test_a_bad_zip_costs_only_that_submission_and_says_why(tmp_path):
+    subs = tmp_path / "subs"
+    shutil.copytree(ASSIGNMENT.solution_dir, subs / "good")
+    (subs / "junk.zip").write_bytes(b"this is not a zip file")
+    write_zip(subs / "escapes.zip", {**SOLUTION_FILES, "../../evil.py": b"import os"})
+    write_zip(subs / "huge.zip", {**SOLUTION_FILES, "data.bin": b"\0" * (6 * 2**20)})
+    write_zip(subs / "many.zip", {f"f{k}.py": b"" for k in range(201)})
+    write_zip(subs / "linked.zip", {f"linked/{name}": data for name, data in SOLUTION_FILES.items()},
+              symlink="linked/secret.py")
+    out = tmp_path / "out"
+    summary = grade_to_folder(ASSIGNMENT, expand_submission_paths([subs]), out, jobs=2)
+
+    assert not summary.failed, [r.error for r in summary.failed]  # the student's problem, not the grader's
+    scores = {row["submission"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
+    assert scores == {"good": 100, "linked": 100, "junk": 0, "escapes": 0, "huge": 0, "many": 0}
+    reasons = {"junk": "junk.zip is not a readable zip file", "escapes": "would land outside the submission folder",
+               "huge": "data.bin is 6 MiB; the limit is 5 MiB", "many": "more than 200 files"}
+    for name, reason in reasons.items():
+        results = json.loads((out / name / "results.json").read_text())
+        assert results["score"] == 0 and any(reason in w for w in results["extra_data"]["warnings"]), results
+        assert "could not be read" in results["output"] and reason in results["output"]
+        feedback = (out / name / "feedback.md").read_text()
+        assert f"About your submission:\n\n- The submission could not be read: " in feedback and reason in feedback
+    linked = json.loads((out / "linked" / "results.json").read_text())
+    assert any("secret.py: a symlink, ignored" in w for w in linked["extra_data"]["warnings"])
+    assert not (tmp_path / "evil.py").exists() and not (out.parent / "evil.py").exists()
+    assert "junk" in (out / "report.html").read_text()
+
+
+# ---------------------------------------------------------------- SIGKILL and resume
+
+
+def make_class(folder: Path) -> list[Path]:
+    """Eight submissions: the reference, the stubs, and six mutants (two of them zipped)."""
+    shutil.copytree(ASSIGNMENT.solution_dir, folder / "reference")
+    shutil.copytree(ASSIGNMENT.release_dir, folder / "stubs")
+    seen: set[str] = set()
+    mutants = [m for m in load_mutants(ASSIGNMENT) if not (m.question in seen or seen.add(m.question))][:6]
+    for k, mutant in enumerate(mutants):
+        files = mutant.apply(SOLUTION_FILES)
+        if k < 2:
+            write_zip(folder / f"{mutant.name}.zip", {f"{mutant.name}/{n}": d for n, d in files.items()})
+        else:
+            (folder / mutant.name).mkdir()
+            for name, data in files.items():
+                (folder / mutant.name / name).write_bytes(data)
+    return expand_submission_paths([folder])
+
+
+def grade_command(subs: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "checks.cli", "--course", str(REPO), "grade", "01_tensors", str(subs),
+            "--out", str(out), "--jobs", "2"]
+
+
+def graded_folders(out: Path) -> int:
+    return len(list(out.glob("*/results.json")))
+
+
+def gradebook_contents(out: Path) -> dict:
+    """Everything the gradebook says about the grades, leaving out when and how fast."""
+    with sqlite3.connect(out / DB_FILE) as db:
+        submissions = db.execute("SELECT name, assignment, status, score, max_score, error, warnings, devices, "
+                                 "sandbox, source, fingerprint, grader_version FROM submissions ORDER BY name").fetchall()
+        questions = db.execute("SELECT * FROM questions ORDER BY submission, position").fetchall()
+    results = {}
+    for path in sorted(out.glob("*/results.json")):
+        data = json.loads(path.read_text())
+        data.pop("execution_time")
+        data["extra_data"].pop("graded_at")
+        results[path.parent.name] = data
+    feedback = {path.parent.name: path.read_text().rsplit("Checked on", 1)[0] for path in out.glob("*/feedback.md")}
+    return {"csv": (out / "gradebook.csv").read_text(), "submissions": submissions, "questions": questions,
+            "results": results, "feedback": feedback}
+
+
+def test_a_batch_killed_with_sigkill_and_run_again_ends_as_if_never_interrupted(tmp_path):
+    subs = tmp_path / "subs"
+    paths = make_class(subs)
+    assert len(paths) == 8
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+
+    whole = tmp_path / "whole"
+    done = subprocess.run(grade_command(subs, whole), capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    killed = tmp_path / "killed"
+    log = (tmp_path / "killed.log").open("w")
+    process = subprocess.Popen(grade_command(subs, killed), stdout=log, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True)
+    deadline = time.monotonic() + 600
+    while graded_folders(killed) == 0 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)  # the grader itself, as `kill -9` would
+    process.wait()
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # its orphaned grading children, so they do not slow the re-run
+    except ProcessLookupError:
+        pass
+    assert process.returncode == -signal.SIGKILL
+    with sqlite3.connect(killed / DB_FILE) as db:
+        committed = db.execute("SELECT count(*) FROM submissions").fetchone()[0]
+        assert db.execute("SELECT status, finished_at FROM runs").fetchall() == [("running", None)]
+    assert 0 < graded_folders(killed) < 8 and 0 < committed < 8, (graded_folders(killed), committed)
+
+    again = subprocess.run(grade_command(subs, killed), capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"{committed} of 8 already graded, skipped" in again.stdout
+    with sqlite3.connect(killed / DB_FILE) as db:
+        assert db.execute("SELECT status, graded FROM runs ORDER BY id").fetchall() == [
+            ("running", 0), ("finished", 8 - committed)]
+
+    expected, got = gradebook_contents(whole), gradebook_contents(killed)
+    assert got["csv"] == expected["csv"]
+    assert got["submissions"] == expected["submissions"]
+    assert got["questions"] == expected["questions"]
+    assert got["results"] == expected["results"]
+    assert got["feedback"] == expected["feedback"]
+    rows = list(csv.DictReader(io.StringIO(expected["csv"])))
+    assert {row["submission"]: float(row["total"]) for row in rows}["reference"] == 100
+    assert {row["submission"]: float(row["total"]) for row in rows}["stubs"] == 0
+    assert all(0 < float(row["total"]) < 100 for row in rows if row["submission"] not in ("reference", "stubs"))
+    assert not list(killed.rglob("*.tmp"))
