@@ -26,7 +26,7 @@ def test_regions_become_not_implemented_with_the_hint():
     stub = strip_solutions(SOURCE)
     assert "total" not in stub and "return 1" not in stub
     assert "    raise NotImplementedError('numel: multiply the sizes together')\n" in stub
-    assert "            raise NotImplementedError('grad: not implemented yet')\n" in stub
+    assert "            raise NotImplementedError('Tensor.grad: not implemented yet')\n" in stub
     compile(stub, "stub.py", "exec")
 
 

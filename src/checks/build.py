@@ -48,11 +48,16 @@ def strip_solutions(source: str, filename: str = "<source>") -> str:
 
 
 def _enclosing_name(lines: list[str], indent: int) -> str:
+    """`function`, or `Class.method` for a method: the name a student looks for."""
+    names: list[str] = []
     for line in reversed(lines):
         match = DEF.match(line)
         if match and len(match["indent"]) < indent:
-            return match["name"]
-    return "this part"
+            names.insert(0, match["name"])
+            indent = len(match["indent"])
+            if indent == 0:
+                break
+    return ".".join(names) or "this part"
 
 
 def blank_quiz(text: str) -> str:

@@ -14,7 +14,8 @@ from checks import __version__
 from checks.batch import expand_submission_paths, grade_to_folder
 from checks.build import BuildError, build
 from checks.course import CourseError, find_course_root, list_assignments, load_assignment
-from checks.grading import SANDBOX_KIND, Source, grade_sources
+from checks.grading import Source, grade_sources
+from checks.jail import choose as choose_isolation
 from checks.progress import GradeProgress, print_summary
 from checks.reports import print_failures, question_table
 from checks.scoring import SubmissionResult
@@ -99,7 +100,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     assignment = load_assignment(root, args.assignment)
     paths = expand_submission_paths([p for p in args.submissions])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                  f"into {args.out} (sandbox: {SANDBOX_KIND}; device: {args.device})")
+                  f"into {args.out} (sandbox: {choose_isolation().description}; device: {args.device})")
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                               listener=GradeProgress(console))
     print_summary(console, summary)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from checks import __version__
+from checks import __version__, jail
 from checks.course import Assignment
 from checks.pool import run_forked
 from checks.quiz import grade_quiz
+from checks.jail import Isolation
 from checks.sandbox import Limits, Zygote, prepare_parent
 from checks.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.submissions import Submission, SubmissionError, read_submission, submission_name
@@ -28,7 +29,6 @@ from checks.submissions import Submission, SubmissionError, read_submission, sub
 # (capture, logging, warnings, faulthandler): together they cost more than the checks.
 PYTEST_ARGS = ("-q", "-c", os.devnull, "-s", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:warnings",
                "-p", "no:faulthandler")
-SANDBOX_KIND = "fork (process group, rlimits, private temp dir)"
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,14 @@ class Source:
 
 
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
-                  jobs: int | None = None, limits: Limits = Limits()) -> Iterator[SubmissionResult]:
-    """Grade each source in a forked child; yield results as they finish (any order)."""
+                  jobs: int | None = None, limits: Limits = Limits(),
+                  isolation: Isolation | None = None) -> Iterator[SubmissionResult]:
+    """Grade each source in a forked child; yield results as they finish (any order).
+
+    `isolation` defaults to the strongest this machine allows (jail.choose()).
+    """
     prepare_parent()
+    isolation = isolation or jail.choose()
     names = [source.name for source in sources]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -58,12 +63,12 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
                          "folder name or zip stem and must be unique")
     suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
     # the zygote is forked before any suite code is imported: workers never see it
-    with Zygote() as zygote, suite_preimported(suite_dir):
+    with Zygote(isolation) as zygote, suite_preimported(suite_dir):
         jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits)) for source in sources]
         for outcome in run_forked(jobs_to_run, jobs or os.cpu_count() or 1):
             if outcome.error:
                 yield SubmissionResult(outcome.key, assignment.name, error=outcome.error.strip(),
-                                       sandbox=SANDBOX_KIND)
+                                       sandbox=isolation.description)
             else:
                 yield SubmissionResult.from_dict(outcome.value)
 
@@ -111,7 +116,7 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     from checks.plugin import ChecksPlugin
 
     started = time.monotonic()
-    result = SubmissionResult(source.name, assignment.name, sandbox=SANDBOX_KIND)
+    result = SubmissionResult(source.name, assignment.name, sandbox=zygote.isolation.description)
     try:
         submission = source.load()
     except SubmissionError as error:
@@ -133,6 +138,7 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     if not public:
         result.questions += grade_quiz(assignment.quiz, submission.files)
     result.devices = sorted(plugin.devices or {"cpu"})
+    result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)
     return result
 

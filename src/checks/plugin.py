@@ -8,6 +8,7 @@ charged to the student.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterator
 
 import pytest
@@ -16,6 +17,7 @@ from _pytest.reports import TestReport
 
 from checks import suite
 from checks.course import Assignment
+from checks.jail import SANDBOX_UID_BASE
 from checks.sandbox import Limits, WorkerConfig, Zygote
 from checks.scoring import CaseResult
 from checks.student import QuestionSandbox, Student, StudentFault
@@ -33,6 +35,8 @@ class ChecksPlugin:
         self.devices: set[str] = set()
         self.errors: list[str] = []
         self._open: tuple[str, QuestionSandbox] | None = None
+        # one uid per grading process, so per submission: its process limit and its kill switch
+        self.uid = SANDBOX_UID_BASE + os.getpid() if zygote.isolation.per_submission_uid else None
 
     # ------------------------------------------------------------ the fixture
 
@@ -52,7 +56,7 @@ class ChecksPlugin:
         files = dict(self.files)
         if self.use_references and options["use_reference"]:
             files.update(self.assignment.reference_files(options["use_reference"]))
-        config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits)
+        config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
         self._open = (options["qid"], sandbox)
         return sandbox

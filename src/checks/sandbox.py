@@ -1,45 +1,54 @@
-"""Sandbox processes: a warm zygote that forks one worker per question, and the handle to one.
+"""The grader's side of the sandbox: starting the zygote, and the handle to one worker.
 
-The zygote is forked from the grader before any hidden test or reference code is imported, so
-nothing secret is in the memory a worker inherits. It has torch imported (forking it costs
-milliseconds, importing torch costs seconds). Each worker runs in its own process group and is
+The zygote (see zygote.py) is started before any hidden test or reference code is imported, so
+nothing secret is in the memory a worker inherits, and inside the bubblewrap jail when there is
+one (see jail.py). It has torch imported: forking it costs milliseconds, importing torch seconds.
+Each worker runs in its own process group (and, jailed as root, its submission's own uid) and is
 killed with it; a crash or hang costs the calls of the question it serves and nothing else.
 """
 
 from __future__ import annotations
 
 import base64
-import gc
 import json
 import os
 import pickle
 import shutil
 import signal
 import socket
-import struct
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 
+from checks import jail, zygote
 from checks import worker as worker_side
 from checks.codec import MAX_PAYLOAD_BYTES
+from checks.jail import Isolation
 from checks.worker import recv_frame, send_frame
 
 MAX_HEADER_BYTES = 1 << 20
-_PID = struct.Struct("!i")
+SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits applied inside every worker (RLIMIT_AS below ~650 MiB breaks torch)."""
+    """Resource limits applied inside every worker.
+
+    Memory is capped with RLIMIT_DATA (private writable memory), not RLIMIT_AS: CUDA reserves
+    address space by the tens of GiB without using it, which RLIMIT_AS would refuse.
+    """
 
     memory_bytes: int = 4 * 2**30
     cpu_seconds: int = 300
-    file_bytes: int = 64 * 2**20
+    file_bytes: int = 32 * 2**20
+    processes: int = 64  # per submission uid; only enforced where workers get their own uid
 
-    def as_rlimits(self) -> dict[str, int]:
-        return {"RLIMIT_AS": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds,
-                "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_CORE": 0}
+    def as_rlimits(self, own_uid: bool) -> dict[str, int]:
+        limits = {"RLIMIT_DATA": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds,
+                  "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_CORE": 0}
+        return {**limits, "RLIMIT_NPROC": self.processes} if own_uid else limits
 
 
 @dataclass
@@ -49,14 +58,24 @@ class WorkerConfig:
     files: dict[str, bytes]
     block_imports: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    uid: int | None = None  # the submission's own unprivileged uid, where the jail allows one
 
     def to_wire(self) -> dict:
         return {"files": {name: base64.b64encode(data).decode() for name, data in self.files.items()},
-                "block_imports": list(self.block_imports), "limits": self.limits.as_rlimits()}
+                "block_imports": list(self.block_imports), "uid": self.uid,
+                "limits": self.limits.as_rlimits(self.uid is not None)}
+
+
+class SandboxUnavailable(Exception):
+    """No worker could be started at all: the grader's fault, not the student's."""
 
 
 class WorkerDied(Exception):
     """The worker process ended (crash, os._exit, a signal) before it answered."""
+
+
+class ReplyRefused(Exception):
+    """The worker's reply broke the protocol's limits (too large, malformed); it was killed."""
 
 
 class WorkerTimedOut(Exception):
@@ -66,9 +85,10 @@ class WorkerTimedOut(Exception):
 class Worker:
     """The grader's handle to one sandbox process."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, uid: int | None = None) -> None:
         self.pid = pid
         self.sock = sock
+        self.uid = uid
         self.alive = True
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
@@ -94,10 +114,10 @@ class Worker:
             raise WorkerDied() from None
         except ValueError as error:  # an oversized or malformed reply: never trust the rest
             self.kill()
-            raise WorkerDied(str(error)) from None
+            raise ReplyRefused(str(error)) from None
 
     def kill(self) -> None:
-        """Kill the worker and everything in its process group."""
+        """Kill the worker, its process group and, with a uid of its own, every process of that uid."""
         if not self.alive:
             return
         self.alive = False
@@ -106,49 +126,75 @@ class Worker:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.uid is not None:
+            kill_uid(self.uid)
         self.sock.close()
 
 
 class Zygote:
-    """A warm process that forks workers on request, over a private unix socket.
+    """Forks workers on request, over a private unix socket; started in the jail when there is one.
 
-    Create it early, before importing anything the sandbox must not see; use it as a context
-    manager so that it and its workers are gone when grading ends.
+    Create it early, before importing anything the sandbox must not see (with `fork` isolation the
+    zygote inherits this process's memory); use it as a context manager so that it and its
+    workers are gone when grading ends.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, isolation: Isolation | None = None) -> None:
+        self.isolation = isolation or jail.choose(jail.FORK)
         self._dir = tempfile.mkdtemp(prefix="checks-zygote-")
         self.address = os.path.join(self._dir, "spawn.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.address)
         listener.listen(64)
-        parent = os.getpid()
-        self.pid = os.fork()
-        if self.pid == 0:  # the zygote itself
-            try:
-                _zygote_loop(listener, parent)
-            finally:
-                os._exit(0)
+        self._process: subprocess.Popen | None = None
+        if self.isolation.kind == jail.BWRAP:
+            # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
+            command = jail.bwrap_command([sys.executable, "-m", "checks.zygote", str(listener.fileno())])
+            self._process = subprocess.Popen(command, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self.pid = self._process.pid
+        else:
+            self.pid = os.fork()
+            if self.pid == 0:
+                try:
+                    zygote.serve_spawns(listener, homes=self._dir)
+                finally:
+                    os._exit(0)
         listener.close()
 
     def spawn(self, config: WorkerConfig) -> Worker:
         """Fork a fresh worker holding `config`'s files and limits."""
         ours, theirs = socket.socketpair()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(self.address)
-            socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
-            (pid,) = _PID.unpack(worker_side._recv_exact(conn, _PID.size))
-        theirs.close()
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(SPAWN_TIMEOUT)
+                conn.connect(self.address)
+                socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
+                (pid,) = zygote.PID.unpack(worker_side._recv_exact(conn, zygote.PID.size))
+        except (OSError, EOFError) as error:
+            ours.close()
+            raise SandboxUnavailable(self._why_unavailable(error)) from None
+        finally:
+            theirs.close()
         send_frame(ours, pickle.dumps(config.to_wire(), protocol=pickle.HIGHEST_PROTOCOL))
-        return Worker(pid, ours)
+        return Worker(pid, ours, config.uid)
+
+    def _why_unavailable(self, error: BaseException) -> str:
+        if self._process is not None and self._process.poll() is not None:
+            message = self._process.stderr.read().decode(errors="replace").strip()[-500:] if self._process.stderr else ""
+            return f"the jailed sandbox exited ({self._process.returncode}): {message}"
+        return f"the sandbox could not start a worker ({error})"
 
     def close(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            if self._process is not None:
+                self._process.wait()
+            else:
+                os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-        shutil.rmtree(self._dir, ignore_errors=True)
+        shutil.rmtree(self._dir, ignore_errors=True)  # with fork isolation, every worker's home too
 
     def __enter__(self) -> "Zygote":
         return self
@@ -157,47 +203,29 @@ class Zygote:
         self.close()
 
 
-def _zygote_loop(listener: socket.socket, parent: int) -> None:
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
-    gc.freeze()  # keeps forked children from touching (and copying) the warm heap
-    listener.settimeout(1.0)
-    while os.getppid() == parent:
+def kill_uid(uid: int) -> None:
+    """Kill every process running as `uid`: whatever a submission started, daemons included.
+
+    kill(-1) as that uid reaches all its processes in one pass (the kernel holds off forks while
+    it walks the task list). setpriv spawns cheaply; forking this torch-sized process does not.
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        subprocess.run([setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "kill", "-KILL", "-1"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        return
+    pid = os.fork()
+    if pid == 0:
         try:
-            conn, _ = listener.accept()
-        except socket.timeout:
-            continue
-        with conn:
-            _, fds, _, _ = socket.recv_fds(conn, 16, 1)
-            if not fds:
-                continue
-            pid = os.fork()
-            if pid == 0:
-                listener.close()
-                conn.close()
-                _run_worker(fds[0])
-            conn.sendall(_PID.pack(pid))
-            os.close(fds[0])
-
-
-def _run_worker(fd: int) -> None:
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    try:
-        sock = socket.socket(fileno=fd)
-        config = pickle.loads(recv_frame(sock, 1 << 30))  # from the grader: trusted
-        worker_side.serve(sock, config)
-    finally:
-        os._exit(0)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def prepare_parent() -> None:
-    """Call before the first torch op in any process that will fork sandboxes or graders.
-
-    A child forked after a multi-threaded torch op deadlocks inside OpenMP.
-    """
-    try:
-        import torch
-    except ImportError:  # a course without torch still grades
-        return
-    torch.set_num_threads(1)
+    """Call before the first torch op in any process that will fork sandboxes or graders."""
+    zygote.warm_up()

@@ -43,6 +43,7 @@ class SubmissionResult:
     questions: list[QuestionResult] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
     sandbox: str = ""
+    sandbox_uid: int | None = None  # the uid its sandbox processes ran as, where they had their own
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     error: str = ""  # set when the grader could not grade the submission at all

@@ -11,7 +11,7 @@ import sys
 from typing import Any, Callable
 
 from checks import codec
-from checks.sandbox import Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
+from checks.sandbox import ReplyRefused, Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
 from checks.summary import summarize_call
 
 
@@ -34,6 +34,12 @@ class StudentRaised(StudentFault):
         self.output = _text(header.get("output"), 2000)
         super().__init__(self._describe())
 
+    @property
+    def is_stub(self) -> bool:
+        """Raised by an untouched stub (not, say, by torch's own NotImplementedError)."""
+        return (self.type_name == "NotImplementedError" and not self.context and bool(self.where)
+                and "raise NotImplementedError(" in self.where[-1])
+
     def is_a(self, exception_type: type[BaseException]) -> bool:
         """Whether the student's exception is (a subclass of) this builtin exception type."""
         return exception_type.__name__ in self.bases
@@ -44,10 +50,12 @@ class StudentRaised(StudentFault):
             text += f" {self.context}"
         if self.message:
             text += f": {self.message}"
-        if self.type_name == "NotImplementedError" and not self.context:
+        if self.is_stub:
             return text + " (still the stub: implement it)"
         if self.where:
             text += "\n  at " + "\n  at ".join(self.where)
+        if self.output.strip():
+            text += f"\n  it printed: {_excerpt(self.output)}"
         return text
 
 
@@ -67,6 +75,12 @@ class UnsupportedReturn(StudentFault):
     pass
 
 
+def _excerpt(output: str, limit: int = 300) -> str:
+    """The end of what the student's code printed: the part nearest the failure."""
+    output = output.strip()
+    return output if len(output) <= limit else "..." + output[-limit:]
+
+
 def _text(value: Any, limit: int) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
@@ -83,7 +97,7 @@ class QuestionSandbox:
 
     def request(self, key: str, call: str, message: dict) -> Any:
         if self.hangs.get(key, 0) >= MAX_HANGS:
-            raise StudentTimeout(f"{call} was not run: {MAX_HANGS} earlier calls to {key} did not finish "
+            raise StudentTimeout(f"{call} was not run: {MAX_HANGS} earlier calls like it did not finish "
                                  f"within {self.timeout:g} s")
         if self.worker is None or not self.worker.alive:
             self.worker = self.zygote.spawn(self.config)
@@ -93,11 +107,16 @@ class QuestionSandbox:
             self.hangs[key] = self.hangs.get(key, 0) + 1
             raise StudentTimeout(f"{call} did not finish within {self.timeout:g} s "
                                  "(an infinite loop, or far too slow); it was stopped") from None
-        except WorkerDied as died:
-            reason = f" ({died})" if str(died) else ""
-            raise StudentCrashed(f"{call} crashed the sandbox process{reason}: os._exit, a fatal "
-                                 "signal or a memory or CPU limit; the calls after it ran in a fresh one") from None
-        return _value_or_fault(call, header, payload)
+        except ReplyRefused as refused:
+            raise UnsupportedReturn(f"{call} sent back {refused}; return smaller, plain values") from None
+        except WorkerDied:
+            raise StudentCrashed(f"{call} crashed the sandbox process: os._exit, a fatal signal or a memory "
+                                 "or CPU limit; the calls after it ran in a fresh one") from None
+        try:
+            return _value_or_fault(call, header, payload)
+        except UnsupportedReturn:
+            self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
+            raise
 
     def close(self) -> None:
         if self.worker is not None:

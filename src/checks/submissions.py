@@ -57,6 +57,9 @@ def _read_folder(root: Path) -> Submission:
         for name in sorted(names):
             full = Path(folder) / name
             relative = full.relative_to(root).as_posix()
+            if not _is_utf8(relative):
+                submission.warnings.append(f"{ascii(relative)}: a file name that is not UTF-8, ignored")
+                continue
             if full.is_symlink():
                 submission.warnings.append(f"{relative}: a symlink, ignored")
                 continue
@@ -94,6 +97,14 @@ def _read_zip(path: Path) -> Submission:
                 raise SubmissionError(f"{path.name}: {safe} unpacks to more than {MAX_FILE_BYTES // 2**20} MiB")
             submission.files[safe] = data
     return submission
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.walk hands undecodable bytes back as surrogates
+        return False
+    return True
 
 
 def _safe_member(name: str) -> str | None:

@@ -177,7 +177,7 @@ def expect_raises(exception_type: type[BaseException] = ValueError, *, because: 
     except StudentRaised as raised:
         if raised.is_a(exception_type):
             return
-        if raised.type_name == "NotImplementedError":
+        if raised.is_stub:
             fail(f"{raised.call} raised NotImplementedError (still the stub); expected {exception_type.__name__}{reason}.")
         advice = " The course asks for ValueError on invalid input." if exception_type is ValueError else ""
         fail(f"{raised.call} raised {raised.type_name}: {raised.message}; expected "

@@ -28,7 +28,8 @@ def _summarize(value: Any) -> str:
         return repr(value)
     if isinstance(value, np.ndarray):
         if value.size <= SMALL_ARRAY:
-            return f"array({np.array2string(value, separator=', ')}, {value.dtype})"
+            values = " ".join(np.array2string(value, separator=", ").split())
+            return f"array({values}, {value.dtype})"
         return f"array(shape={tuple(value.shape)}, {value.dtype})"
     if isinstance(value, np.generic):
         return f"{value.item()!r} ({value.dtype})"

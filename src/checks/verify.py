@@ -97,6 +97,8 @@ def _only_question(result: SubmissionResult, mutant: Mutant, questions: set[str]
         return Verdict(result.name, expectation, False, _grader_error(result))
     if mutant.question not in questions:
         return Verdict(result.name, expectation, False, f"the suite has no question {mutant.question}")
+    if mutant.question not in {q.qid for q in result.questions}:
+        return Verdict(result.name, expectation, False, f"{mutant.question} is missing from this mutant's results")
     target = result.question(mutant.question)
     others = [f"{q.qid} {q.score:g}/{q.max_score:g}" for q in result.questions if q.qid != mutant.question and not q.passed]
     ok = not target.passed and not others

@@ -41,7 +41,7 @@ def recv_frame(sock: socket.socket, limit: int) -> bytes:
     """One length-prefixed frame; EOFError when the peer is gone, ValueError when it is too big."""
     (length,) = FRAME_HEADER.unpack(_recv_exact(sock, FRAME_HEADER.size))
     if length > limit:
-        raise ValueError(f"a reply of {length} bytes (the limit is {limit})")
+        raise ValueError(f"a value of {length / 2**20:.1f} MiB (the limit is {limit / 2**20:.0f} MiB)")
     return _recv_exact(sock, length)
 
 
@@ -72,17 +72,28 @@ class _BlockedImports(importlib.abc.MetaPathFinder):
 
 
 def serve(sock: socket.socket, config: dict) -> None:
-    """Entry point in the forked child: set up the jail-lite, then answer requests until EOF."""
+    """Entry point in the forked child: lock ourselves in, then answer requests until EOF."""
     os.setsid()  # own process group: the grader kills the whole group
-    _apply_limits(config["limits"])
     home = tempfile.mkdtemp(prefix="checks-sandbox-")
     for name, data in config["files"].items():
-        path = os.path.join(home, name)
+        path = os.path.realpath(os.path.join(home, name))
+        if not path.startswith(home + os.sep):
+            continue  # submissions.py refuses such names already; never write outside home
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
             handle.write(base64.b64decode(data))
-    output_path = os.path.join(tempfile.mkdtemp(prefix="checks-output-"), "output.txt")
+    output_path = os.path.join(home, ".output")
     _capture_output(output_path)
+    uid = config.get("uid")
+    if uid is not None:
+        _hand_over(home, uid)
+    _apply_limits(config["limits"])
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)  # from here on nothing of root is left: not even the saved uid
+    os.environ.update(HOME=home, TMPDIR=home)
+    tempfile.tempdir = home
     os.chdir(home)
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
@@ -99,6 +110,15 @@ def serve(sock: socket.socket, config: dict) -> None:
             send_frame(sock, value)
 
 
+def _hand_over(home: str, uid: int) -> None:
+    """The sandbox uid owns its home, and nothing else on a writable file system."""
+    for folder, _, names in os.walk(home):
+        os.chown(folder, uid, uid)
+        for name in names:
+            os.chown(os.path.join(folder, name), uid, uid)
+    os.chmod(home, 0o700)
+
+
 def _apply_limits(limits: dict) -> None:
     for name, soft in limits.items():
         kind = getattr(resource, name)
@@ -109,7 +129,7 @@ def _apply_limits(limits: dict) -> None:
 
 
 def _capture_output(path: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -137,7 +157,9 @@ class _Session:
         self.drivers: dict[str, types.ModuleType] = {}
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
-        start = os.path.getsize(self.output_path)
+        _flush()
+        os.truncate(self.output_path, 0)  # each call gets the whole output budget (RLIMIT_FSIZE)
+        start = 0
         try:
             if request["op"] == "call":
                 target = self._student_function(request["module"], request["name"])
@@ -201,14 +223,21 @@ class _Session:
                 for f in frames if f.filename.startswith(self.home)][-3:]
 
     def _output_since(self, start: int) -> str:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush()
         size = os.path.getsize(self.output_path)
         if size <= start:
             return ""
         with open(self.output_path, "rb") as handle:
             handle.seek(max(start, size - OUTPUT_EXCERPT_BYTES))
             return handle.read().decode("utf-8", "replace")
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the output limit was hit, or the student closed it
+            pass
 
 
 class _ImportFailed(Exception):

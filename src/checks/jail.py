@@ -1,0 +1,112 @@
+"""How strongly the sandbox is isolated, and the bubblewrap command line that does it.
+
+With bubblewrap the zygote runs in its own mount, network, IPC and UTS namespaces and sees a
+read-only whitelist of the file system: the system, the Python installation and the `checks`
+package, nothing of the course (autograder/, solutions/), the submissions or the grader's
+output. Started as root, each submission's workers also drop to a uid of their own, so that
+process limits count per submission and every process a submission started can be killed.
+Without bubblewrap (a student's laptop) workers are plain forked processes: fine for local
+checks of one's own code, and said so in every report.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import checks
+
+FORK, BWRAP, AUTO = "fork", "bwrap", "auto"
+SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged uid per submission
+
+
+@dataclass(frozen=True)
+class Isolation:
+    kind: str  # FORK or BWRAP
+    per_submission_uid: bool
+    description: str
+
+
+def choose(requested: str = AUTO) -> Isolation:
+    """The strongest isolation this machine allows (or the one asked for, if it works)."""
+    if requested == FORK:
+        return Isolation(FORK, False, "fork: process group and resource limits only (no file system or network jail)")
+    problem = bwrap_problem()
+    if problem is None:
+        if os.geteuid() == 0:
+            return Isolation(BWRAP, True, "bwrap: namespaces, read-only file system, no network, a uid per submission")
+        return Isolation(BWRAP, False, "bwrap (unprivileged): namespaces, read-only file system, no network")
+    if requested == BWRAP:
+        raise RuntimeError(f"the bwrap sandbox was asked for but cannot run: {problem}")
+    return Isolation(FORK, False, f"fork: process group and resource limits only; no jail because {problem}")
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """None when bubblewrap works here, else why not (one probe per process)."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        probe = subprocess.run(["bwrap", *_namespaces(), "--ro-bind", "/", "/", "true"],
+                               capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap did not start ({error})"
+    if probe.returncode != 0:
+        return f"bwrap fails here: {probe.stderr.decode(errors='replace').strip()[:200]}"
+    return None
+
+
+def _namespaces() -> list[str]:
+    flags = ["--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    return flags if os.geteuid() == 0 else ["--unshare-user", *flags]
+
+
+def bwrap_command(program: list[str]) -> list[str]:
+    """bwrap ... program: the jail the zygote (and so every worker) runs in."""
+    argv = ["bwrap", *_namespaces(), "--die-with-parent", "--new-session"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys",
+             "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--tmpfs", "/tmp"]
+    for device in sorted(glob.glob("/dev/nvidia*")):  # the GPU image: CUDA needs its device nodes
+        argv += ["--dev-bind", device, device]
+    for path in _python_paths():
+        argv += _parents(path) + ["--ro-bind", str(path), str(path)]
+    package_parent = Path(checks.__file__).resolve().parent.parent
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
+           "PYTHONPATH": str(package_parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update({key: value for key, value in os.environ.items() if key.startswith(("CUDA_", "NVIDIA_"))})
+    argv += ["--clearenv"] + [flag for key, value in env.items() for flag in ("--setenv", key, value)]
+    if os.geteuid() == 0:  # the zygote stays root in the jail only to hand each worker its own uid
+        argv += [flag for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN") for flag in ("--cap-add", cap)]
+    return argv + ["--chdir", "/tmp", *program]
+
+
+def _python_paths() -> list[Path]:
+    """The interpreter, its libraries and the `checks` package: nothing else of the disk."""
+    candidates = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent,
+                  Path(checks.__file__).resolve().parent, *map(Path, site.getsitepackages())}
+    existing = sorted(path.resolve() for path in candidates
+                      if path.exists() and not path.resolve().is_relative_to("/usr"))  # /usr is bound already
+    # keep outermost folders only; bwrap mounts them in order, parents first
+    return [path for path in existing if not any(other != path and other in path.parents for other in existing)]
+
+
+def _parents(path: Path) -> list[str]:
+    """Missing parents would be created 0700 by bwrap; make them traversable by the sandbox uid."""
+    flags: list[str] = []
+    for parent in reversed(path.parents[:-1]):
+        if str(parent) not in ("/usr", "/etc", "/sys", "/tmp"):
+            flags += ["--perms", "0755", "--dir", str(parent)]
+    return flags

@@ -1,0 +1,95 @@
+"""The zygote: a warm process (torch imported) that forks one sandbox worker per request.
+
+It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
+`python -m checks.zygote FD`, FD being the listening socket it inherits. A request is one fd, the
+worker's end of a socketpair; the reply is the worker's pid. The zygote never reads anything
+else from a client, so a worker that connects to it learns nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+import tempfile
+
+from checks import worker
+from checks.worker import recv_frame
+
+PID = struct.Struct("!i")
+
+
+def serve_spawns(listener: socket.socket, homes: str | None = None) -> None:
+    """Fork a worker per connection until the process that started us is gone.
+
+    Workers make their homes under `homes` (default: the temp dir), which the grader removes.
+    """
+    if homes is not None:
+        tempfile.tempdir = homes
+    parent = os.getppid()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
+    listener.settimeout(1.0)
+    while os.getppid() == parent:
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            continue
+        with conn:
+            try:
+                _, fds, _, _ = socket.recv_fds(conn, 16, 1)
+            except OSError:
+                continue
+            if not fds:
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                conn.close()
+                _run_worker(fds[0])
+            os.close(fds[0])
+            try:
+                conn.sendall(PID.pack(pid))
+            except OSError:
+                pass
+
+
+def _run_worker(fd: int) -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        sock = socket.socket(fileno=fd)
+        config = pickle.loads(recv_frame(sock, 1 << 30))  # written by the grader: trusted
+        worker.serve(sock, config)
+    finally:
+        os._exit(0)
+
+
+def warm_up() -> None:
+    """Import what every worker needs, with torch on one thread (forking after a multi-threaded
+    torch op deadlocks the child inside OpenMP)."""
+    import numpy  # noqa: F401
+
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)
+
+
+def main() -> None:
+    warm_up()
+    listener = socket.socket(fileno=int(sys.argv[1]))
+    try:
+        serve_spawns(listener)
+    finally:
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

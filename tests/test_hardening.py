@@ -1,0 +1,319 @@
+"""Hostile submissions, one per kind of attack, graded together in one batch.
+
+Each submission has an honest `honest.py` and an `attack.py` whose `run` does the attack. The
+hidden question `attack.run` is only passed by returning a secret written in the hidden test
+file, so reading the suite would earn its points. Every attack must cost exactly that question:
+`honest.add` and the quiz are graded normally, and nothing outside the sandbox changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from checks import jail
+from checks.course import load_assignment
+from checks.grading import Source, grade_sources
+from checks.reports import write_submission_reports
+
+SECRET = secrets.token_hex(8)
+JAILED = jail.choose().per_submission_uid
+needs_jail = pytest.mark.skipif(not JAILED, reason="needs the bubblewrap jail as root (.ci/run installs bubblewrap)")
+
+SUITE = {
+    "autograder/toy/assignment.toml": """
+        files = ["honest.py", "attack.py"]
+        [quiz.answer]
+        answer = 6
+        points = 10
+    """,
+    "autograder/toy/test_toy.py": f"""
+        import pytest
+        from checks.suite import question, expect_equal
+
+        SECRET = "{SECRET}"
+
+        @question("honest.add", points=60)
+        @pytest.mark.parametrize("a", [1, 2, 3])
+        def test_add(student, a):
+            expect_equal(student.honest.add(a, 1), a + 1)
+
+        @question("attack.run", points=30, timeout=5)
+        def test_attack(student, context):
+            expect_equal(student.attack.run(context), SECRET)
+
+        @pytest.fixture
+        def context():
+            import os
+            return {{"root": os.environ["TOY_ROOT"], "port": int(os.environ["TOY_PORT"])}}
+    """,
+}
+
+HONEST = "def add(a, b):\n    return a + b\n"
+
+ATTACKS = {
+    # tampering
+    "patches_libraries": """
+        import builtins, numpy, pytest, json
+        numpy.array_equal = numpy.allclose = lambda *a, **k: True
+        pytest.approx = lambda *a, **k: True
+        json.loads = lambda *a, **k: "{secret}"
+        builtins.str = lambda *a, **k: "{secret}"
+        def run(context):
+            return "not the secret"
+    """,
+    "lying_objects": """
+        import numpy
+        class Liar:
+            __eq__ = lambda self, other: True
+            __bool__ = lambda self: True
+            __len__ = lambda self: 16
+            __iter__ = lambda self: iter("0" * 16)
+            __array__ = lambda self, *a, **k: numpy.zeros(1)
+        class LyingArray(numpy.ndarray):
+            __eq__ = lambda self, other: True
+        class LyingStr(str):
+            __eq__ = lambda self, other: True
+        def run(context):
+            return [Liar(), numpy.zeros(3).view(LyingArray), LyingStr("x")][int(context["port"]) % 3]
+    """,
+    "pickle_payload": """
+        import gc, json, pickle, socket, struct
+        class Boom:
+            def __reduce__(self):
+                return (exec, ("open('/tmp/checks-pwned', 'w')",))
+        def run(context):
+            sock = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
+            for frame in (json.dumps({"status": "returned"}).encode(), pickle.dumps(Boom())):
+                sock.sendall(struct.pack("!Q", len(frame)) + frame)
+            return "{secret}"[::-1]
+    """,
+    # escapes
+    "exits": """
+        import os
+        def run(context):
+            os._exit(0)
+    """,
+    "kills_parent": """
+        import os, signal
+        def run(context):
+            for target in (lambda: os.kill(os.getppid(), signal.SIGKILL),
+                           lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL),
+                           lambda: os.kill(1, signal.SIGKILL)):
+                try:
+                    target()
+                except OSError:
+                    pass
+            return "still here"
+    """,
+    "segfaults": """
+        import ctypes
+        def run(context):
+            return ctypes.string_at(0)
+    """,
+    "ignores_sigterm": """
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        def run(context):
+            while True:
+                pass
+    """,
+    "hogs_memory": """
+        def run(context):
+            hog = bytearray(8 * 2**30)
+            return len(hog)
+    """,
+    "fork_swarm": """
+        import os
+        def run(context):
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    pass
+    """,
+    "daemon": """
+        import os, time
+        def run(context):
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    for _ in range(300):
+                        for target in (context["root"] + "/grades/daemon/results.json", "/tmp/checks-daemon"):
+                            try:
+                                with open(target, "w") as handle:
+                                    handle.write("pwned")
+                            except OSError:
+                                pass
+                        time.sleep(0.1)
+                os._exit(0)
+            return "daemon started"
+    """,
+    # reading and writing
+    "reads_the_suite": """
+        import os, re
+        def run(context):
+            for folder, _, names in os.walk(context["root"]):
+                for name in names:
+                    try:
+                        found = re.search(r'SECRET = "(\\w+)"', open(os.path.join(folder, name)).read())
+                    except OSError:
+                        continue
+                    if found:
+                        return found.group(1)
+            return "found nothing"
+    """,
+    "writes_outside": """
+        import os
+        def run(context):
+            written = []
+            for target in (context["root"] + "/autograder/toy/test_toy.py", context["root"] + "/planted.txt",
+                           "/tmp/checks-planted", os.path.expanduser("~/../planted")):
+                try:
+                    with open(target, "a") as handle:
+                        handle.write("pwned")
+                    written.append(target)
+                except OSError:
+                    pass
+            return written
+    """,
+    "uses_network": """
+        import socket
+        def run(context):
+            with socket.create_connection(("127.0.0.1", context["port"]), timeout=2) as conn:
+                conn.sendall(b"exfiltrated")
+                return conn.recv(100).decode()
+    """,
+    # volume
+    "floods_output": """
+        import sys
+        def run(context):
+            chunk = "x" * 2**20
+            for _ in range(300):
+                print(chunk)
+            return "{secret}"[::-1]
+    """,
+    "huge_return": """
+        import numpy
+        def run(context):
+            return numpy.zeros(5_000_000)
+    """,
+}
+
+
+def write(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(textwrap.dedent(text).replace("{secret}", SECRET))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("course")
+    for relative, text in SUITE.items():
+        write(root / relative, text)
+    (root / "assignments/toy").mkdir(parents=True)
+    write(root / "solutions/toy/honest.py", HONEST)
+    submissions = {name: {"attack.py": attack} for name, attack in ATTACKS.items()}
+    submissions["latin1_source"] = {"attack.py": "def run(context):\n    return 'caf\xe9'\n".encode("latin-1")}
+    submissions["nested_quiz"] = {"attack.py": "def run(context):\n    return 1\n",
+                                  "quiz.toml": "answer = " + "[" * 5000 + "]" * 5000}
+    for name, files in submissions.items():
+        write(root / "subs" / name / "honest.py", HONEST)
+        write(root / "subs" / name / "quiz.toml", "answer = 6\n")
+        for filename, text in files.items():
+            write(root / "subs" / name / filename, text)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    os.environ.update(TOY_ROOT=str(root), TOY_PORT=str(listener.getsockname()[1]))
+    assignment = load_assignment(root, "toy")
+    sources = [Source.from_path(root / "subs" / name) for name in submissions]
+    results = {r.name: r for r in grade_sources(assignment, sources, jobs=2)}
+    out = root / "grades"
+    for result in results.values():
+        write_submission_reports(out, result)
+    written = {path: path.read_bytes() for path in out.rglob("*.json")}
+    time.sleep(1.0)  # a surviving daemon would write now
+    received = []
+    try:
+        while True:
+            conn, _ = listener.accept()
+            received.append(conn.recv(100))
+    except OSError:
+        pass
+    uids = {result.sandbox_uid for result in results.values()}
+    yield {"root": root, "results": results, "written": written, "received": received, "uids": uids}
+    listener.close()
+
+
+@pytest.mark.parametrize("name", [*ATTACKS, "latin1_source"])
+def test_an_attack_costs_exactly_its_question(batch, name):
+    if name in ("kills_parent", "daemon", "reads_the_suite", "writes_outside", "uses_network", "fork_swarm") and not JAILED:
+        pytest.skip("needs the bubblewrap jail as root (.ci/run installs bubblewrap)")
+    result = batch["results"][name]
+    scores = {q.qid: q for q in result.questions}
+    assert not result.error, result.error
+    assert scores["attack.run"].score == 0, scores["attack.run"].feedback
+    assert scores["honest.add"].passed, scores["honest.add"].feedback
+    assert scores["quiz.answer"].passed, scores["quiz.answer"].feedback
+
+
+@pytest.mark.parametrize("name, words", [
+    ("lying_objects", "unsupported type"), ("pickle_payload", "unsupported type"), ("exits", "crashed"),
+    ("segfaults", "crashed"), ("ignores_sigterm", "did not finish"), ("hogs_memory", "MemoryError"),
+    ("huge_return", "MiB"), ("latin1_source", "while importing attack.py"),
+])
+def test_the_feedback_says_what_happened(batch, name, words):
+    assert words in batch["results"][name].question("attack.run").feedback
+
+
+def test_a_deeply_nested_quiz_costs_only_the_quiz(batch):
+    scores = {q.qid: q for q in batch["results"]["nested_quiz"].questions}
+    assert scores["quiz.answer"].score == 0 and "quiz.toml" in scores["quiz.answer"].feedback
+    assert scores["honest.add"].passed
+
+
+def test_output_floods_reach_the_results_only_as_an_excerpt(batch):
+    results_file = batch["root"] / "grades/floods_output/results.json"
+    assert results_file.stat().st_size < 20_000
+    assert "x" * 50 in json.loads(results_file.read_text())["tests"][1]["output"]
+
+
+def test_nothing_was_unpickled_in_the_grader():
+    assert not Path("/tmp/checks-pwned").exists()
+
+
+@needs_jail
+def test_no_process_of_a_submission_survives_and_no_grader_file_changed(batch):
+    assert None not in batch["uids"]
+    survivors = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(uid_line.split()[1]) in batch["uids"]:
+            survivors.append(status.parent.name)
+    assert survivors == []
+    assert {path: path.read_bytes() for path in batch["written"]} == batch["written"]
+    assert not (batch["root"] / "grades/daemon/results.json").read_text().startswith("pwned")
+
+
+@needs_jail
+def test_the_jail_hides_the_course_and_blocks_writes_and_network(batch):
+    assert "found nothing" in batch["results"]["reads_the_suite"].question("attack.run").feedback
+    assert not (batch["root"] / "planted.txt").exists() and not Path("/tmp/checks-planted").exists()
+    assert "pwned" not in (batch["root"] / "autograder/toy/test_toy.py").read_text()
+    assert batch["received"] == []
+    assert batch["results"]["reads_the_suite"].sandbox.startswith("bwrap")
