@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,8 @@ def fake_grader(assignment, sources, *, jobs=None):
                                     "All 3 checks passed." if answers.get(qid, 0) >= points
                                     else "2 of 3 checks failed.\n- f(1) returned 2; expected 1.", 1, 3)
                      for qid, points in QUESTIONS.items()]
-        yield SubmissionResult(source.name, assignment.name, questions, ["cpu"], "fake", 0.5 + len(source.name) / 10)
+        yield SubmissionResult(source.name, assignment.name, questions, devices=["cpu"], sandbox="fake",
+                               seconds=0.5 + len(source.name) / 10)
 
 
 @pytest.fixture
@@ -116,7 +118,8 @@ def test_the_gradebook_round_trips_a_result_and_replaces_it_in_one_piece(tmp_pat
     book = Gradebook(tmp_path / DB_FILE, "fake")
     result = SubmissionResult("alice", "fake", [QuestionResult("q.one", 2.5, 4.0, "1 of 2 failed.\n- x", 1, 2),
                                                 QuestionResult("quiz.k", 4.0, 4.0, "ok", 1, 1)],
-                              ["cpu", "cuda"], "fake sandbox", 1.25, ["a warning"], "")
+                              devices=["cpu", "cuda"], sandbox="fake sandbox", sandbox_uid=1_000_123, seconds=1.25,
+                              warnings=["a warning"])
     book.record(Graded(result, "9.9", "2030-01-01T00:00:00Z", "/subs/alice", "abc", None))
     (loaded,) = book.load()
     assert loaded.result == result and loaded.grader_version == "9.9" and loaded.fingerprint == "abc"
@@ -124,7 +127,7 @@ def test_the_gradebook_round_trips_a_result_and_replaces_it_in_one_piece(tmp_pat
     book.record(Graded(failed, "9.9", "2030-01-02T00:00:00Z", "/subs/alice", "abc"))
     (loaded,) = book.load()
     assert loaded.result == failed and not loaded.ok and book.index()["alice"].ok is False
-    with sqlite3.connect(tmp_path / DB_FILE) as db:
+    with closing(sqlite3.connect(tmp_path / DB_FILE)) as db:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert db.execute("SELECT count(*) FROM questions").fetchone() == (0,)  # the old questions went with it
 
@@ -153,7 +156,7 @@ def test_a_batch_writes_results_feedback_gradebook_sqlite_and_report(tmp_path, a
     assert results["extra_data"]["graded_at"] and results["extra_data"]["grader_version"]
     assert "feedback for bob" in (out / "bob/feedback.md").read_text()
     assert "<svg" in (out / "report.html").read_text()
-    with sqlite3.connect(out / DB_FILE) as db:
+    with closing(sqlite3.connect(out / DB_FILE)) as db:
         assert db.execute("SELECT name, score, status, source FROM submissions WHERE name = 'bob'").fetchone() == (
             "bob", 7.0, "graded", str(class_folder / "bob"))
         assert db.execute("SELECT qid, score, max_score, passed FROM questions WHERE submission = 'bob' "
@@ -225,7 +228,7 @@ def test_an_interrupted_batch_keeps_what_is_saved_and_the_rerun_finishes_it(tmp_
     with pytest.raises(KeyboardInterrupt):
         grade(assignment, [class_folder], out)
     assert [r["submission"] for r in read_csv(out)] == ["alice", "bob", "carol"]  # published on the way out
-    with sqlite3.connect(out / DB_FILE) as db:
+    with closing(sqlite3.connect(out / DB_FILE)) as db:
         assert db.execute("SELECT status, graded FROM runs").fetchall() == [("interrupted", 3)]
     submit(class_folder, "zed", **{"q.one": 4})
     summary = grade(assignment, [class_folder], out)
@@ -296,6 +299,22 @@ def test_the_grade_command_exits_1_only_when_the_grader_failed(tmp_path, monkeyp
     assert "3 of 4 already graded" in out and "could not grade dave: the grading process was killed" in out
     assert cli.main(["--course", str(course), "grade", "fake", str(class_folder / "alice"), str(class_folder / "alice"),
                      "--out", str(tmp_path / "out")]) == 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open descriptors")
+def test_no_descriptor_of_the_gradebook_is_open_while_grading(tmp_path, assignment, class_folder):
+    """The grader forks its sandbox while it grades: nothing of the database may be inherited."""
+    seen = []
+
+    def watching_grader(assignment, sources, *, jobs=None):
+        for result in fake_grader(assignment, sources, jobs=jobs):
+            seen.append([os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                         if os.path.exists(f"/proc/self/fd/{fd}")])
+            yield result
+
+    grade_to_folder(assignment, expand_submission_paths([class_folder]), tmp_path / "out", grader=watching_grader)
+    out = str(tmp_path / "out")
+    assert len(seen) == 3 and not [target for fds in seen for target in fds if target.startswith(out)]
 
 
 class Recorder(BatchListener):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def graded_folders(out: Path) -> int:
 
 def gradebook_contents(out: Path) -> dict:
     """Everything the gradebook says about the grades, leaving out when and how fast."""
-    with sqlite3.connect(out / DB_FILE) as db:
+    with closing(sqlite3.connect(out / DB_FILE)) as db:
         submissions = db.execute("SELECT name, assignment, status, score, max_score, error, warnings, devices, "
                                  "sandbox, source, fingerprint, grader_version FROM submissions ORDER BY name").fetchall()
         questions = db.execute("SELECT * FROM questions ORDER BY submission, position").fetchall()
@@ -139,7 +140,7 @@ def test_a_batch_killed_with_sigkill_and_run_again_ends_as_if_never_interrupted(
     except ProcessLookupError:
         pass
     assert process.returncode == -signal.SIGKILL
-    with sqlite3.connect(killed / DB_FILE) as db:
+    with closing(sqlite3.connect(killed / DB_FILE)) as db:
         committed = db.execute("SELECT count(*) FROM submissions").fetchone()[0]
         assert db.execute("SELECT status, finished_at FROM runs").fetchall() == [("running", None)]
     assert 0 < graded_folders(killed) < 8 and 0 < committed < 8, (graded_folders(killed), committed)
@@ -147,7 +148,7 @@ def test_a_batch_killed_with_sigkill_and_run_again_ends_as_if_never_interrupted(
     again = subprocess.run(grade_command(subs, killed), capture_output=True, text=True, env=env, timeout=900)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{committed} of 8 already graded, skipped" in again.stdout
-    with sqlite3.connect(killed / DB_FILE) as db:
+    with closing(sqlite3.connect(killed / DB_FILE)) as db:
         assert db.execute("SELECT status, graded FROM runs ORDER BY id").fetchall() == [
             ("running", 0), ("finished", 8 - committed)]
 

@@ -31,7 +31,8 @@ def result(name="ben", *, feedback=HOSTILE, error="", warnings=(), questions=Non
     if questions is None:
         questions = [QuestionResult("strides.numel", 1.0, 4.0, feedback, 1, 4),
                      QuestionResult("strides.view", 12.0, 12.0, "All 9 checks passed.", 9, 9)]
-    return SubmissionResult(name, "01_tensors", questions, ["cpu"], "fork", 2.0, list(warnings), error)
+    return SubmissionResult(name, "01_tensors", questions, devices=["cpu"], sandbox="fork", seconds=2.0,
+                            warnings=list(warnings), error=error)
 
 
 def render(markdown: str) -> str:
@@ -110,7 +111,8 @@ def records(scores: list[float], *, failures: int = 1) -> list[Graded]:
     for k, score in enumerate(scores):
         questions = [QuestionResult("part.a", min(score, 60.0), 60.0, "x", 1, 1),
                      QuestionResult("part.b", max(0.0, score - 60.0), 40.0, "y", 1, 1)]
-        made.append(Graded(SubmissionResult(f"student{k:02d}", "demo", questions, ["cpu"], "fork", 1.0 + k),
+        made.append(Graded(SubmissionResult(f"student{k:02d}", "demo", questions, devices=["cpu"], sandbox="fork",
+                                            seconds=1.0 + k),
                            "0.1.0", f"2030-01-01T10:{k:02d}:00Z"))
     for k in range(failures):
         made.append(Graded(SubmissionResult(f"zz_broken{k}", "demo", error="Traceback ...\nMemoryError: out of memory"),

@@ -14,9 +14,9 @@ while it grades, and no descriptor of the database may be open in the process th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -55,7 +55,9 @@ CREATE TABLE IF NOT EXISTS submissions (
     warnings       TEXT NOT NULL DEFAULT '[]', -- JSON list of strings
     devices        TEXT NOT NULL DEFAULT '',   -- comma separated: cpu,cuda
     sandbox        TEXT NOT NULL DEFAULT '',
+    sandbox_uid    INTEGER,                    -- the uid its sandbox ran as, where it had its own
     seconds        REAL NOT NULL DEFAULT 0,
+    extra          TEXT NOT NULL DEFAULT '{}', -- JSON: any other field of the result
     source         TEXT NOT NULL DEFAULT '',   -- the folder or zip it was read from
     fingerprint    TEXT NOT NULL DEFAULT '',   -- of its content: a changed submission is graded again
     grader_version TEXT NOT NULL,
@@ -86,7 +88,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Graded:
     """One submission as the gradebook holds it: the result and how, when and from what it came."""
 
@@ -107,7 +109,7 @@ class Graded:
         return not self.result.error
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Entry:
     """What deciding whether to grade a submission again needs to know about it."""
 
@@ -181,15 +183,17 @@ class Gradebook:
     def record(self, graded: Graded) -> None:
         """Replace the submission's row and its questions in one transaction."""
         r = graded.result
+        extra = {key: value for key, value in r.to_dict().items() if key not in _RESULT_COLUMNS}
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM questions WHERE submission = ?", (r.name,))
             db.execute("INSERT OR REPLACE INTO submissions (name, assignment, status, score, max_score, error, warnings,"
-                       " devices, sandbox, seconds, source, fingerprint, grader_version, graded_at, run_id)"
-                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       " devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint, grader_version, graded_at,"
+                       " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (r.name, r.assignment, GRADED if graded.ok else GRADER_ERROR, r.score, r.max_score, r.error,
-                        json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.seconds, graded.source,
-                        graded.fingerprint, graded.grader_version, graded.graded_at, graded.run_id))
+                        json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.sandbox_uid, r.seconds,
+                        json.dumps(extra), graded.source, graded.fingerprint, graded.grader_version, graded.graded_at,
+                        graded.run_id))
             db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [(r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
                              q.total_cases, q.feedback) for position, q in enumerate(r.questions)])
@@ -204,18 +208,29 @@ class Gradebook:
     def load(self) -> list[Graded]:
         """Every submission held, by name."""
         with self._connect() as db:
-            rows = db.execute("SELECT name, assignment, error, warnings, devices, sandbox, seconds, source, fingerprint,"
-                              " grader_version, graded_at, run_id FROM submissions ORDER BY name").fetchall()
+            rows = db.execute("SELECT name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra,"
+                              " source, fingerprint, grader_version, graded_at, run_id FROM submissions ORDER BY name"
+                              ).fetchall()
             questions: dict[str, list[QuestionResult]] = {}
             for name, qid, score, max_score, feedback, passed_cases, total_cases in db.execute(
                     "SELECT submission, qid, score, max_score, feedback, passed_cases, total_cases FROM questions"
                     " ORDER BY submission, position"):
                 questions.setdefault(name, []).append(
                     QuestionResult(qid, score, max_score, feedback, passed_cases, total_cases))
+        known = {f.name for f in dataclasses.fields(SubmissionResult)}
         graded = []
-        for (name, assignment, error, warnings, devices, sandbox, seconds, source, fingerprint, version, graded_at,
-             run_id) in rows:
-            result = SubmissionResult(name, assignment, questions.get(name, []), devices.split(",") if devices else [],
-                                      sandbox, seconds, json.loads(warnings), error)
+        for (name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint,
+             version, graded_at, run_id) in rows:
+            others = {key: value for key, value in json.loads(extra).items()
+                      if key in known and key not in _RESULT_COLUMNS}
+            result = SubmissionResult(name=name, assignment=assignment, questions=questions.get(name, []),
+                                      devices=devices.split(",") if devices else [], sandbox=sandbox,
+                                      sandbox_uid=sandbox_uid, seconds=seconds, warnings=json.loads(warnings),
+                                      error=error, **others)
             graded.append(Graded(result, version, graded_at, source, fingerprint, run_id))
         return graded
+
+
+# fields of SubmissionResult with a column of their own; any other goes to `extra`
+_RESULT_COLUMNS = {"name", "assignment", "questions", "devices", "sandbox", "sandbox_uid", "seconds", "warnings",
+                   "error"}

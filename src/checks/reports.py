@@ -173,14 +173,6 @@ def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_
                                                                           graded_at=graded_at), indent=2) + "\n")
 
 
-def read_submission_results(out_dir: Path, name: str) -> dict | None:
-    path = out_dir / name / RESULTS_FILE
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 # ---------------------------------------------------------------- the whole batch
 
 @dataclass(frozen=True)
