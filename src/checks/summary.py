@@ -9,17 +9,19 @@ import numpy as np
 from checks.codec import TensorData
 
 MAX_SUMMARY = 120
-SMALL_ARRAY = 8  # arrays with at most this many elements are shown in full
+MAX_ARGUMENT = 60  # each argument of a call; the call as a whole stays readable
+SMALL_ARRAY = 6  # arrays with at most this many elements are shown in full
 
 
-def summarize(value: Any) -> str:
+def summarize(value: Any, limit: int = MAX_SUMMARY) -> str:
     """A one-line description, short enough for a table cell or a feedback line."""
     text = _summarize(value)
-    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def summarize_call(name: str, args: tuple, kwargs: dict) -> str:
-    parts = [summarize(arg) for arg in args] + [f"{key}={summarize(val)}" for key, val in kwargs.items()]
+    parts = ([summarize(arg, MAX_ARGUMENT) for arg in args]
+             + [f"{key}={summarize(val, MAX_ARGUMENT)}" for key, val in kwargs.items()])
     return f"{name}({', '.join(parts)})"
 
 
@@ -28,7 +30,7 @@ def _summarize(value: Any) -> str:
         return repr(value)
     if isinstance(value, np.ndarray):
         if value.size <= SMALL_ARRAY:
-            values = " ".join(np.array2string(value, separator=", ").split())
+            values = " ".join(np.array2string(value, separator=", ", precision=3, suppress_small=True).split())
             return f"array({values}, {value.dtype})"
         return f"array(shape={tuple(value.shape)}, {value.dtype})"
     if isinstance(value, np.generic):

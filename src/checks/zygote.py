@@ -71,8 +71,10 @@ def _run_worker(fd: int) -> None:
 
 
 def warm_up() -> None:
-    """Import what every worker needs, with torch on one thread (forking after a multi-threaded
-    torch op deadlocks the child inside OpenMP)."""
+    """Import what every worker needs, ready to fork: torch on one thread (forking after a
+    multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of
+    NVML (asking CUDA itself initialises a driver that forked children then cannot use)."""
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import numpy  # noqa: F401
 
     try:

@@ -1,0 +1,403 @@
+"""Drivers for the engine questions of 02_autograd.
+
+The source of this module is executed INSIDE the sandbox, next to the student's engine.py: each
+driver builds a graph with the student's `engine.Tensor`, runs it, and returns plain data only
+(arrays, floats, bools, strings, None, and lists / tuples / dicts of them). Nothing here may
+import torch (the engine questions block it).
+
+The grader imports this module too, to run the very same program interpreter on torch tensors:
+`evaluate(program, leaf_factory)` works for any tensor type with the course's API (torch accepts
+`axis=` / `keepdims=` as aliases of `dim=` / `keepdim=`).
+
+A program is plain data:
+    {"leaves": [{"name": "a", "data": ndarray, "requires_grad": bool}, ...],
+     "steps": [step, ...]}
+Values are numbered: the leaves first, then one value per step. A step is a tuple
+    (op, operand, ...) where an operand is ("v", index) for a value or ("c", number) for a
+    Python number, and op is one of
+    "add" "sub" "mul" "div" "matmul"           two operands
+    "neg" "exp" "log" "relu" "tanh" "sigmoid"  one operand
+    "pow"                                      (operand, exponent)
+    "sum" "mean"                               (operand, axis, keepdims)
+"""
+
+import sys
+
+import numpy as np
+
+BINARY = ("add", "sub", "mul", "div", "matmul")
+UNARY = ("neg", "exp", "log", "relu", "tanh", "sigmoid")
+REDUCE = ("sum", "mean")
+
+
+# ----------------------------------------------------------------------------- the interpreter
+
+def _operand(spec, values):
+    kind, payload = spec
+    return values[payload] if kind == "v" else payload
+
+
+def apply_step(step, values):
+    """One step of a program on already computed `values` (any tensor type)."""
+    op = step[0]
+    if op in BINARY:
+        x, y = _operand(step[1], values), _operand(step[2], values)
+        if op == "add":
+            return x + y
+        if op == "sub":
+            return x - y
+        if op == "mul":
+            return x * y
+        if op == "div":
+            return x / y
+        return x @ y
+    x = _operand(step[1], values)
+    if op == "neg":
+        return -x
+    if op in UNARY:
+        return getattr(x, op)()
+    if op == "pow":
+        return x ** step[2]
+    if op in REDUCE:
+        axis, keepdims = step[2], step[3]
+        method = getattr(x, op)
+        if axis is None and not keepdims:
+            return method()
+        return method(axis=axis, keepdims=keepdims)
+    raise ValueError(f"unknown op {op!r}")
+
+
+def evaluate(program, make_leaf):
+    """All values of `program`: make_leaf(leaf_spec) for each leaf, then each step."""
+    values = [make_leaf(leaf) for leaf in program["leaves"]]
+    for step in program["steps"]:
+        values.append(apply_step(step, values))
+    return values
+
+
+def describe(program, output=None):
+    """The program as readable Python, for feedback: one line per step."""
+    names = [leaf["name"] for leaf in program["leaves"]]
+    lines = []
+    for leaf in program["leaves"]:
+        flag = ", requires_grad=True" if leaf["requires_grad"] else ""
+        lines.append(f"{leaf['name']} = Tensor(<array of shape {tuple(np.shape(leaf['data']))}>{flag})")
+
+    def text(spec):
+        kind, payload = spec
+        return names[payload] if kind == "v" else repr(payload)
+
+    symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@"}
+    for k, step in enumerate(program["steps"]):
+        name = f"t{k}"
+        op = step[0]
+        if op in BINARY:
+            expr = f"{text(step[1])} {symbols[op]} {text(step[2])}"
+        elif op == "neg":
+            expr = f"-{text(step[1])}"
+        elif op in UNARY:
+            expr = f"{text(step[1])}.{op}()"
+        elif op == "pow":
+            expr = f"{text(step[1])} ** {step[2]!r}"
+        else:
+            args = "" if step[2] is None and not step[3] else f"axis={step[2]!r}, keepdims={step[3]!r}"
+            expr = f"{text(step[1])}.{op}({args})"
+        lines.append(f"{name} = {expr}")
+        names.append(name)
+    return "; ".join(lines)
+
+
+def value_name(program, index):
+    """The name `describe` gives value number `index`."""
+    leaves = program["leaves"]
+    return leaves[index]["name"] if index < len(leaves) else f"t{index - len(leaves)}"
+
+
+# ----------------------------------------------------------------------------- plain data out
+
+def plain_array(value):
+    """An ndarray copy, None, or a string naming what came back instead of an ndarray.
+
+    A Tensor-like object whose .data is an ndarray is unwrapped: a .grad stored as a Tensor is
+    graded once, in engine.tensor_basics (drivers.grad_type), not in every question.
+    """
+    if value is None:
+        return None
+    if type(value) is np.ndarray:
+        return np.array(value)
+    if isinstance(value, np.generic) and np.asarray(value).dtype.kind in "biuf":
+        return np.array(value)   # a NumPy scalar for a 0-d result: accepted as a 0-d array
+    if type(getattr(value, "data", None)) is np.ndarray:
+        return np.array(value.data)
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
+
+
+def _flag(value):
+    """A bool as it is; anything else described, so that the check can say what it was."""
+    if type(value) is bool:
+        return value
+    if callable(value):
+        return "<a method: make it a @property>"
+    return f"<{type(value).__qualname__} {value!r:.40}>"
+
+
+def grad_type(a_data):
+    """a = Tensor(a_data, requires_grad=True); (a * 2.0).sum().backward(): what is a.grad?"""
+    engine = _engine()
+    a = engine.Tensor(np.array(a_data), requires_grad=True)
+    (a * 2.0).sum().backward()
+    grad = a.grad
+    kind = "ndarray" if type(grad) is np.ndarray else f"{type(grad).__module__}.{type(grad).__qualname__}"
+    return {"type": kind, "value": plain_array(grad)}
+
+
+def _attempt(action):
+    """Run action(); return (result, None) or (None, "TypeName: message")."""
+    try:
+        return action(), None
+    except Exception as error:  # noqa: BLE001 - the student's exception is data here
+        return None, f"{type(error).__name__}: {str(error)[:300]}"
+
+
+def _engine():
+    import engine
+    return engine
+
+
+def _leaf_factory(engine):
+    def make_leaf(spec):
+        return engine.Tensor(np.array(spec["data"], dtype=np.float64), requires_grad=spec["requires_grad"])
+    return make_leaf
+
+
+# ----------------------------------------------------------------------------- drivers
+
+def tensor_basics(data, requires_grad=None):
+    """Construct one Tensor; report data, dtype, shape, requires_grad, grad and item()."""
+    engine = _engine()
+    t = engine.Tensor(data) if requires_grad is None else engine.Tensor(data, requires_grad=requires_grad)
+    report = {"data": plain_array(t.data), "dtype": str(getattr(t.data, "dtype", type(t.data).__name__)),
+              "shape": tuple(t.shape) if isinstance(t.shape, (tuple, list)) else f"<{type(t.shape).__qualname__}>",
+              "requires_grad": _flag(t.requires_grad), "grad": plain_array(t.grad)}
+    if np.size(t.data) == 1:
+        item = t.item()
+        report["item"] = item if type(item) is float else f"<{type(item).__qualname__} {item!r:.40}>"
+    return report
+
+
+def forward_values(program):
+    """Evaluate a program (no backward); report each value's data and requires_grad."""
+    engine = _engine()
+    values = evaluate(program, _leaf_factory(engine))
+    return {"data": [plain_array(v.data) for v in values],
+            "requires_grad": [_flag(v.requires_grad) for v in values]}
+
+
+def backward_program(program, output, weights=None):
+    """Evaluate a program, reduce value `output` to a scalar L and call L.backward().
+
+    With `weights` (an array of the output's shape) L = (output * weights).sum(), so the output
+    receives a non-uniform upstream gradient; otherwise `output` must hold one element and
+    L = output. Returns the leaves' grads and the scalar L.
+    """
+    engine = _engine()
+    values = evaluate(program, _leaf_factory(engine))
+    loss = values[output]
+    if weights is not None:
+        loss = (loss * engine.Tensor(np.array(weights, dtype=np.float64))).sum()
+    loss.backward()
+    leaves = values[:len(program["leaves"])]
+    return {"loss": plain_array(loss.data), "grads": [plain_array(leaf.grad) for leaf in leaves]}
+
+
+def backward_twice(program_1, output_1, program_2, output_2):
+    """Two forward + backward passes that share the leaves of program_1 (program_2 names them
+    by the same indices). Reports the leaves' grads after each pass."""
+    engine = _engine()
+    leaves = [_leaf_factory(engine)(spec) for spec in program_1["leaves"]]
+    snapshots = []
+    for program, output in ((program_1, output_1), (program_2, output_2)):
+        values = list(leaves)
+        for step in program["steps"]:
+            values.append(apply_step(step, values))
+        values[output].backward()
+        snapshots.append([plain_array(leaf.grad) for leaf in leaves])
+    return snapshots
+
+
+def retain_graph(program, output, plan):
+    """Run backward on value `output` of one forward pass several times.
+
+    `plan` is a list of (retain_graph, reset): before each backward call the leaves' grads are
+    set to None when `reset`. Each call reports ("ok", leaf grads) or ("raised", "Type: msg").
+    """
+    engine = _engine()
+    values = evaluate(program, _leaf_factory(engine))
+    leaves = values[:len(program["leaves"])]
+    loss = values[output]
+    report = []
+    for keep, reset in plan:
+        if reset:
+            for leaf in leaves:
+                leaf.grad = None
+        if keep:
+            _, error = _attempt(lambda: loss.backward(retain_graph=True))
+        else:
+            _, error = _attempt(lambda: loss.backward())
+        if error is None:
+            report.append(("ok", [plain_array(leaf.grad) for leaf in leaves]))
+        else:
+            report.append(("raised", error))
+    return report
+
+
+def leaf_and_grad_fn(a_data, b_data):
+    """a, b leaves (b without grad); x = a * b; y = x.exp(); y.retain_grad(); L = (y * 3.0).sum().
+
+    Before and after L.backward() reports is_leaf / grad_fn is None / requires_grad / grad of
+    a, b, x, y, L.
+    """
+    engine = _engine()
+    a = engine.Tensor(np.array(a_data), requires_grad=True)
+    b = engine.Tensor(np.array(b_data))
+    x = a * b
+    y = x.exp()
+    y.retain_grad()
+    loss = (y * 3.0).sum()
+    tensors = {"a": a, "b": b, "x": x, "y": y, "L": loss}
+
+    def state():
+        return {name: {"is_leaf": _flag(t.is_leaf), "grad_fn_is_none": t.grad_fn is None,
+                       "requires_grad": _flag(t.requires_grad), "grad": plain_array(t.grad)}
+                for name, t in tensors.items()}
+
+    before = state()
+    loss.backward()
+    return {"before": before, "after": state()}
+
+
+def no_grad_scenario(a_data, b_data, scenario):
+    """a (requires grad) and b (no grad) leaves; `scenario` picks what happens under no_grad.
+
+    Each scenario returns a dict of plain data; see the hidden tests for what they compare.
+    """
+    engine = _engine()
+    a = engine.Tensor(np.array(a_data), requires_grad=True)
+    b = engine.Tensor(np.array(b_data))
+
+    def info(t):
+        return {"requires_grad": _flag(t.requires_grad), "grad_fn_is_none": t.grad_fn is None,
+                "data": plain_array(t.data)}
+
+    if scenario == "inside":
+        with engine.no_grad():
+            inside = (a * b + a.exp()).tanh()
+        after = a * b
+        return {"inside": info(inside), "after": info(after)}
+    if scenario == "nested":
+        with engine.no_grad():
+            with engine.no_grad():
+                deeper = a * 2.0
+            between = a.exp()
+        after = a * b
+        return {"deeper": info(deeper), "between": info(between), "after": info(after)}
+    if scenario == "exception":
+        try:
+            with engine.no_grad():
+                raise KeyError("raised inside no_grad on purpose")
+        except KeyError:
+            pass
+        after = a * b
+        return {"after": info(after)}
+    if scenario == "constant_in_graph":
+        with engine.no_grad():
+            s = a * b
+        loss = (a * s).sum()
+        loss.backward()
+        return {"s": info(s), "a_grad": plain_array(a.grad)}
+    if scenario == "detach":
+        h = a * b
+        d = h.detach()
+        loss = (d * h).sum()
+        loss.backward()
+        return {"d": info(d), "a_grad": plain_array(a.grad), "h_requires_grad": _flag(h.requires_grad)}
+    raise ValueError(f"unknown scenario {scenario!r}")
+
+
+def zero_grad_scenario(a_data, b_data, mode):
+    """Leaves a, b with grad from L = (a * b).exp().sum(); then engine.zero_grad in `mode`
+    ("default", "none", "zeros" or "zeros_then_backward"); reports the grads at each stage."""
+    engine = _engine()
+    a = engine.Tensor(np.array(a_data), requires_grad=True)
+    b = engine.Tensor(np.array(b_data), requires_grad=True)
+    c = engine.Tensor(np.array(b_data), requires_grad=True)
+    (a * b * c).exp().sum().backward()
+    report = {"before": [plain_array(t.grad) for t in (a, b, c)]}
+    if mode == "default":
+        engine.zero_grad([a, b])
+    elif mode == "none":
+        engine.zero_grad([a, b], set_to_none=True)
+    else:
+        engine.zero_grad([a, b], set_to_none=False)
+    report["after"] = [plain_array(t.grad) for t in (a, b, c)]
+    if mode == "zeros_then_backward":
+        (a * b).sum().backward()
+        report["again"] = [plain_array(t.grad) for t in (a, b, c)]
+    return report
+
+
+def backward_args(program, output, case, grad=None):
+    """backward() on value `output` called as `case` says:
+    "default": output.backward();  "explicit": output.backward(grad)  (grad an ndarray).
+    Returns ("ok", leaf grads) or ("raised", "Type: msg")."""
+    engine = _engine()
+    values = evaluate(program, _leaf_factory(engine))
+    out = values[output]
+    if case == "default":
+        _, error = _attempt(lambda: out.backward())
+    else:
+        _, error = _attempt(lambda: out.backward(np.array(grad, dtype=np.float64)))
+    if error is not None:
+        return ("raised", error)
+    return ("ok", [plain_array(leaf.grad) for leaf in values[:len(program["leaves"])]])
+
+
+def deep_chain(x_data, w_data, ops, recursion_limit=1000):
+    """x0 (leaf), w (leaf); x_{k+1} = op_k(x_k) for each op; L = x_n.sum(); L.backward().
+
+    Runs with Python's default recursion limit. Each op is ("add_c", c), ("mul_c", c),
+    ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",) (uses leaf w).
+    """
+    engine = _engine()
+    x0 = engine.Tensor(np.array(x_data), requires_grad=True)
+    w = engine.Tensor(np.array(w_data), requires_grad=True)
+    x = x0
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(recursion_limit)
+    try:
+        for op in ops:
+            kind = op[0]
+            if kind == "add_c":
+                x = x + op[1]
+            elif kind == "mul_c":
+                x = x * op[1]
+            elif kind == "sub_c":
+                x = op[1] - x
+            elif kind == "div_c":
+                x = x / op[1]
+            elif kind == "neg":
+                x = -x
+            elif kind == "add_w":
+                x = x + w
+            elif kind == "mul_w":
+                x = x * w
+            else:
+                raise ValueError(f"unknown op {kind!r}")
+        loss = x.sum()
+        loss.backward()
+        value = plain_array(loss.data)
+        grads = [plain_array(x0.grad), plain_array(w.grad)]
+        del x, loss  # free the 10,000-node graph while the limit still holds
+    finally:
+        sys.setrecursionlimit(previous)
+    return {"loss": value, "grads": grads}

@@ -1,0 +1,610 @@
+"""Hidden checks for engine.py: graphs built with the student's Tensor, compared with PyTorch.
+
+Every question here runs with the reference rules.py in the sandbox (a wrong rule costs only its
+own rules question) and with torch blocked there. The drivers (drivers.py) build each graph in the
+sandbox and return plain data; the same graph is built here in PyTorch for the expected values.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from checks.suite import fail, question
+
+import drivers
+import programs
+from helpers import (c, check_array, check_leaf_grads, leaf, reused_values, rng_for, run_or_fail,
+                     shape_text, t64, torch_backward, torch_values, v)
+
+ENGINE = dict(use_reference=("rules.py",), block_imports=("torch",))
+
+
+def expect_flag(got, want, what, context, hint=None):
+    if got is not want:
+        shown = got if isinstance(got, str) else repr(got)
+        fail(f"{context}: {what} is {shown}; expected {want!r}." + (f" {hint}" if hint else ""))
+
+
+# ============================================================================= engine.tensor_basics
+
+BASICS = [
+    ([1, 2, 3], None),
+    ([[1.5, -2.0], [0.25, 4.0]], True),
+    (2.5, True),
+    (np.arange(6, dtype=np.int64).reshape(2, 3), False),
+    (np.array([[7.25]], dtype=np.float32), None),
+    (np.array([0.1, 1 / 3], dtype=np.float32), False),
+]
+
+
+@question("engine.tensor_basics", points=2, **ENGINE)
+@pytest.mark.parametrize("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30])
+def test_tensor_basics(student, data, requires_grad):
+    call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
+    call = call.replace("\n", "")
+    got = run_or_fail(student, f"While running t = {call}:", drivers.tensor_basics, data, requires_grad)
+    want = torch.tensor(np.asarray(data), dtype=torch.float64)
+    if got["dtype"] != "float64":
+        fail(f"t = {call}: t.data has dtype {got['dtype']}; expected float64 (convert whatever data comes in).")
+    check_array(got["data"], want.numpy(), "t.data", f"t = {call}")
+    if got["shape"] != tuple(want.shape):
+        fail(f"t = {call}: t.shape is {got['shape']!r}; expected {tuple(want.shape)!r} (a tuple).")
+    expect_flag(got["requires_grad"], bool(requires_grad), "t.requires_grad", f"t = {call}")
+    if got["grad"] is not None:
+        fail(f"t = {call}: t.grad is {got['grad']!r:.60} before any backward(); expected None.")
+    if want.numel() == 1:
+        item = got.get("item")
+        if type(item) is not float:
+            fail(f"t = {call}: t.item() returned {item!r}; expected a Python float ({want.item()!r}).")
+        if item != want.item():
+            fail(f"t = {call}: t.item() returned {item!r}; expected {want.item()!r}.")
+
+
+@question("engine.tensor_basics", points=1, **ENGINE)
+@pytest.mark.parametrize("shape", [(3,), (2, 2)], ids=shape_text)
+def test_grad_is_an_array(student, shape):
+    data = rng_for("grad_type", shape).standard_normal(shape)
+    story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
+    got = run_or_fail(student, f"While running {story}:", drivers.grad_type, data)
+    a = t64(data, requires_grad=True)
+    (a * 2.0).sum().backward()
+    if got["type"] != "ndarray":
+        fail(f"After {story}: a.grad is {'None' if got['type'] == 'builtins.NoneType' else 'an object of type ' + got['type']}; "
+             "expected a NumPy float64 array of a's shape (.grad holds a plain ndarray, not a Tensor).")
+    check_array(got["value"], a.grad.numpy(), "a.grad", f"After {story}")
+
+
+# ============================================================================= engine.ops_forward
+
+def _forward_programs():
+    rng = rng_for("ops_forward")
+    pos = rng.uniform(0.5, 2.0, (2, 3))
+    cases = {}
+    cases["arithmetic"] = {
+        "leaves": [leaf("a", rng.standard_normal((2, 3))), leaf("b", rng.uniform(0.5, 2, 3), requires_grad=False)],
+        "steps": [("add", v(0), v(1)), ("sub", v(0), v(1)), ("mul", v(0), v(1)), ("div", v(0), v(1)),
+                  ("sub", v(1), v(0)), ("neg", v(0)), ("div", v(1), v(1))]}
+    cases["numbers"] = {
+        "leaves": [leaf("a", pos)],
+        "steps": [("add", v(0), c(2.0)), ("add", c(2), v(0)), ("sub", v(0), c(1.5)), ("sub", c(1.5), v(0)),
+                  ("mul", v(0), c(3.0)), ("mul", c(3), v(0)), ("div", v(0), c(4.0)), ("div", c(4.0), v(0)),
+                  ("pow", v(0), 2), ("pow", v(0), 0.5), ("pow", v(0), -1), ("pow", v(0), 0)]}
+    cases["unary"] = {
+        "leaves": [leaf("a", np.concatenate([rng.standard_normal(5) * 3, [0.0]])), leaf("p", pos)],
+        "steps": [("exp", v(0)), ("log", v(1)), ("relu", v(0)), ("tanh", v(0)), ("sigmoid", v(0)), ("neg", v(1))]}
+    cases["matmul"] = {
+        "leaves": [leaf("u", rng.standard_normal(3)), leaf("M", rng.standard_normal((2, 3))),
+                   leaf("N", rng.standard_normal((3, 4))), leaf("B", rng.standard_normal((5, 1, 2, 3))),
+                   leaf("C", rng.standard_normal((4, 3, 2)))],
+        "steps": [("matmul", v(0), v(0)), ("matmul", v(1), v(0)), ("matmul", v(0), v(2)), ("matmul", v(1), v(2)),
+                  ("matmul", v(3), v(4)), ("matmul", v(3), v(0))]}
+    cases["reductions"] = {
+        "leaves": [leaf("x", rng.standard_normal((2, 3, 4)))],
+        "steps": [("sum", v(0), None, False), ("sum", v(0), None, True), ("sum", v(0), 1, False),
+                  ("sum", v(0), -1, True), ("mean", v(0), (0, 2), False), ("mean", v(0), (0, -1), True),
+                  ("mean", v(0), None, False), ("mean", v(0), -2, False)]}
+    cases["requires_grad"] = {
+        "leaves": [leaf("a", rng.standard_normal(3)), leaf("k", rng.standard_normal(3), requires_grad=False),
+                   leaf("m", rng.standard_normal(3), requires_grad=False)],
+        "steps": [("mul", v(1), v(2)), ("exp", v(1)), ("add", v(1), c(1.0)), ("sum", v(2), None, False),
+                  ("mul", v(0), v(1)), ("add", v(3), v(0)), ("matmul", v(1), v(2))]}
+    return cases
+
+
+FORWARD = _forward_programs()
+
+
+@question("engine.ops_forward", points=5, **ENGINE)
+@pytest.mark.parametrize("name", list(FORWARD))
+def test_ops_forward(student, name):
+    program = FORWARD[name]
+    context = f"Forward pass of {drivers.describe(program)}"
+    got = run_or_fail(student, context, drivers.forward_values, program)
+    want = torch_values(program)
+    n_leaves = len(program["leaves"])
+    for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
+        if k < n_leaves:
+            continue
+        step = drivers.describe(program).split("; ")[k]
+        check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
+                    f"In {step} (program: {drivers.describe(program)})")
+        expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
+                    f"In {step}",
+                    "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
+
+
+# ============================================================================= engine.backward_graphs
+
+def _check_backward(student, program, output, weights):
+    text = drivers.describe(program)
+    tail = (f"L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
+            if weights is not None else f"L = {drivers.value_name(program, output)}; L.backward()")
+    context = f"After {text}; {tail}"
+    got = run_or_fail(student, context, drivers.backward_program, program, output, weights)
+    loss, grads = torch_backward(program, output, weights)
+    reused = reused_values(program)
+    hint = None
+    if reused:
+        hint = (f"Here {', '.join(reused)} {'is' if len(reused) == 1 else 'are'} used by more than one op: a "
+                "tensor must receive the SUM of the gradients from all of its consumers, and pass its gradient "
+                "on only after every consumer has been processed (reverse topological order; mark a node "
+                "visited when it is expanded, not when it is pushed).")
+    check_array(got["loss"], loss, "L.data", context)
+    check_leaf_grads(got["grads"], grads, program, context, extra_hint=hint)
+
+
+@question("engine.backward_graphs", points=4, **ENGINE)
+@pytest.mark.parametrize("name", list(programs.HANDWRITTEN))
+def test_backward_handwritten(student, name):
+    _check_backward(student, *programs.HANDWRITTEN[name]())
+
+
+@question("engine.backward_graphs", points=4, **ENGINE)
+@pytest.mark.parametrize("seed", range(12))
+def test_backward_random(student, seed):
+    _check_backward(student, *programs.random_program(seed))
+
+
+# ============================================================================= engine.accumulation
+
+def _accumulation_cases():
+    rng = rng_for("accumulation")
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    leaves = [leaf("a", a), leaf("b", b)]
+    product = {"leaves": leaves, "steps": [("mul", v(0), v(1)), ("sum", v(2), None, False)]}
+    exp_product = {"leaves": leaves, "steps": [("mul", v(0), v(1)), ("exp", v(2)), ("sum", v(3), None, False)]}
+    square_a = {"leaves": leaves, "steps": [("pow", v(0), 2), ("mean", v(2), None, False)]}
+    s, x = rng.standard_normal(()), rng.standard_normal(4)
+    scalar_leaves = [leaf("s", s), leaf("x", x)]
+    scaled = {"leaves": scalar_leaves, "steps": [("mul", v(0), v(1)), ("sum", v(2), None, False)]}
+    shifted = {"leaves": scalar_leaves, "steps": [("add", v(0), v(1)), ("tanh", v(2)), ("sum", v(3), None, False)]}
+    return {"same graph twice": (product, 3, product, 3),
+            "two different graphs": (exp_product, 4, square_a, 3),
+            "0-d leaf": (scaled, 3, shifted, 4)}
+
+
+ACCUMULATION = _accumulation_cases()
+
+
+@question("engine.accumulation", points=4, **ENGINE)
+@pytest.mark.parametrize("name", list(ACCUMULATION))
+def test_accumulation(student, name):
+    first, out_1, second, out_2 = ACCUMULATION[name]
+    context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
+               f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
+               f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
+               f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
+    got = run_or_fail(student, context, drivers.backward_twice, first, out_1, second, out_2)
+    # PyTorch: the same two passes on shared leaves, and the second pass on its own
+    leaves = [t64(spec["data"], requires_grad=True) for spec in first["leaves"]]
+    snapshots = []
+    for program, output in ((first, out_1), (second, out_2)):
+        values = list(leaves)
+        for step in program["steps"]:
+            values.append(drivers.apply_step(step, values))
+        values[output].backward()
+        snapshots.append([None if t.grad is None else t.grad.numpy().copy() for t in leaves])
+    _, second_alone = torch_backward(second, out_2)
+    check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
+    alternatives = {k: [(g, "this is the gradient of the second pass alone: the first pass's gradient was "
+                            "overwritten. A leaf must ADD each new gradient into its .grad.")]
+                    for k, g in enumerate(second_alone) if g is not None}
+    check_leaf_grads(got[1], snapshots[1], first, f"{context} — after the SECOND backward",
+                     alternatives=alternatives)
+
+
+# ============================================================================= engine.retain_graph
+
+def _retain_program(seed):
+    rng = rng_for("retain", seed)
+    program = {"leaves": [leaf("a", rng.standard_normal((2, 3))), leaf("b", rng.uniform(0.5, 2, 3))],
+               "steps": [("mul", v(0), v(1)), ("exp", v(2)), ("pow", v(3), 2), ("sum", v(4), None, False)]}
+    return program, 5
+
+
+RETAIN_PLANS = {
+    "backward twice": [(False, False), (False, False)],
+    "retain, then once more": [(True, False), (False, True)],
+    "retain twice, then twice more": [(True, False), (True, True), (False, True), (False, True)],
+}
+
+
+def _torch_plan(program, output, plan):
+    values = torch_values(program)
+    leaves = values[:len(program["leaves"])]
+    report = []
+    for keep, reset in plan:
+        if reset:
+            for t in leaves:
+                t.grad = None
+        try:
+            values[output].backward(retain_graph=keep)
+        except RuntimeError as error:
+            report.append(("raised", f"RuntimeError: {error}"))
+        else:
+            report.append(("ok", [None if t.grad is None else t.grad.numpy().copy() for t in leaves]))
+    return report
+
+
+def _plan_text(plan):
+    calls = []
+    for keep, reset in plan:
+        calls.append(("a.grad = b.grad = None; " if reset else "") +
+                     ("L.backward(retain_graph=True)" if keep else "L.backward()"))
+    return calls
+
+
+@question("engine.retain_graph", points=3, **ENGINE)
+@pytest.mark.parametrize("name", list(RETAIN_PLANS))
+def test_retain_graph(student, name):
+    plan = RETAIN_PLANS[name]
+    program, output = _retain_program(name)
+    calls = _plan_text(plan)
+    context = f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; then {'; '.join(calls)}"
+    got = run_or_fail(student, context, drivers.retain_graph, program, output, plan)
+    want = _torch_plan(program, output, plan)
+    for k, ((status, payload), (want_status, want_payload)) in enumerate(zip(got, want)):
+        where = f"{context}: call {k + 1} ({calls[k]})"
+        if want_status == "raised":
+            if status == "ok":
+                fail(f"{where} did not raise; expected RuntimeError. After a backward() without "
+                     "retain_graph=True the graph is freed, and backward through it again must raise RuntimeError.")
+            if not payload.startswith("RuntimeError"):
+                fail(f"{where} raised {payload}; expected RuntimeError (raise it yourself when a node's "
+                     "saved values were already freed).")
+            continue
+        if status == "raised":
+            keep_before = k > 0 and plan[k - 1][0]
+            why = (" The previous call passed retain_graph=True, so the graph must still be usable."
+                   if keep_before else "")
+            fail(f"{where} raised {payload}; expected it to work.{why}")
+        check_leaf_grads(payload, want_payload, program, where)
+
+
+# ============================================================================= engine.leaf_and_grad_fn
+
+LEAF_CASES = [((3,), (3,)), ((2, 3), (3,))]
+
+
+def _torch_leaf_scenario(a_data, b_data):
+    a = t64(a_data, requires_grad=True)
+    b = t64(b_data)
+    x = a * b
+    y = x.exp()
+    y.retain_grad()
+    loss = (y * 3.0).sum()
+    tensors = {"a": a, "b": b, "x": x, "y": y, "L": loss}
+
+    def state():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return {name: {"is_leaf": t.is_leaf, "grad_fn_is_none": t.grad_fn is None,
+                           "requires_grad": t.requires_grad,
+                           "grad": None if t.grad is None else t.grad.numpy().copy()}
+                    for name, t in tensors.items()}
+
+    before = state()
+    loss.backward()
+    return {"before": before, "after": state()}
+
+
+LEAF_STORY = ("a = Tensor(.., requires_grad=True); b = Tensor(..); x = a * b; y = x.exp(); y.retain_grad(); "
+              "L = (y * 3.0).sum()")
+
+
+@question("engine.leaf_and_grad_fn", points=2, **ENGINE)
+@pytest.mark.parametrize("a_shape, b_shape", LEAF_CASES, ids=shape_text)
+def test_is_leaf_and_grad_fn(student, a_shape, b_shape):
+    rng = rng_for("leaf", a_shape, b_shape)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
+    want = _torch_leaf_scenario(a, b)
+    for stage in ("before", "after"):
+        when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
+        for name, expected in want[stage].items():
+            state = got[stage][name]
+            expect_flag(state["is_leaf"], expected["is_leaf"], f"{name}.is_leaf", f"After {when}",
+                        "A tensor is a leaf unless a recorded op made it (tensors that do not require grad "
+                        "are leaves too).")
+            if state["grad_fn_is_none"] != expected["grad_fn_is_none"]:
+                fail(f"After {when}: {name}.grad_fn is {'None' if state['grad_fn_is_none'] else 'set'}; expected "
+                     f"{'None' if expected['grad_fn_is_none'] else 'the node of the op that made it'}.")
+            expect_flag(state["requires_grad"], expected["requires_grad"], f"{name}.requires_grad", f"After {when}")
+
+
+@question("engine.leaf_and_grad_fn", points=1, **ENGINE)
+@pytest.mark.parametrize("a_shape, b_shape", LEAF_CASES, ids=shape_text)
+def test_which_tensors_keep_grad(student, a_shape, b_shape):
+    rng = rng_for("leaf", a_shape, b_shape)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
+    want = _torch_leaf_scenario(a, b)
+    for stage in ("before", "after"):
+        when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
+        for name, expected in want[stage].items():
+            grad = got[stage][name]["grad"]
+            if expected["grad"] is None:
+                if grad is not None:
+                    if name in ("x", "L"):
+                        why = (f"{name} was made by an op (it is not a leaf) and retain_grad() was not called on "
+                               "it: only leaves keep .grad; intermediate gradients are passed on, not stored.")
+                    else:
+                        why = f"{name} does not require grad."
+                    fail(f"After {when}: {name}.grad is not None; expected None. Likely mistake: {why}")
+                continue
+            if grad is None:
+                why = (" retain_grad() asks a non-leaf to keep its gradient in .grad." if name == "y" else "")
+                fail(f"After {when}: {name}.grad is None; expected its gradient.{why}")
+            check_array(grad, expected["grad"], f"{name}.grad", f"After {when}")
+
+
+# ============================================================================= engine.no_grad_detach
+
+NO_GRAD_SCENARIOS = {
+    "inside": "with no_grad(): inside = (a * b + a.exp()).tanh(); then after = a * b",
+    "nested": "with no_grad(): (with no_grad(): deeper = a * 2.0); between = a.exp(); then after = a * b",
+    "exception": "with no_grad(): raise KeyError (caught outside); then after = a * b",
+    "constant_in_graph": "with no_grad(): s = a * b; then L = (a * s).sum(); L.backward()",
+    "detach": "h = a * b; d = h.detach(); L = (d * h).sum(); L.backward()",
+}
+
+
+def _torch_no_grad(a_data, b_data, scenario):
+    a = t64(a_data, requires_grad=True)
+    b = t64(b_data)
+
+    def info(t):
+        return {"requires_grad": t.requires_grad, "grad_fn_is_none": t.grad_fn is None,
+                "data": t.detach().numpy().copy()}
+
+    if scenario == "inside":
+        with torch.no_grad():
+            inside = (a * b + a.exp()).tanh()
+        return {"inside": info(inside), "after": info(a * b)}
+    if scenario == "nested":
+        with torch.no_grad():
+            with torch.no_grad():
+                deeper = a * 2.0
+            between = a.exp()
+        return {"deeper": info(deeper), "between": info(between), "after": info(a * b)}
+    if scenario == "exception":
+        try:
+            with torch.no_grad():
+                raise KeyError("on purpose")
+        except KeyError:
+            pass
+        return {"after": info(a * b)}
+    if scenario == "constant_in_graph":
+        with torch.no_grad():
+            s = a * b
+        (a * s).sum().backward()
+        return {"s": info(s), "a_grad": a.grad.numpy().copy()}
+    h = a * b
+    d = h.detach()
+    (d * h).sum().backward()
+    return {"d": info(d), "a_grad": a.grad.numpy().copy(), "h_requires_grad": h.requires_grad}
+
+
+@question("engine.no_grad_detach", points=3, **ENGINE)
+@pytest.mark.parametrize("scenario", list(NO_GRAD_SCENARIOS))
+def test_no_grad_and_detach(student, scenario):
+    rng = rng_for("no_grad", scenario)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    story = f"a = Tensor(.., requires_grad=True); b = Tensor(..); {NO_GRAD_SCENARIOS[scenario]}"
+    got = run_or_fail(student, f"While running {story}", drivers.no_grad_scenario, a, b, scenario)
+    want = _torch_no_grad(a, b, scenario)
+    for key, expected in want.items():
+        if key == "a_grad":
+            check_array(got[key], expected, "a.grad", f"After {story}",
+                        extra_hint=("A tensor computed under no_grad() or by detach() is a constant: no gradient "
+                                    "flows back through it." if scenario != "detach" else
+                                    "d = h.detach() is a constant; the gradient flows to a through h only."))
+            continue
+        if key == "h_requires_grad":
+            expect_flag(got[key], expected, "h.requires_grad", f"After {story}", "detach() must not change h.")
+            continue
+        state = got[key]
+        inside_no_grad = key in ("inside", "deeper", "between", "s")
+        why = ("Inside no_grad() ops record nothing: results have requires_grad False and grad_fn None, until "
+               "the outermost no_grad block ends (restore the previous state in __exit__)."
+               if inside_no_grad or key == "after" else
+               "detach() returns a tensor with the same data, no history (grad_fn None) and requires_grad False.")
+        if key == "after":
+            why = ("After the no_grad() block ends (also when it ends with an exception) ops must record again: "
+                   "restore the state from before the block in __exit__.")
+        expect_flag(state["requires_grad"], expected["requires_grad"], f"{key}.requires_grad", f"After {story}", why)
+        if state["grad_fn_is_none"] != expected["grad_fn_is_none"]:
+            fail(f"After {story}: {key}.grad_fn is {'None' if state['grad_fn_is_none'] else 'set'}; expected "
+                 f"{'None' if expected['grad_fn_is_none'] else 'a node'}. {why}")
+        check_array(state["data"], expected["data"], f"{key}.data", f"After {story}")
+
+
+# ============================================================================= engine.zero_grad
+
+ZERO_GRAD_MODES = {
+    "default": "zero_grad([a, b])",
+    "none": "zero_grad([a, b], set_to_none=True)",
+    "zeros": "zero_grad([a, b], set_to_none=False)",
+    "zeros_then_backward": "zero_grad([a, b], set_to_none=False); (a * b).sum().backward()",
+}
+
+
+def _torch_zero_grad(a_data, b_data, mode):
+    a, b, c_ = (t64(x, requires_grad=True) for x in (a_data, b_data, b_data))
+    (a * b * c_).exp().sum().backward()
+
+    def grads():
+        return [None if t.grad is None else t.grad.numpy().copy() for t in (a, b, c_)]
+
+    report = {"before": grads()}
+    optimizer = torch.optim.SGD([a, b], lr=0.0)   # PyTorch's own zero_grad semantics
+    optimizer.zero_grad(**({} if mode == "default" else {"set_to_none": mode == "none"}))
+    report["after"] = grads()
+    if mode == "zeros_then_backward":
+        (a * b).sum().backward()
+        report["again"] = grads()
+    return report
+
+
+@question("engine.zero_grad", points=2, **ENGINE)
+@pytest.mark.parametrize("mode", list(ZERO_GRAD_MODES))
+def test_zero_grad(student, mode):
+    rng = rng_for("zero_grad", mode)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    story = (f"a, b, c = Tensor(.., requires_grad=True) x3; (a * b * c).exp().sum().backward(); "
+             f"{ZERO_GRAD_MODES[mode]}")
+    got = run_or_fail(student, f"While running {story}", drivers.zero_grad_scenario, a, b, mode)
+    want = _torch_zero_grad(a, b, mode)
+    for stage in ("after", "again"):
+        if stage not in want:
+            continue
+        for k, name in enumerate("abc"):
+            expected, grad = want[stage][k], got[stage][k]
+            where = f"After {story}" + (" (then the backward)" if stage == "again" else "")
+            if expected is None:
+                if grad is not None:
+                    fail(f"{where}: {name}.grad is not None; expected None"
+                         + (" (set_to_none defaults to True)." if mode == "default" else "."))
+                continue
+            if grad is None:
+                fail(f"{where}: {name}.grad is None; expected "
+                     + ("an array of zeros with the tensor's shape (set_to_none=False)." if stage == "after"
+                        and name != "c" else "its gradient."))
+            if name == "c" and stage == "after":
+                check_array(grad, expected, "c.grad", where, extra_hint="zero_grad must reset only the tensors "
+                                                                        "it is given.")
+                continue
+            check_array(grad, expected, f"{name}.grad", where)
+
+
+# ============================================================================= engine.backward_args
+
+def _args_cases():
+    rng = rng_for("backward_args")
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    base = [leaf("a", a), leaf("b", b)]
+    one_element = {"leaves": base, "steps": [("mul", v(0), v(1)), ("tanh", v(2)), ("sum", v(3), None, True)]}
+    matrix = {"leaves": base, "steps": [("mul", v(0), v(1)), ("exp", v(2))]}
+    scalar = {"leaves": base, "steps": [("mul", v(0), v(1)), ("mean", v(2), None, False)]}
+    constant = {"leaves": [leaf("k", rng.standard_normal(()), requires_grad=False)], "steps": []}
+    return {
+        "default grad, one-element output of shape (1, 1)": (one_element, 4, "default", None),
+        "default grad, output of shape (2, 3)": (matrix, 3, "default", None),
+        "explicit grad, output of shape (2, 3)": (matrix, 3, "explicit", rng.standard_normal((2, 3))),
+        "explicit grad, 0-d output": (scalar, 3, "explicit", np.asarray(rng.uniform(1.5, 3.0))),
+        "0-d leaf that does not require grad": (constant, 0, "default", None),
+    }
+
+
+ARGS = _args_cases()
+
+
+@question("engine.backward_args", points=2, **ENGINE)
+@pytest.mark.parametrize("name", list(ARGS))
+def test_backward_args(student, name):
+    program, output, case, grad = ARGS[name]
+    call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
+            f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
+    context = f"After {drivers.describe(program)}; {call}"
+    got = run_or_fail(student, context, drivers.backward_args, program, output, case, grad)
+    values = torch_values(program)
+    out = values[output]
+    try:
+        out.backward() if case == "default" else out.backward(t64(grad))
+    except RuntimeError:
+        want = ("raised", None)
+    else:
+        want = ("ok", [None if t.grad is None else t.grad.numpy().copy() for t in values[:len(program["leaves"])]])
+    status, payload = got
+    if want[0] == "raised":
+        if status == "ok":
+            reason = ("a tensor with more than one element needs an explicit grad"
+                      if out.requires_grad else "the tensor does not require grad, so there is no graph to walk")
+            fail(f"{context} did not raise; expected RuntimeError: {reason}.")
+        if not payload.startswith("RuntimeError"):
+            fail(f"{context} raised {payload}; expected RuntimeError.")
+        return
+    if status == "raised":
+        why = (" The default grad is ones for any tensor with ONE element, whatever its shape."
+               if case == "default" else "")
+        fail(f"{context} raised {payload}; expected it to work.{why}")
+    check_leaf_grads(payload, want[1], program, context)
+
+
+# ============================================================================= engine.deep_chain
+
+CHAIN_LENGTH = 10_000
+
+
+def _chain_ops(seed, use_w):
+    """CHAIN_LENGTH ops; with use_w the leaf w joins once, near the start, so its gradient has to
+    travel back through (almost) the whole chain."""
+    rng = rng_for("chain", seed)
+    choices = [("add_c", 0.1), ("mul_c", 1.001), ("sub_c", 1.0), ("div_c", 1.002), ("neg",)]
+    ops = [choices[int(rng.integers(len(choices)))] for _ in range(CHAIN_LENGTH)]
+    if use_w:
+        ops[3] = ("mul_w",)
+    return ops
+
+
+def _torch_chain(x_data, w_data, ops):
+    x0, w = t64(x_data, requires_grad=True), t64(w_data, requires_grad=True)
+    x = x0
+    for op in ops:
+        kind = op[0]
+        if kind == "add_c":
+            x = x + op[1]
+        elif kind == "mul_c":
+            x = x * op[1]
+        elif kind == "sub_c":
+            x = op[1] - x
+        elif kind == "div_c":
+            x = x / op[1]
+        elif kind == "neg":
+            x = -x
+        elif kind == "add_w":
+            x = x + w
+        else:
+            x = x * w
+    loss = x.sum()
+    loss.backward()
+    return loss.detach().numpy().copy(), [None if t.grad is None else t.grad.numpy().copy() for t in (x0, w)]
+
+
+@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
+@pytest.mark.parametrize("use_w", [False, True], ids=["constants only", "with a second leaf w"])
+def test_deep_chain(student, use_w):
+    rng = rng_for("chain_data", use_w)
+    x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
+    ops = _chain_ops(int(use_w), use_w)
+    story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "
+             f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
+             f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
+             "recursion limit of 1000")
+    got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops)
+    loss, grads = _torch_chain(x_data, w_data, ops)
+    check_array(got["loss"], loss, "L.data", f"After {story}")
+    program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
+    check_leaf_grads(got["grads"], grads, program, f"After {story}")

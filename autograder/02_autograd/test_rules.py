@@ -1,0 +1,440 @@
+"""Hidden checks for rules.py: every VJP against torch.autograd.grad in float64.
+
+Each case draws its inputs and a random (never all-ones) upstream gradient from a generator
+seeded by the case itself, asks PyTorch for the vector-Jacobian product in this process, and
+compares it with what the student's rule returns in the sandbox (where torch cannot be imported).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from checks.suite import fail, question
+
+from helpers import call_or_fail, check_array, rng_for, shape_text, t64, vjp
+
+NO_TORCH = ("torch",)
+
+# ----------------------------------------------------------------------------- sampling
+
+def normal(rng, shape, scale=1.0):
+    return np.asarray(rng.standard_normal(shape) * scale, dtype=np.float64)
+
+
+def positive(rng, shape, low=0.3, high=3.0):
+    return np.asarray(rng.uniform(low, high, shape), dtype=np.float64)
+
+
+def away_from_zero(rng, shape, low=0.3, high=2.5):
+    signs = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+    return np.asarray(signs * rng.uniform(low, high, shape), dtype=np.float64)
+
+
+def upstream(rng, shape):
+    """A random upstream gradient: never all ones, so a rule that ignores it is caught."""
+    return normal(rng, shape) + 0.5
+
+
+# ----------------------------------------------------------------------------- result checks
+
+def gradient_tuple(got, count, call):
+    """The rule's result as a list of `count` items, or a failure saying what came back."""
+    if isinstance(got, (np.ndarray, np.generic, float)):
+        fail(f"{call} returned a bare array; return a tuple with one gradient per input, "
+             f"e.g. {'(grad_a,)' if count == 1 else '(grad_a, grad_b)'}.")
+    if not isinstance(got, (tuple, list)):
+        fail(f"{call} returned {type(got).__name__} {got!r:.60}; expected a tuple of {count} gradient"
+             f"{'s' if count > 1 else ''}.")
+    if len(got) != count:
+        fail(f"{call} returned a tuple of {len(got)} items; expected {count}: one gradient per array input.")
+    return list(got)
+
+
+def unbroadcast_hint(name, input_shape, grad_shape):
+    def hint(got_shape):
+        got_shape = tuple(got_shape)
+        if got_shape == tuple(grad_shape) and got_shape != tuple(input_shape):
+            return (f"grad for {name} has the broadcast shape {shape_text(got_shape)} but {name} has shape "
+                    f"{shape_text(input_shape)}: sum over the broadcast dimensions (sum_to_shape) so that "
+                    f"each gradient has its input's shape.")
+        return f"each gradient must have exactly its input's shape ({name}: {shape_text(input_shape)})."
+    return hint
+
+
+def compare_rule(got, call, names, inputs, grad, expected, alternatives=None, extra_hint=None):
+    """Check every gradient a rule returned against PyTorch's."""
+    items = gradient_tuple(got, len(expected), call)
+    for k, (item, want) in enumerate(zip(items, expected)):
+        name = names[k]
+        check_array(item, want, f"grad_{name}", call,
+                    shape_hint=unbroadcast_hint(name, np.shape(inputs[k]), np.shape(grad)),
+                    alternatives=(alternatives or {}).get(k, ()), extra_hint=extra_hint)
+
+
+def describe_call(fn, names, inputs, grad, extra=""):
+    parts = ", ".join(f"{n} of shape {shape_text(np.shape(x))}" for n, x in zip(names, inputs))
+    return f"{fn}(grad, {', '.join(names)}{extra}) with {parts} and grad of shape {shape_text(np.shape(grad))}"
+
+
+def ones_alternative(fn, inputs, grad, k):
+    """What a rule that ignored the upstream gradient (used ones) would return for input k."""
+    return (vjp(fn, inputs, np.ones(np.shape(grad)))[k],
+            "this is the answer for an upstream grad of all ones: multiply the local derivative "
+            "by grad (the chain rule).")
+
+
+# ----------------------------------------------------------------------------- sum_to_shape
+
+SUM_TO_SHAPE = [
+    ((2, 3), (2, 3)),
+    ((2, 3), (3,)),
+    ((2, 3), (1, 3)),
+    ((2, 3), (2, 1)),
+    ((2, 3), ()),
+    ((4, 2, 3), (2, 1)),
+    ((4, 2, 3), (1, 1, 3)),
+    ((5,), (1,)),
+    ((2, 3, 4), (3, 1)),
+    ((), ()),
+    ((3, 1, 4), (1, 4)),
+    ((2, 5), [5]),
+]
+
+
+@question("rules.sum_to_shape", points=5, block_imports=NO_TORCH)
+@pytest.mark.parametrize("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
+def test_sum_to_shape(student, grad_shape, shape):
+    rng = rng_for("sum_to_shape", grad_shape, tuple(shape))
+    grad = normal(rng, grad_shape)
+    want = t64(grad).sum_to_size(tuple(shape)).numpy()
+    call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
+    got = call_or_fail(student, call, "rules", "sum_to_shape", grad, shape)
+
+    def hint(got_shape):
+        if tuple(got_shape) == tuple(grad_shape):
+            return "nothing was summed: add up grad over the leading dimensions and the size-1 dimensions of shape."
+        if len(got_shape) != len(shape):
+            return "the result must have exactly len(shape) dimensions: keep the size-1 ones (keepdims)."
+        return None
+
+    check_array(got, want, "the result", call, shape_hint=hint)
+
+
+# ----------------------------------------------------------------------------- binary elementwise
+
+BROADCAST_PAIRS = [
+    ((2, 3), (2, 3)),
+    ((2, 3), (3,)),
+    ((3,), (2, 3)),
+    ((2, 1), (1, 3)),
+    ((4, 1, 3), (2, 1)),
+    ((), (2, 3)),
+    ((2, 3), ()),
+    ((), ()),
+    ((1,), (5,)),
+    ((2, 1, 3), (2, 4, 3)),
+]
+
+BINARY = {
+    "add": (lambda a, b: a + b, normal, normal),
+    "sub": (lambda a, b: a - b, normal, normal),
+    "mul": (lambda a, b: a * b, normal, normal),
+    "div": (lambda a, b: a / b, normal, away_from_zero),
+}
+
+
+def _check_binary(student, op, a_shape, b_shape):
+    fn, sample_a, sample_b = BINARY[op]
+    rng = rng_for(op, a_shape, b_shape)
+    a, b = sample_a(rng, a_shape), sample_b(rng, b_shape)
+    grad = upstream(rng, np.broadcast_shapes(a_shape, b_shape))
+    expected = vjp(fn, [a, b], grad)
+    call = describe_call(f"{op}_backward", "ab", [a, b], grad)
+    hint = (f"Note: a {shape_text(a_shape)} and b {shape_text(b_shape)} broadcast to {shape_text(grad.shape)} here; "
+            "bring each gradient back to its own input's shape (sum_to_shape)." if a_shape != b_shape else None)
+    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, b, hint=hint)
+    alternatives = {k: [ones_alternative(fn, [a, b], grad, k)] for k in (0, 1)}
+    if a_shape == b_shape:
+        alternatives[0].append((expected[1], "this is the gradient for b: the two results look swapped."))
+        alternatives[1].append((expected[0], "this is the gradient for a: the two results look swapped."))
+    if op == "div":
+        product = vjp(lambda x, y: x * y, [a, b], grad)
+        alternatives[0].append((product[0], "this is grad * b: d(a/b)/da = 1 / b."))
+        alternatives[1].append((product[1], "this is grad * a: d(a/b)/db = -a / b**2."))
+    compare_rule(got, call, "ab", [a, b], grad, expected, alternatives)
+
+
+@question("rules.add_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
+def test_add_backward(student, a_shape, b_shape):
+    _check_binary(student, "add", a_shape, b_shape)
+
+
+@question("rules.sub_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
+def test_sub_backward(student, a_shape, b_shape):
+    _check_binary(student, "sub", a_shape, b_shape)
+
+
+@question("rules.mul_backward", points=4, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
+def test_mul_backward(student, a_shape, b_shape):
+    _check_binary(student, "mul", a_shape, b_shape)
+
+
+@question("rules.div_backward", points=4, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
+def test_div_backward(student, a_shape, b_shape):
+    _check_binary(student, "div", a_shape, b_shape)
+
+
+# ----------------------------------------------------------------------------- unary elementwise
+
+UNARY_SHAPES = [(), (5,), (2, 3), (2, 1, 4)]
+
+UNARY = {
+    "neg": (lambda a: -a, normal),
+    "exp": (torch.exp, normal),
+    "log": (torch.log, positive),
+    "relu": (torch.relu, away_from_zero),
+    "tanh": (torch.tanh, lambda rng, shape: normal(rng, shape, 1.5)),
+    "sigmoid": (torch.sigmoid, lambda rng, shape: normal(rng, shape, 2.0)),
+}
+
+UNARY_MISTAKES = {
+    "exp": [(lambda a, g: g * a, "this is grad * a: the derivative of exp(a) is exp(a).")],
+    "log": [(lambda a, g: g * a, "this is grad * a: the derivative of log(a) is 1 / a."),
+            (lambda a, g: g * torch.log(a), "this is grad * log(a): the derivative of log(a) is 1 / a.")],
+    "tanh": [(lambda a, g: g * (1 - torch.tanh(a)), "the derivative of tanh(a) is 1 - tanh(a)**2 (squared)."),
+             (lambda a, g: g * (1 - a ** 2), "the derivative is 1 - tanh(a)**2, with tanh(a), not a.")],
+    "sigmoid": [(lambda a, g: g * torch.sigmoid(a), "the derivative of sigmoid is s * (1 - s), not s."),
+                (lambda a, g: g * (1 - torch.sigmoid(a)), "the derivative of sigmoid is s * (1 - s), not 1 - s."),
+                (lambda a, g: g * a * (1 - a), "the derivative is s * (1 - s) with s = sigmoid(a), not a.")],
+    "relu": [(lambda a, g: g * (a >= 0), "at a == 0 PyTorch's relu gradient is 0: let grad through only "
+                                          "where a > 0 (strictly).")],
+}
+
+
+def _check_unary(student, op, a, grad):
+    fn = UNARY[op][0]
+    expected = vjp(fn, [a], grad)
+    alternatives = [ones_alternative(fn, [a], grad, 0)]
+    for formula, sentence in UNARY_MISTAKES.get(op, ()):
+        alternatives.append((formula(t64(a), t64(grad)).numpy(), sentence))
+    call = describe_call(f"{op}_backward", "a", [a], grad)
+    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a)
+    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives})
+
+
+def _unary_case(op, shape):
+    rng = rng_for(op, shape)
+    a = UNARY[op][1](rng, shape)
+    return a, upstream(rng, shape)
+
+
+@question("rules.neg_backward", points=2, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_neg_backward(student, shape):
+    _check_unary(student, "neg", *_unary_case("neg", shape))
+
+
+@question("rules.exp_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_exp_backward(student, shape):
+    _check_unary(student, "exp", *_unary_case("exp", shape))
+
+
+@question("rules.log_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_log_backward(student, shape):
+    _check_unary(student, "log", *_unary_case("log", shape))
+
+
+@question("rules.tanh_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_tanh_backward(student, shape):
+    _check_unary(student, "tanh", *_unary_case("tanh", shape))
+
+
+@question("rules.sigmoid_backward", points=3, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_sigmoid_backward(student, shape):
+    _check_unary(student, "sigmoid", *_unary_case("sigmoid", shape))
+
+
+@question("rules.relu_backward", points=2, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
+def test_relu_backward(student, shape):
+    _check_unary(student, "relu", *_unary_case("relu", shape))
+
+
+@question("rules.relu_backward", points=1, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape", [(6,), (2, 3)], ids=shape_text)
+def test_relu_backward_at_zero(student, shape):
+    rng = rng_for("relu0", shape)
+    a = away_from_zero(rng, shape)
+    a.reshape(-1)[::2] = 0.0   # PyTorch's convention at the kink: the gradient at exactly 0 is 0
+    _check_unary(student, "relu", a, upstream(rng, shape))
+
+
+# ----------------------------------------------------------------------------- pow
+
+POW_CASES = [
+    ((3,), 2, "any"),
+    ((2, 3), 3, "any"),
+    ((), 2, "any"),
+    ((2, 3), 1, "any"),
+    ((4,), 0, "nonzero"),
+    ((4,), 0.5, "positive"),
+    ((2, 2), -1, "nonzero"),
+    ((3,), -2.5, "positive"),
+    ((2, 3), 1.5, "positive"),
+    ((5,), 2, "zeros"),
+    ((5,), 3, "zeros"),
+]
+
+
+@question("rules.pow_backward", points=5, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
+def test_pow_backward(student, shape, p, domain):
+    rng = rng_for("pow", shape, p, domain)
+    if domain == "positive":
+        a = positive(rng, shape, 0.4, 2.5)
+    elif domain == "any":
+        a = normal(rng, shape)
+    else:
+        a = away_from_zero(rng, shape, 0.4, 2.0)
+        if domain == "zeros":
+            a[::2] = 0.0   # at a == 0 with p >= 1 the derivative is finite: PyTorch gives p * 0**(p-1)
+    grad = upstream(rng, shape)
+    fn = (lambda x: x ** p)
+    expected = vjp(fn, [a], grad)
+    at, gt = t64(a), t64(grad)
+    alternatives = [ones_alternative(fn, [a], grad, 0),
+                    ((gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."),
+                    ((gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."),
+                    ((gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: "
+                                                             "d(a**p)/da = p * a**(p - 1).")]
+    call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
+    got = call_or_fail(student, call, "rules", "pow_backward", grad, a, p)
+    extra = ("Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a."
+             if domain == "zeros" else None)
+    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives}, extra_hint=extra)
+
+
+# ----------------------------------------------------------------------------- matmul
+
+MATMUL_CASES = [
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3, 4)),
+    ((3, 3), (3, 3)),
+    ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (4, 3, 2)),
+    ((3,), (2, 3, 4)),
+    ((2, 4, 3), (3,)),
+    ((1, 2, 3), (4, 3, 5)),
+]
+
+
+@question("rules.matmul_backward", points=8, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
+def test_matmul_backward(student, a_shape, b_shape):
+    rng = rng_for("matmul", a_shape, b_shape)
+    a, b = normal(rng, a_shape), normal(rng, b_shape)
+    out_shape = tuple(torch.matmul(t64(a), t64(b)).shape)
+    grad = upstream(rng, out_shape)
+    fn = torch.matmul
+    expected = vjp(fn, [a, b], grad)
+    alternatives = {k: [ones_alternative(fn, [a, b], grad, k)] for k in (0, 1)}
+    for k in (0, 1):
+        if expected[k].ndim >= 2:
+            transposed = np.swapaxes(expected[k], -1, -2)
+            sentence = ("this is the transpose of the right gradient: grad_a = grad @ b^T and grad_b = a^T @ grad "
+                        "(transpose the last two axes only).")
+            alternatives[k].append((transposed, sentence))
+            alternatives[k].append((transposed.reshape(expected[k].shape), sentence.replace(
+                "right gradient:", "right gradient, reshaped to the input's shape:")))
+    call = describe_call("matmul_backward", "ab", [a, b], grad)
+    hint = ("Note: a 1-D operand acts as a row (a) or a column (b) whose extra axis is dropped, and batch "
+            "dimensions broadcast: sum the gradient over the batch dimensions its input does not have or has as 1."
+            if len(a_shape) != 2 or len(b_shape) != 2 else None)
+    got = call_or_fail(student, call, "rules", "matmul_backward", grad, a, b, hint=hint)
+    items = gradient_tuple(got, 2, call)
+    for k, name in enumerate("ab"):
+        want = np.shape(expected[k])
+
+        def hint(got_shape, want=want, name=name):
+            if len(want) >= 2 and tuple(got_shape) == tuple(want[:-2]) + (want[-1], want[-2]):
+                return ("it has the transposed shape: grad_a = grad @ b^T and grad_b = a^T @ grad, "
+                        "transposing only the last two axes.")
+            return (f"grad_{name} must have {name}'s shape {shape_text(want)}: sum over the batch dimensions "
+                    "that broadcasting added or stretched, and give a 1-D operand a 1-D gradient.")
+
+        check_array(items[k], expected[k], f"grad_{name}", call, shape_hint=hint, alternatives=alternatives[k])
+
+
+# ----------------------------------------------------------------------------- sum and mean
+
+REDUCE_CASES = [
+    ((2, 3), None, False),
+    ((2, 3), None, True),
+    ((2, 3, 4), 1, False),
+    ((2, 3, 4), 1, True),
+    ((2, 3, 4), -1, False),
+    ((2, 3, 4), -2, True),
+    ((2, 3, 4), (0, 2), False),
+    ((2, 3, 4), (0, -1), True),
+    ((5,), 0, False),
+    ((), None, False),
+    ((3, 1, 2), (1,), False),
+    ((2, 3, 4), (-3, 1), False),
+]
+
+
+def reduction(op, axis, keepdims, divide_by=1):
+    """x.<op>(axis, keepdims) in torch (optionally divided by a constant)."""
+    def fn(x):
+        out = getattr(x, op)(dim=axis, keepdim=keepdims) if axis is not None or keepdims else getattr(x, op)()
+        return out / divide_by
+    return fn
+
+
+def _check_reduce(student, op, shape, axis, keepdims):
+    rng = rng_for(op, shape, axis, keepdims)
+    a = normal(rng, shape)
+    fn = reduction(op, axis, keepdims)
+    grad = upstream(rng, tuple(fn(t64(a)).shape))
+    expected = vjp(fn, [a], grad)
+    alternatives = [ones_alternative(fn, [a], grad, 0)]
+    if op == "mean":
+        alternatives.append((vjp(reduction("sum", axis, keepdims), [a], grad)[0],
+                             "this is the sum's gradient: divide by the number of elements each mean averaged."))
+        alternatives.append((vjp(reduction("sum", axis, keepdims, divide_by=np.size(a)), [a], grad)[0],
+                             "this divides by a.size: divide by the number of elements in the reduced axes only."))
+    else:
+        alternatives.append((vjp(reduction("mean", axis, keepdims), [a], grad)[0],
+                             "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
+                             "every summed element, with no division."))
+    call = describe_call(f"{op}_backward", "a", [a], grad, extra=f", axis={axis!r}, keepdims={keepdims!r}")
+    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims)
+
+    def hint(got_shape):
+        return f"grad_a must have a's shape {shape_text(shape)}: put back the reduced axes and broadcast grad."
+
+    items = gradient_tuple(got, 1, call)
+    check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=alternatives)
+
+
+@question("rules.sum_backward", points=5, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+def test_sum_backward(student, shape, axis, keepdims):
+    _check_reduce(student, "sum", shape, axis, keepdims)
+
+
+@question("rules.mean_backward", points=5, block_imports=NO_TORCH)
+@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+def test_mean_backward(student, shape, axis, keepdims):
+    _check_reduce(student, "mean", shape, axis, keepdims)

@@ -1,0 +1,135 @@
+"""Grader-side helpers for the 03_mlp suite: devices, tolerances, reference models, readable
+feedback. Nothing here runs in the sandbox; every expected value is computed by PyTorch."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from checks.suite import StudentFault, StudentRaised, expect_close, fail, grading_devices
+
+torch.backends.cuda.matmul.allow_tf32 = False  # references in full float32 precision
+torch.backends.cudnn.allow_tf32 = False
+
+# Every device the grading machine offers (checks.suite.grading_devices): cpu always, cuda where
+# present (and not turned off with `checks grade --device cpu`), else meta, which holds no values
+# but fails on a tensor created on the wrong device in the student's forward. Either way two
+# devices run, so CPU and GPU machines grade the same number of cases.
+DEVICES = [pytest.param(d, marks=pytest.mark.cuda) if d == "cuda" else d for d in grading_devices()]
+# devices that hold values (training and evaluation need real numbers)
+VALUE_DEVICES = [d for d in DEVICES if d != "meta"]
+
+# (rtol, atol) per (device type, dtype)
+TOLERANCES = {
+    ("cpu", "float32"): (1e-5, 1e-6),
+    ("cpu", "float64"): (1e-10, 1e-12),
+    ("cuda", "float32"): (1e-4, 1e-5),
+    ("cuda", "float64"): (1e-9, 1e-11),
+}
+
+
+def tolerance(device, dtype_name):
+    return TOLERANCES[(torch.device(device).type, dtype_name)]
+
+
+def describe(student, text):
+    """Say in the feedback what was run, in the student's terms rather than the driver's."""
+    try:
+        student.last_call = text
+    except AttributeError:
+        pass
+
+
+def call_student(student, text, function, *args, hint=None, **kwargs):
+    """Call `function` (a student function, e.g. student.numpy_mlp.forward, or student.run with a
+    driver) with feedback that names `text` (the call in the student's terms) instead of the
+    arguments' raw summary. `hint(raised)` may add a sentence when the student's code raised."""
+    try:
+        result = function(*args, **kwargs)
+    except StudentFault as fault:
+        detail, summary = str(fault), getattr(fault, "call", None) or student.last_call
+        if summary and detail.startswith(summary):
+            detail = detail[len(summary):]
+        else:
+            detail = f": {detail}"
+        extra = hint(fault) if hint is not None and isinstance(fault, StudentRaised) else None
+        fail(f"{text}{detail}" + (f"\n  Likely mistake: {extra}" if extra else ""))
+    describe(student, text)
+    return result
+
+
+def run_driver(student, text, driver, *args, hint=None, **kwargs):
+    """student.run(driver, ...) with feedback that names `text` (see call_student)."""
+    return call_student(student, text, student.run, driver, *args, hint=hint, **kwargs)
+
+
+def close(got, expected, *, rtol, atol, what, diagnose=None):
+    """expect_close, with a clear failure when `got` is missing or not numeric."""
+    if got is None:
+        fail(f"{what}: nothing came back (None); expected an array of shape {np.shape(expected)}.")
+    expect_close(got, expected, rtol=rtol, atol=atol, diagnose=diagnose, what=what)
+
+
+def as_floats(value):
+    """`value` as a float64 array, or None when it is not numeric (anything may come back)."""
+    if value is None:
+        return None
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def is_close(got, expected, rtol=1e-6, atol=1e-9):
+    got, expected = as_floats(got), as_floats(expected)
+    if got is None or expected is None or got.shape != expected.shape:
+        return False
+    return bool(np.allclose(got, expected, rtol=rtol, atol=atol))
+
+
+def first_match(got, candidates, rtol=1e-6, atol=1e-9):
+    """The message of the first (expected_value, message) pair that `got` matches."""
+    for value, message in candidates:
+        if value is not None and is_close(got, value, rtol, atol):
+            return message
+    return None
+
+
+def number(got, what):
+    """A Python float from a returned number (int, float, NumPy scalar or size-1 array)."""
+    if isinstance(got, bool) or got is None:
+        fail(f"{what}: got {got!r}; expected a number.")
+    if isinstance(got, (int, float, np.generic)):
+        return float(got)
+    if isinstance(got, np.ndarray) and got.size == 1 and got.dtype.kind in "iuf":
+        return float(got.reshape(()))
+    shape = f" of shape {tuple(got.shape)}" if hasattr(got, "shape") else ""
+    fail(f"{what}: got a {type(got).__name__}{shape}; expected a single number.")
+    raise AssertionError  # unreachable
+
+
+class RefMLP(nn.Module):
+    """The reference network: fc1 -> ReLU -> fc2."""
+
+    def __init__(self, d_in=784, d_hidden=128, d_out=10):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+
+
+def mlp_state(sizes, seed):
+    """A state_dict (NumPy float64 arrays) for an MLP of these sizes, drawn by PyTorch."""
+    torch.manual_seed(seed)
+    model = RefMLP(*sizes).double()
+    return {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+
+
+def load_ref(cls, sizes, state, device, dtype):
+    model = cls(*sizes).to(dtype=dtype)
+    model.load_state_dict({k: torch.tensor(v, dtype=dtype) for k, v in state.items()})
+    return model.to(device)
+
+

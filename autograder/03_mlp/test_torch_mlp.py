@@ -1,0 +1,160 @@
+"""Hidden checks for torch_mlp.py: the module's structure, its forward and backward against a
+reference nn.Module loaded with the same state_dict on every device, and count_parameters."""
+
+import numpy as np
+import pytest
+import torch
+
+import drivers
+from checks.suite import expect_equal, fail, question
+from reference import DEVICES, RefMLP, close, describe, first_match, load_ref, mlp_state, run_driver, tolerance
+
+
+# ------------------------------------------------------------------------ structure
+
+@question("torch_mlp.MLP", points=3)
+@pytest.mark.parametrize("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"])
+def test_mlp_structure(student, sizes):
+    reference = RefMLP() if sizes is None else RefMLP(*sizes)
+    expected_state = {key: tuple(value.shape) for key, value in reference.state_dict().items()}
+    call = "MLP()" if sizes is None else f"MLP{sizes}"
+    got = run_driver(student, call, drivers.mlp_structure, sizes)
+    for name in ("fc1", "fc2"):
+        if name not in got["children"]:
+            fail(f"{call} has children {sorted(got['children']) or 'none'}; expected two nn.Linear "
+                 "children named fc1 and fc2 (self.fc1 = nn.Linear(...)).")
+        if not got["linear"][name]:
+            fail(f"{call}.{name} is a {got['children'][name]}; expected an nn.Linear.")
+    if sorted(got["state"]) != sorted(expected_state):
+        fail(f"{call}.state_dict() has keys {sorted(got['state'])}; expected {sorted(expected_state)}.")
+    for key, shape in expected_state.items():
+        if tuple(got["state"][key]) != shape:
+            hint = ""
+            if tuple(got["state"][key]) == tuple(reversed(shape)):
+                hint = " nn.Linear(in_features, out_features) stores its weight as (out, in): check the argument order."
+            fail(f"{call}.state_dict()[{key!r}] has shape {tuple(got['state'][key])}; expected {shape}.{hint}")
+
+
+# ------------------------------------------------------------------------ forward and backward
+
+INPUTS = {
+    # name: (sizes, batch, input shape after the batch dim)
+    "flat": ((20, 7, 3), 5, (20,)),
+    "image": ((784, 32, 10), 4, (1, 28, 28)),
+}
+
+
+@question("torch_mlp.MLP", points=9)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+@pytest.mark.parametrize("form", sorted(INPUTS))
+def test_mlp_forward_backward(student, device, dtype_name, form):
+    sizes, batch, shape = INPUTS[form]
+    state = mlp_state(sizes, seed=11)
+    rng = np.random.default_rng([12, batch, *shape])
+    x = rng.uniform(-1.0, 1.0, size=(batch, *shape))
+    grad_out = rng.normal(size=(batch, sizes[2]))
+    dtype = getattr(torch, dtype_name)
+    call = f"MLP{sizes} loaded with a state_dict, .to({device!r}, torch.{dtype_name}), forward on x of shape {x.shape}"
+
+    def hint(raised):
+        message = raised.message.lower()
+        if device == "meta" and ("device" in message or "meta" in message):
+            return ("on the meta device this usually means forward creates a tensor on a fixed device "
+                    "(torch.zeros(...), torch.tensor(...), .to('cpu'), .numpy()): make new tensors with "
+                    "device=x.device, or avoid them")
+        if dtype_name == "float64" and ("dtype" in message or ("type" in message and "float" in message)):
+            return ("with a float64 model, the input and every tensor forward creates must stay float64: "
+                    "do not call .float() or hard-code a dtype")
+        if "shape" in message and sizes[0] != 784:
+            return "is 784 hard-coded somewhere? Use d_in, or torch.flatten(x, 1)"
+        return None
+
+    got = run_driver(student, call, drivers.mlp_forward_backward, sizes, state, x, grad_out, device, dtype_name,
+                     hint=hint)
+
+    expected_shape = (batch, sizes[2])
+    if tuple(got["shape"]) != expected_shape:
+        fail(f"{call}: the output has shape {tuple(got['shape'])}; expected {expected_shape} "
+             "(flatten everything but the batch dimension: torch.flatten(x, 1)).")
+    if torch.device(got["device"]).type != torch.device(device).type:
+        fail(f"{call}: the output is on {got['device']}; expected {device} (the model's device).")
+    if got["dtype"] != str(dtype):
+        fail(f"{call}: the output has dtype {got['dtype']}; expected {dtype} (the model's dtype).")
+    if device == "meta":
+        return
+
+    rtol, atol = tolerance(device, dtype_name)
+    reference = load_ref(RefMLP, sizes, state, device, dtype)
+    xt = torch.tensor(x, dtype=dtype, device=device, requires_grad=True)
+    out = reference(xt)
+    (out * torch.tensor(grad_out, dtype=dtype, device=device)).sum().backward()
+
+    def no_relu(value):
+        w = {k: torch.tensor(v, dtype=torch.float64) for k, v in state.items()}
+        flat = torch.tensor(x).reshape(batch, -1)
+        linear = (flat @ w["fc1.weight"].T + w["fc1.bias"]) @ w["fc2.weight"].T + w["fc2.bias"]
+        return first_match(value, [(linear.numpy(), "there is no ReLU between fc1 and fc2")], rtol=1e-4, atol=1e-5)
+
+    close(got["out"], out.detach().cpu().numpy(), rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
+    describe(student, f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
+    close(got["grad_x"], xt.grad.cpu().numpy(), rtol=rtol, atol=atol, what="entries of x.grad")
+    for name, p in reference.named_parameters():
+        describe(student, f"{call}, then backward of (out * g).sum(): {name}.grad")
+        if name not in got["grads"]:
+            fail(f"{call}: the model has no parameter {name}.")
+        close(got["grads"][name], p.grad.cpu().numpy(), rtol=rtol, atol=atol, what=f"entries of {name}.grad")
+
+
+# ------------------------------------------------------------------------ count_parameters
+
+COUNT_SPECS = {
+    "mlp": {"layers": [(784, 128, True), (128, 10, True)]},
+    "fc1_frozen": {"layers": [(784, 128, True), (128, 10, True)], "freeze": ["0.weight", "0.bias"]},
+    "bias_frozen": {"layers": [(30, 20, True), (20, 5, True)], "freeze": ["2.bias"]},
+    "no_bias": {"layers": [(12, 8, False), (8, 4, True), (4, 2, False)], "freeze": ["2.weight"]},
+    "batchnorm": {"layers": [(16, 8, True)], "batchnorm": True, "freeze": ["1.bias"]},
+    "tied": {"layers": [(9, 9, True), (9, 9, True)], "tied": True},
+    "all_frozen": {"layers": [(5, 4, True)], "freeze": ["0.weight", "0.bias"]},
+}
+
+
+def _words(spec):
+    layers = ", ".join(f"Linear({i}, {o}{'' if bias else ', bias=False'})" for i, o, bias in spec["layers"])
+    text = f"a Sequential of {layers}"
+    if spec.get("batchnorm"):
+        text += " and a BatchNorm1d"
+    if spec.get("tied"):
+        text += ", with the last Linear used a second time"
+    if spec.get("freeze"):
+        text += f"; frozen: {', '.join(spec['freeze'])}"
+    return text
+
+
+@question("torch_mlp.count_parameters", points=5)
+@pytest.mark.parametrize("case", sorted(COUNT_SPECS))
+def test_count_parameters(student, case):
+    spec = COUNT_SPECS[case]
+    model = drivers.counting_model(spec)
+    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    every = sum(p.numel() for p in model.parameters())
+    with_buffers = sum(v.numel() for v in model.state_dict().values() if v.is_floating_point())
+    state_total = sum(v.numel() for v in model.state_dict().values())
+    got = run_driver(student, f"count_parameters({_words(spec)})", drivers.count_parameters_of, spec)
+
+    def diagnose(value):
+        return first_match(value, [
+            (every, "frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
+            (with_buffers, "buffers such as BatchNorm's running statistics were counted: count "
+                           "model.parameters(), not the state_dict"),
+            (state_total, "buffers such as BatchNorm's running statistics were counted: count "
+                          "model.parameters(), not the state_dict"),
+            (sum(1 for p in model.parameters() if p.requires_grad),
+             "that is the number of parameter TENSORS: add up p.numel() instead"),
+            (sum(p.numel() for layer in model for p in layer.parameters() if p.requires_grad)
+             if case == "tied" else None,
+             "a layer used twice was counted twice: its parameters are shared, count them once "
+             "(model.parameters() lists each parameter once)"),
+        ])
+
+    expect_equal(got, int(expected), diagnose=diagnose)

@@ -1,0 +1,448 @@
+"""Hidden checks for training.py: SGD against torch.optim.SGD, steps_per_epoch against
+DataLoader, train_epoch against the canonical loop, evaluate against a direct computation.
+
+train_epoch is graded with the reference MLP (use_reference) and a torch.optim.SGD built in the
+sandbox, so only the loop itself is on trial; evaluate is graded on a probe model from
+drivers.py that records the mode and grad mode of every forward."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import drivers
+from checks.suite import expect_equal, expect_raises, fail, question
+from reference import (VALUE_DEVICES, RefMLP, call_student, close, describe, first_match, is_close, load_ref,
+                       mlp_state, number, run_driver, tolerance)
+
+
+# ------------------------------------------------------------------------ SGD
+
+SGD_STEPS = 5
+SGD_SHAPES = [(3, 4), (4,), (2, 2, 3)]
+
+
+def _sgd_data(seed, shapes=SGD_SHAPES, steps=SGD_STEPS):
+    rng = np.random.default_rng([21, seed])
+    init = [rng.normal(size=shape) for shape in shapes]
+    targets = [[rng.normal(size=shape) * 2.0 for shape in shapes] for _ in range(steps)]
+    return init, targets
+
+
+def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=(), variant=None):
+    """Parameters after every step of the canonical loop with torch.optim.SGD (variant None), or
+    with one of the common mistakes, written out by hand, to recognise it in the feedback."""
+    params = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in init]
+    trained = [p for i, p in enumerate(params) if i not in idle]
+    options = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay}
+    if variant == "nesterov":
+        options["nesterov"] = True
+    if variant == "no_momentum":
+        options["momentum"] = 0.0
+    if variant == "no_weight_decay":
+        options["weight_decay"] = 0.0
+    optimizer = torch.optim.SGD(params, **options)
+    buffers = [torch.zeros_like(p) for p in params]
+    started = [False] * len(params)
+    trajectory = []
+    for step_targets in targets:
+        optimizer.zero_grad(set_to_none=set_to_none)
+        drivers.sgd_loss(trained, [t for i, t in enumerate(step_targets) if i not in idle]).backward()
+        if variant in (None, "nesterov", "no_momentum", "no_weight_decay"):
+            optimizer.step()
+        else:
+            with torch.no_grad():
+                for i, p in enumerate(params):
+                    if p.grad is None:
+                        continue
+                    g = p.grad.clone()
+                    if variant == "decay_subtracted":
+                        g = g - weight_decay * p
+                    elif variant != "decay_after_momentum":
+                        g = g + weight_decay * p
+                    if momentum:
+                        if variant == "dampening":  # from a zero buffer
+                            buffers[i] = momentum * buffers[i] + (1 - momentum) * g
+                        elif variant == "dampening_after_first" and started[i]:
+                            buffers[i] = momentum * buffers[i] + (1 - momentum) * g
+                        elif variant == "dampening_after_first":
+                            buffers[i] = g
+                            started[i] = True
+                        else:
+                            buffers[i] = momentum * buffers[i] + g
+                        g = buffers[i]
+                    if variant == "decay_after_momentum":
+                        g = g + weight_decay * p
+                    p -= lr * g
+        trajectory.append([p.detach().numpy().copy() for p in params])
+    return trajectory
+
+
+SGD_MISTAKES = {
+    "decay_subtracted": "weight decay was subtracted from the gradient: torch.optim.SGD uses grad + weight_decay * p",
+    "decay_after_momentum": "weight decay was added after the momentum buffer: add weight_decay * p to the "
+                            "gradient first, then update the buffer with that",
+    "dampening": "the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * grad): torch.optim.SGD "
+                 "uses buf = momentum * buf + grad, starting from buf = grad on the first step",
+    "dampening_after_first": "the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * grad): "
+                             "torch.optim.SGD (no dampening) uses buf = momentum * buf + grad",
+    "nesterov": "that is Nesterov momentum: the course's SGD steps by the buffer itself",
+    "no_momentum": "momentum is ignored: keep one buffer per parameter, buf = momentum * buf + grad",
+    "no_weight_decay": "weight_decay is ignored: add weight_decay * p to the gradient",
+}
+
+
+def _sgd_diagnose(trajectory, init, targets, lr, momentum, weight_decay, set_to_none, idle=()):
+    if all(np.array_equal(np.asarray(p), a) for step in trajectory for p, a in zip(step, init)):
+        return ("the parameters never changed: step() must update them in place (p.add_, p.sub_ or "
+                "p.data) under torch.no_grad(), and __init__ should keep list(params), since params may be a "
+                "generator that runs out after one pass")
+    for variant, message in SGD_MISTAKES.items():
+        needs_decay = variant in ("decay_subtracted", "decay_after_momentum", "no_weight_decay")
+        needs_momentum = variant in ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov",
+                                     "no_momentum")
+        if (needs_decay and not weight_decay) or (needs_momentum and not momentum):
+            continue
+        expected = _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle, variant)
+        if all(is_close(p, e, rtol=1e-9, atol=1e-12) for step, ref in zip(trajectory, expected)
+               for p, e in zip(step, ref)):
+            return message
+    return None
+
+
+def _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none, **extra):
+    how = "SGD(a generator of params" if extra.get("as_generator") else "SGD(params"
+    call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
+            f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
+    got = run_driver(student, call, drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none, **extra)
+    if got["torch_optim"]:
+        fail(f"training.SGD used {got['torch_optim'][0]}: write the update yourself, without torch.optim.")
+    return got
+
+
+def _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none, idle=(),
+                      how="SGD(params"):
+    call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
+            f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
+    hint = None
+    for k, (step, ref) in enumerate(zip(got["trajectory"], expected)):
+        for i, (p, e) in enumerate(zip(step, ref)):
+            if is_close(p, e, rtol=1e-9, atol=1e-12):
+                continue
+            if hint is None:
+                hint = _sgd_diagnose(got["trajectory"], init, targets, lr, momentum, weight_decay, set_to_none, idle)
+                if hint is None and got["grad_changed"]:
+                    hint = ("step() changed p.grad (in place); if the momentum buffer IS the .grad "
+                            "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
+            extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
+            describe(student, f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
+            close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
+
+
+SGD_SETTINGS = [(0.1, 0.0, 0.0), (0.1, 0.9, 0.0), (0.05, 0.0, 0.1), (0.05, 0.9, 0.01)]
+
+
+@question("training.SGD", points=8)
+@pytest.mark.parametrize("lr,momentum,weight_decay", SGD_SETTINGS)
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
+    init, targets = _sgd_data(1)
+    expected = _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none)
+    got = _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none)
+    _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none)
+
+
+@question("training.SGD", points=2)
+@pytest.mark.parametrize("lr,momentum,weight_decay", [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)])
+def test_sgd_skips_params_without_grad(student, lr, momentum, weight_decay):
+    init, targets = _sgd_data(2)
+    idle = (1,)  # parameter 1 is not in the loss: its .grad stays None
+    expected = _reference_sgd(init, targets, lr, momentum, weight_decay, True, idle)
+    got = _run_sgd(student, init, targets, lr, momentum, weight_decay, True, idle=idle)
+    _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, True, idle)
+
+
+@question("training.SGD", points=1)
+def test_sgd_accepts_a_generator(student):
+    init, targets = _sgd_data(3)
+    expected = _reference_sgd(init, targets, 0.1, 0.9, 0.0, True)
+    got = _run_sgd(student, init, targets, 0.1, 0.9, 0.0, True, as_generator=True)
+    _check_trajectory(student, got, expected, init, targets, 0.1, 0.9, 0.0, True,
+                      how="SGD(model.parameters() (a generator)")
+
+
+@question("training.SGD", points=1)
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_sgd_step_keeps_grad(student, set_to_none):
+    init, targets = _sgd_data(4)
+    got = _run_sgd(student, init, targets, 0.05, 0.9, 0.1, set_to_none)
+    if got["grad_changed"]:
+        k, i = got["grad_changed"][0]
+        fail(f"SGD(params, lr=0.05, momentum=0.9, weight_decay=0.1), zero_grad(set_to_none={set_to_none}), "
+             f"backward, step(): step {k + 1} changed parameter {i}'s .grad. step() must leave .grad as "
+             "backward left it: build new tensors (g = p.grad + wd * p) instead of p.grad.add_(...), and "
+             "keep a clone of the gradient as the momentum buffer, not the .grad tensor itself.")
+
+
+@question("training.SGD", points=2)
+@pytest.mark.parametrize("set_to_none", [None, True, False], ids=["default", "True", "False"])
+def test_sgd_zero_grad(student, set_to_none):
+    init, _ = _sgd_data(5)
+    params = [torch.tensor(a, requires_grad=True) for a in init]
+    sum(((p + 1.0) ** 3).sum() for p in params).backward()
+    reference = torch.optim.SGD(params, lr=0.1)
+    if set_to_none is None:
+        reference.zero_grad()
+    else:
+        reference.zero_grad(set_to_none=set_to_none)
+    call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
+    got = run_driver(student, f"SGD(params, lr=0.1), backward, then {call}", drivers.sgd_zero_grad, init, set_to_none)
+    if got["torch_optim"]:
+        fail(f"training.SGD used {got['torch_optim'][0]}: write it yourself, without torch.optim.")
+    for i, (p, g) in enumerate(zip(params, got["grads"])):
+        if p.grad is None:
+            if g is not None:
+                fail(f"after {call}, parameter {i}'s .grad is an array; expected None"
+                     + (" (set_to_none defaults to True, as in torch.optim)" if set_to_none is None else "") + ".")
+        else:
+            if g is None:
+                fail(f"after {call}, parameter {i}'s .grad is None; expected a tensor of zeros "
+                     "(set_to_none=False zeroes the gradient instead of dropping it).")
+            describe(student, f"after {call}, parameter {i}'s .grad")
+            close(g, p.grad.numpy(), rtol=0, atol=0, what="entries")
+
+
+# ------------------------------------------------------------------------ steps_per_epoch
+
+STEPS_CASES = [(10000, 128, False), (10000, 128, True), (60000, 64, False), (100, 10, False),
+               (100, 10, True), (5, 10, False), (5, 10, True), (0, 4, False), (1, 1, False), (1438, 32, False)]
+
+
+@question("training.steps_per_epoch", points=3)
+@pytest.mark.parametrize("n,batch_size,drop_last", STEPS_CASES)
+def test_steps_per_epoch(student, n, batch_size, drop_last):
+    expected = len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
+    got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
+                       student.training.steps_per_epoch, n, batch_size, drop_last=drop_last)
+
+    def diagnose(value):
+        if isinstance(value, float):
+            return "a float came back: use integer arithmetic (// and a ceiling), the count is an int"
+        if not drop_last and value == n // batch_size:
+            return "rounded down: without drop_last the last, partial batch is one more step"
+        if drop_last and value == -(-n // batch_size):
+            return "with drop_last=True the last, partial batch is dropped: round down"
+        return None
+
+    expect_equal(got, expected, diagnose=diagnose)
+
+
+@question("training.steps_per_epoch", points=1)
+@pytest.mark.parametrize("batch_size", [0, -4])
+def test_steps_per_epoch_invalid(student, batch_size):
+    with pytest.raises(ValueError):  # what PyTorch does with such a batch size
+        torch.utils.data.DataLoader(range(10), batch_size=batch_size)
+    with expect_raises(ValueError, because=f"batch_size={batch_size} is not a positive number of examples"):
+        student.training.steps_per_epoch(10, batch_size)
+
+
+# ------------------------------------------------------------------------ train_epoch
+
+EPOCH_SIZES = (20, 16, 4)
+BATCHINGS = {
+    # name: (examples, batch size, shuffle seed or None)
+    "shuffled": (64, 16, 3),
+    "ragged": (50, 16, None),
+}
+
+
+def _epoch_data(n, seed=31):
+    rng = np.random.default_rng([seed, n])
+    X = rng.normal(size=(n, EPOCH_SIZES[0])).astype(np.float32)
+    Y = rng.integers(0, EPOCH_SIZES[2], size=n).astype(np.int64)
+    return X, Y
+
+
+def _reference_epoch(state, X, Y, batch_size, seed, lr, momentum, device):
+    model = load_ref(RefMLP, EPOCH_SIZES, state, device, torch.float32)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    loss_fn = nn.CrossEntropyLoss()
+    snapshots, losses, sizes = [], [], []
+    for x, y in drivers.make_loader(X, Y, batch_size, seed):
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        snapshots.append({k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()})
+        losses.append(loss.item())
+        sizes.append(len(y))
+    return snapshots, losses, sizes
+
+
+def _run_epoch(student, device, batching, momentum):
+    n, batch_size, seed = BATCHINGS[batching]
+    X, Y = _epoch_data(n)
+    state = mlp_state(EPOCH_SIZES, seed=32)
+    lr = 0.1
+    call = (f"train_epoch(MLP{EPOCH_SIZES}, a loader of {n} examples in batches of {batch_size}"
+            f"{', shuffled' if seed is not None else ''}, SGD(lr={lr}, momentum={momentum}), "
+            f"CrossEntropyLoss(), {device!r})")
+    got = run_driver(student, call, drivers.train_epoch_run, EPOCH_SIZES, state, X, Y, batch_size, seed, lr,
+                     momentum, device)
+    reference = _reference_epoch(state, X, Y, batch_size, seed, lr, momentum, device)
+    return got, reference, call
+
+
+def _loop_mistake(events, batches, device):
+    """Name what is wrong with the order of calls in the student's loop, if anything."""
+    steps, zeros = events.count("step"), events.count("zero_grad")
+    forwards = [e for e in events if e.startswith("forward:")]
+    if any(e != f"forward:{torch.device(device).type}" for e in forwards):
+        return f"the batches were not moved to the device: x.to(device), y.to(device) (the model is on {device})"
+    if steps != batches:
+        return f"optimizer.step() ran {steps} times for {batches} batches: one step per batch"
+    if zeros == 0:
+        return ("optimizer.zero_grad() is never called: every batch's gradients are added to the previous "
+                "ones'. Call it once per batch, before loss.backward()")
+    first_step, first_backward = events.index("step"), events.index("backward") if "backward" in events else None
+    if first_backward is None or first_step < first_backward:
+        return "optimizer.step() ran before loss.backward(): each step used stale (or no) gradients"
+    for b, event in enumerate(events):
+        if event == "backward" and "step" in events[b:]:
+            s = events.index("step", b)
+            if "zero_grad" in events[b:s]:
+                return "zero_grad() ran between backward() and step(): the step saw no gradients"
+    return None
+
+
+@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",))
+@pytest.mark.parametrize("device", VALUE_DEVICES)
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("batching", sorted(BATCHINGS))
+def test_train_epoch_parameters(student, device, momentum, batching):
+    got, (snapshots, _, _), call = _run_epoch(student, device, batching, momentum)
+    mistake = _loop_mistake(got["events"], len(snapshots), device)
+    if len(got["snapshots"]) != len(snapshots):
+        fail(f"{call}: optimizer.step() was called {len(got['snapshots'])} times; expected {len(snapshots)}, "
+             "once per batch." + (f" Likely mistake: {mistake}." if mistake else ""))
+    rtol, atol = tolerance(device, "float32")
+    for k, (mine, ref) in enumerate(zip(got["snapshots"], snapshots)):
+        for key, value in ref.items():
+            describe(student, f"{call}: {key} after step {k + 1}")
+            close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
+
+
+@question("training.train_epoch", points=4, use_reference=("torch_mlp.py",))
+@pytest.mark.parametrize("device", VALUE_DEVICES)
+@pytest.mark.parametrize("batching", sorted(BATCHINGS))
+def test_train_epoch_loss(student, device, batching):
+    got, (_, losses, sizes), call = _run_epoch(student, device, batching, 0.9)
+    returned = got["returned"]
+    if isinstance(returned, dict):
+        fail(f"{call} returned a tensor; expected a Python float: accumulate loss.item() (a tensor total "
+             "also keeps every batch's graph alive).")
+    value = number(returned, f"{call} returned {returned!r}")
+    batch_losses = torch.tensor(losses, dtype=torch.float64)
+    expected = batch_losses.mean().item()
+    weighted = (batch_losses * torch.tensor(sizes, dtype=torch.float64)).sum().item() / sum(sizes)
+    if np.isclose(value, expected, rtol=1e-5, atol=1e-7):
+        return
+    hint = first_match(value, [
+        (batch_losses.sum().item(), "that is the SUM of the batch losses: divide by the number of batches"),
+        (losses[-1], "that is the last batch's loss only: average over all batches"),
+        (weighted if sizes[-1] != sizes[0] else None,
+         "that weighs each batch by its size: return the plain mean of the batch losses"),
+        (losses[0], "that is the first batch's loss only: average over all batches"),
+    ], rtol=1e-5, atol=1e-7)
+    if hint is None:
+        hint = _loop_mistake(got["events"], len(losses), device)
+    fail(f"{call} returned {value:.8g}; expected {expected:.8g}, the mean of the {len(losses)} batch losses."
+         + (f" Likely mistake: {hint}." if hint else ""))
+
+
+# ------------------------------------------------------------------------ evaluate
+
+PROBE_SIZES = (20, 16, 4)
+EVAL_BATCHINGS = {"even": (64, 16), "ragged": (70, 32)}
+
+
+def _eval_case(n, device):
+    torch.manual_seed(41)
+    probe = drivers.Probe(*PROBE_SIZES).to(torch.float32)
+    state = {k: v.detach().numpy().copy() for k, v in probe.state_dict().items()}
+    rng = np.random.default_rng([42, n])
+    X = rng.normal(size=(n, PROBE_SIZES[0])).astype(np.float32)
+    reference = load_ref(drivers.Probe, PROBE_SIZES, state, device, torch.float32).eval()
+    with torch.no_grad():
+        predicted = reference(torch.tensor(X, device=device)).argmax(dim=1).cpu().numpy()
+    wrong = rng.random(n) < 0.35  # about a third of the labels disagree with the model
+    Y = np.where(wrong, (predicted + 1) % PROBE_SIZES[2], predicted).astype(np.int64)
+    correct = int((torch.tensor(predicted) == torch.tensor(Y)).sum().item())
+    return state, X, Y, correct
+
+
+def _run_eval(student, device, batching, start_training):
+    n, batch_size = EVAL_BATCHINGS[batching]
+    state, X, Y, correct = _eval_case(n, device)
+    call = (f"evaluate(a model in {'train' if start_training else 'eval'} mode, a loader of {n} examples "
+            f"in batches of {batch_size}, {device!r})")
+    got = run_driver(student, call, drivers.evaluate_run, PROBE_SIZES, state, X, Y, batch_size, start_training,
+                     device)
+    return got, call, n, batch_size, correct
+
+
+@question("training.evaluate", points=3)
+@pytest.mark.parametrize("device", VALUE_DEVICES)
+@pytest.mark.parametrize("batching", sorted(EVAL_BATCHINGS))
+@pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])
+def test_evaluate_accuracy(student, device, batching, start_training):
+    got, call, n, batch_size, correct = _run_eval(student, device, batching, start_training)
+    if isinstance(got["returned"], dict):
+        fail(f"{call} returned a tensor; expected a Python float in [0, 1] (use .item()).")
+    value = number(got["returned"], f"{call} returned {got['returned']!r}")
+    expected = correct / n
+    if np.isclose(value, expected, rtol=1e-6, atol=1e-6):
+        return
+    batches = -(-n // batch_size)
+    hint = first_match(value, [
+        (correct, "that is the number of correct predictions: divide by the number of examples"),
+        (expected * 100, "that is a percentage: return a fraction in [0, 1]"),
+        (correct / batches, "divided by the number of batches: divide by the number of examples"),
+        (correct / (batches * batch_size) if n % batch_size else None,
+         "divided by batches * batch_size, but the last batch is smaller: count the examples (y.numel())"),
+    ], rtol=1e-6, atol=1e-6)
+    if hint is None and any(c["training"] for c in got["calls"]):
+        hint = "the model ran in train mode (its dropout was active): call model.eval() first"
+    fail(f"{call} returned {value:.6g}; expected {expected:.6g} ({correct} of {n} correct)."
+         + (f" Likely mistake: {hint}." if hint else ""))
+
+
+@question("training.evaluate", points=2)
+@pytest.mark.parametrize("device", VALUE_DEVICES)
+@pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])
+def test_evaluate_eval_mode_no_graph(student, device, start_training):
+    got, call, *_ = _run_eval(student, device, "ragged", start_training)
+    calls = got["calls"]
+    if not calls:
+        fail(f"{call} never ran the model.")
+    if any(c["training"] for c in calls):
+        fail(f"{call}: the model ran in train mode ({sum(c['training'] for c in calls)} of {len(calls)} "
+             "forward passes), so dropout and batch norm behave as in training. Call model.eval() before "
+             "the loop.")
+    if any(c["grad"] for c in calls):
+        fail(f"{call}: gradients were enabled during the forward passes, so autograd built a graph for "
+             "nothing. Run the loop inside `with torch.no_grad():`.")
+    if any(c["device"] != torch.device(device).type for c in calls):
+        fail(f"{call}: the batches reached the model on {calls[0]['device']}; move them with x.to(device).")
+
+
+@question("training.evaluate", points=1)
+@pytest.mark.parametrize("device", VALUE_DEVICES)
+@pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])
+def test_evaluate_restores_mode(student, device, start_training):
+    got, call, *_ = _run_eval(student, device, "even", start_training)
+    if got["training_after"] != start_training:
+        mode = "train" if got["training_after"] else "eval"
+        fail(f"{call} left the model in {mode} mode; it must restore the mode it had "
+             "(remember model.training, then model.train(that) at the end).")

@@ -1,0 +1,203 @@
+"""Public checks for 03_mlp: a few cases per question. Run them with `checks test 03_mlp`.
+
+Passing these is a good sign, not a guarantee: the hidden suite checks more cases (other shapes,
+float64, every device, momentum with weight decay, ...). Every expected value below is computed
+by PyTorch."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import public_drivers
+from checks.suite import StudentRaised, expect_close, expect_equal, fail, question
+
+
+def _run(student, text, driver, *args):
+    """student.run(driver, ...), reported as `text` (what it does) if your code raises."""
+    try:
+        return student.run(driver, *args)
+    except StudentRaised as raised:
+        message = str(raised)
+        fail(text + message[len(raised.call):] if message.startswith(raised.call) else message)
+
+
+def _t(array, grad=False):
+    return torch.tensor(np.asarray(array), dtype=torch.float64, requires_grad=grad)
+
+
+def _params(d_in, d_hidden, d_out, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"W1": rng.normal(size=(d_in, d_hidden)) / np.sqrt(d_in), "b1": rng.normal(size=d_hidden) * 0.1,
+            "W2": rng.normal(size=(d_hidden, d_out)) / np.sqrt(d_hidden), "b2": rng.normal(size=d_out) * 0.1}
+
+
+# ------------------------------------------------------------------------ numpy_mlp
+
+@question("numpy_mlp.linear_forward", points=1, block_imports=("torch",))
+def test_linear_forward(student):
+    rng = np.random.default_rng(1)
+    X, W, b = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
+    expect_close(student.numpy_mlp.linear_forward(X, W, b), (_t(X) @ _t(W) + _t(b)).numpy())
+
+
+@question("numpy_mlp.linear_backward", points=1, block_imports=("torch",))
+def test_linear_backward(student):
+    rng = np.random.default_rng(2)
+    X, W, b, grad_Y = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2), rng.normal(size=(4, 2))
+    Xt, Wt, bt = _t(X, True), _t(W, True), _t(b, True)
+    (Xt @ Wt + bt).backward(_t(grad_Y))
+    grad_X, grad_W, grad_b = student.numpy_mlp.linear_backward(X, W, grad_Y)
+    expect_close(grad_X, Xt.grad.numpy(), what="entries of grad_X")
+    expect_close(grad_W, Wt.grad.numpy(), what="entries of grad_W")
+    expect_close(grad_b, bt.grad.numpy(), what="entries of grad_b")
+
+
+@question("numpy_mlp.softmax_cross_entropy", points=1, block_imports=("torch",))
+@pytest.mark.parametrize("scale", [1.0, 1000.0], ids=["normal", "huge_logits"])
+def test_softmax_cross_entropy(student, scale):
+    rng = np.random.default_rng(3)
+    logits, y = rng.normal(size=(5, 4)) * scale, np.array([0, 3, 1, 1, 2])
+    logits_t = _t(logits, True)
+    loss_t = F.cross_entropy(logits_t, torch.tensor(y))
+    loss_t.backward()
+    loss, grad = student.numpy_mlp.softmax_cross_entropy(logits, y)
+    expect_close(loss, loss_t.item(), what="loss")
+    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits")
+
+
+@question("numpy_mlp.forward", points=1, block_imports=("torch",))
+def test_forward_images(student):
+    params = _params(784, 8, 10)
+    X = np.random.default_rng(4).uniform(size=(3, 1, 28, 28))
+    t = {key: _t(value) for key, value in params.items()}
+    logits_t = torch.relu(_t(X).reshape(3, -1) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
+    logits = _run(student, "forward(params, X of shape (3, 1, 28, 28))", public_drivers.forward_logits, params, X)
+    expect_close(logits, logits_t.numpy(), what="logits")
+
+
+@question("numpy_mlp.backward", points=1, block_imports=("torch",))
+def test_backward(student):
+    params = _params(6, 5, 3)
+    X, grad_logits = np.random.default_rng(6).normal(size=(4, 6)), np.random.default_rng(7).normal(size=(4, 3))
+    t = {key: _t(value, True) for key, value in params.items()}
+    logits_t = torch.relu(_t(X) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
+    (logits_t * _t(grad_logits)).sum().backward()
+    _, grads = _run(student, "backward(params, cache, grad_logits) after forward(params, X)",
+                     public_drivers.forward_then_backward, params, X, grad_logits)
+    for key in params:
+        if key not in grads:
+            fail(f"backward returned keys {sorted(grads)}; expected {sorted(params)}.")
+        expect_close(grads[key], t[key].grad.numpy(), what=f"entries of grad {key}")
+
+
+@question("numpy_mlp.sgd_update", points=1, block_imports=("torch",))
+def test_sgd_update(student):
+    params, grads = _params(3, 2, 2, seed=8), _params(3, 2, 2, seed=9)
+    new = student.numpy_mlp.sgd_update(params, grads, 0.1)
+    for key in params:
+        expect_close(new[key], (_t(params[key]) - 0.1 * _t(grads[key])).numpy(), what=f"entries of {key}")
+
+
+# ------------------------------------------------------------------------ torch_mlp
+
+@question("torch_mlp.MLP", points=1)
+def test_mlp_matches_reference(student):
+    torch.manual_seed(0)
+    reference = nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10)).double()
+    names = {"fc1.weight": "1.weight", "fc1.bias": "1.bias", "fc2.weight": "3.weight", "fc2.bias": "3.bias"}
+    state = {name: reference.state_dict()[ref].numpy() for name, ref in names.items()}
+    x = torch.rand(2, 1, 28, 28, dtype=torch.float64)
+    grad_out = torch.randn(2, 10, dtype=torch.float64)
+    out = reference(x)
+    (out * grad_out).sum().backward()
+    got = _run(student, "MLP(784, 16, 10) with a state_dict loaded, forward and backward",
+               public_drivers.mlp_run, (784, 16, 10), state, x.numpy(), grad_out.numpy())
+    expect_equal(got["keys"], sorted(names))
+    expect_close(got["out"], out.detach().numpy(), what="logits")
+    for name, ref in names.items():
+        expect_close(got["grads"][name], dict(reference.named_parameters())[ref].grad.numpy(),
+                     what=f"entries of {name}.grad")
+
+
+@question("torch_mlp.count_parameters", points=1)
+def test_count_parameters_frozen_layer(student):
+    model = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5))
+    model[0].requires_grad_(False)
+    expect_equal(_run(student, "count_parameters(Linear(30, 20) frozen, ReLU, Linear(20, 5))",
+                      public_drivers.count_frozen, 30, 20, 5),
+                 sum(p.numel() for p in model.parameters() if p.requires_grad))
+
+
+# ------------------------------------------------------------------------ training
+
+@question("training.SGD", points=1)
+@pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 0.1)])
+def test_sgd_matches_torch(student, momentum, weight_decay):
+    rng = np.random.default_rng(10)
+    init = [rng.normal(size=(3, 2)), rng.normal(size=2)]
+    grads = [[rng.normal(size=a.shape) for a in init] for _ in range(3)]
+    params = [_t(a, True) for a in init]
+    optimizer = torch.optim.SGD(params, lr=0.1, momentum=momentum, weight_decay=weight_decay)
+    expected = []
+    for step_grads in grads:
+        optimizer.zero_grad()
+        for p, g in zip(params, step_grads):
+            p.grad = _t(g)
+        optimizer.step()
+        expected.append([p.detach().numpy().copy() for p in params])
+    got = _run(student, f"SGD(params, lr=0.1, momentum={momentum}, weight_decay={weight_decay}), 3 steps",
+               public_drivers.sgd_steps, init, grads, 0.1, momentum, weight_decay)
+    for k, (step, ref) in enumerate(zip(got["trajectory"], expected)):
+        for p, e in zip(step, ref):
+            expect_close(p, e, what=f"parameter entries after step {k + 1}")
+    expect_equal(got["grads_after_zero_grad"], [True, True])
+
+
+@question("training.steps_per_epoch", points=1)
+@pytest.mark.parametrize("n,batch_size,drop_last", [(100, 32, False), (100, 32, True)])
+def test_steps_per_epoch(student, n, batch_size, drop_last):
+    loader = torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last)
+    expect_equal(student.training.steps_per_epoch(n, batch_size, drop_last=drop_last), len(loader))
+
+
+def _train_case():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 20)).astype(np.float32)
+    Y = rng.integers(0, 4, size=40).astype(np.int64)
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 4))
+    state = {key: value.numpy().copy() for key, value in model.state_dict().items()}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for x, y in torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.tensor(X), torch.tensor(Y)),
+                                            batch_size=10):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    after = {key: value.numpy().copy() for key, value in model.state_dict().items()}
+    with torch.no_grad():
+        accuracy = (model(torch.tensor(X)).argmax(1) == torch.tensor(Y)).double().mean().item()
+    return X, Y, state, sum(losses) / len(losses), after, accuracy
+
+
+@question("training.train_epoch", points=1)
+def test_train_epoch(student):
+    X, Y, state, mean_loss, after, _ = _train_case()
+    got = _run(student, "train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)",
+               public_drivers.train_once, state, X, Y, 10, 0.1)
+    expect_close(got["loss"], mean_loss, rtol=1e-5, atol=1e-6, what="mean batch loss")
+    for key, value in after.items():
+        expect_close(got["state"][key], value, rtol=1e-5, atol=1e-6, what=f"entries of {key} after the epoch")
+
+
+@question("training.evaluate", points=1)
+def test_evaluate(student):
+    X, Y, _, _, after, accuracy = _train_case()
+    got = _run(student, "evaluate(a model in train mode, 40 examples in batches of 16, cpu)",
+               public_drivers.evaluate_once, after, X, Y, 16)
+    expect_close(got["accuracy"], accuracy, rtol=1e-6, atol=1e-6, what="accuracy")
+    expect_equal(got["training_after"], True)
