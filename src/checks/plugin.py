@@ -18,7 +18,7 @@ from _pytest.reports import TestReport
 from checks import suite
 from checks.course import Assignment
 from checks.jail import SANDBOX_UID_BASE
-from checks.sandbox import Limits, WorkerConfig, Zygote
+from checks.sandbox import Limits, WorkerConfig, Zygote, kill_uid
 from checks.scoring import CaseResult
 from checks.student import QuestionSandbox, Student, StudentFault
 
@@ -55,6 +55,7 @@ class ChecksPlugin:
         self.close()
         files = dict(self.files)
         if self.use_references and options["use_reference"]:
+            self._kill_strays()  # nothing the student started earlier may meet the reference files
             files.update(self.assignment.reference_files(options["use_reference"]))
         config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
@@ -65,6 +66,11 @@ class ChecksPlugin:
         if self._open is not None:
             self._open[1].close()
             self._open = None
+
+    def _kill_strays(self) -> None:
+        """Every process of the submission's uid: daemons that left their process group."""
+        if self.uid is not None:
+            kill_uid(self.uid)
 
     # ------------------------------------------------------------ recording
 
@@ -111,6 +117,7 @@ class ChecksPlugin:
 
     def pytest_sessionfinish(self) -> None:
         self.close()
+        self._kill_strays()  # no process of a submission outlives its grading
 
 
 def _question_options(node: pytest.Item) -> dict[str, Any]:

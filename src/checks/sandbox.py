@@ -85,10 +85,9 @@ class WorkerTimedOut(Exception):
 class Worker:
     """The grader's handle to one sandbox process."""
 
-    def __init__(self, pid: int, sock: socket.socket, uid: int | None = None) -> None:
+    def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
-        self.uid = uid
         self.alive = True
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
@@ -117,7 +116,7 @@ class Worker:
             raise ReplyRefused(str(error)) from None
 
     def kill(self) -> None:
-        """Kill the worker, its process group and, with a uid of its own, every process of that uid."""
+        """Kill the worker and its process group (detached daemons: see kill_uid)."""
         if not self.alive:
             return
         self.alive = False
@@ -126,8 +125,6 @@ class Worker:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
-        if self.uid is not None:
-            kill_uid(self.uid)
         self.sock.close()
 
 
@@ -177,7 +174,7 @@ class Zygote:
         finally:
             theirs.close()
         send_frame(ours, pickle.dumps(config.to_wire(), protocol=pickle.HIGHEST_PROTOCOL))
-        return Worker(pid, ours, config.uid)
+        return Worker(pid, ours)
 
     def _why_unavailable(self, error: BaseException) -> str:
         if self._process is not None and self._process.poll() is not None:
