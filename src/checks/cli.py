@@ -93,7 +93,8 @@ def _show(result: SubmissionResult, *, show_points: bool) -> None:
     console.print(question_table(result, show_points=show_points))
     print_failures(console, result)
     if result.error:
-        console.print(f"\n[red]The grader could not run these checks:[/red] {result.error}", markup=True)
+        console.print("\nThe grader could not run these checks:", style="red")
+        console.print(result.error, markup=False)
 
 
 def _grade(root: Path, args: argparse.Namespace) -> int:

@@ -120,12 +120,16 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     try:
         submission = source.load()
     except SubmissionError as error:
-        result.warnings.append(f"The submission could not be read: {error}")
-        result.questions = [QuestionResult(q.qid, 0.0, q.points, str(error), 0, 1) for q in assignment.quiz]
-        return result
+        # grade nothing, so that every question is listed at 0 with the reason
+        unreadable = f"The submission could not be read: {error}"
+        result.warnings.append(unreadable)
+        submission = Submission(source.name, {})
+    else:
+        unreadable = ""
     result.warnings += submission.warnings
-    result.warnings += [f"{name} is missing from the submission" for name in assignment.files
-                        if name not in submission.files]
+    if not unreadable:
+        result.warnings += [f"{name} is missing from the submission" for name in assignment.files
+                            if name not in submission.files]
     files = {**submission.files, **assignment.course_files()}
     plugin = ChecksPlugin(assignment, files, zygote, use_references=not public, limits=limits)
     suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
@@ -137,6 +141,9 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     result.questions = score_cases(plugin.cases)
     if not public:
         result.questions += grade_quiz(assignment.quiz, submission.files)
+    if unreadable:
+        result.questions = [QuestionResult(q.qid, 0.0, q.max_score, unreadable, 0, q.total_cases)
+                            for q in result.questions]
     result.devices = sorted(plugin.devices or {"cpu"})
     result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)

@@ -233,10 +233,14 @@ def question_table(result: SubmissionResult, *, show_points: bool = True) -> Tab
     return table
 
 
+_CALL_THEN_OUTCOME = re.compile(r"^(\w+)\((.{20,}?)\) (raised|returned|crashed|did not|was not|sent back) ")
+
+
 def _first_problem(feedback: str, limit: int = 160) -> str:
+    """The first failure, its long argument list elided: the outcome is what must fit a cell."""
     lines = feedback.splitlines()
     first = next((line[2:] for line in lines if line.startswith("- ")), lines[0] if lines else "")
-    return _shorten(first, limit)
+    return _shorten(_CALL_THEN_OUTCOME.sub(r"\1(...) \3 ", first), limit)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -63,6 +63,9 @@ def _read_folder(root: Path) -> Submission:
             if full.is_symlink():
                 submission.warnings.append(f"{relative}: a symlink, ignored")
                 continue
+            if not full.is_file():
+                submission.warnings.append(f"{relative}: not a regular file (a fifo or device?), ignored")
+                continue
             size = full.stat().st_size
             total += size
             _check_budget(root.name, relative, size, total, len(submission.files) + 1)
