@@ -27,7 +27,7 @@ from checks.submissions import Submission, SubmissionError, read_submission, sub
 
 # No config file, no cache, and none of the per-test plugins whose output nobody reads here
 # (capture, logging, warnings, faulthandler): together they cost more than the checks.
-PYTEST_ARGS = ("-q", "-c", os.devnull, "-s", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:warnings",
+PYTEST_ARGS = ("-c", os.devnull, "-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:warnings",
                "-p", "no:faulthandler")
 
 
