@@ -571,23 +571,7 @@ def _chain_ops(seed, use_w):
 
 def _torch_chain(x_data, w_data, ops):
     x0, w = t64(x_data, requires_grad=True), t64(w_data, requires_grad=True)
-    x = x0
-    for op in ops:
-        kind = op[0]
-        if kind == "add_c":
-            x = x + op[1]
-        elif kind == "mul_c":
-            x = x * op[1]
-        elif kind == "sub_c":
-            x = op[1] - x
-        elif kind == "div_c":
-            x = x / op[1]
-        elif kind == "neg":
-            x = -x
-        elif kind == "add_w":
-            x = x + w
-        else:
-            x = x * w
+    x = drivers.apply_chain(x0, w, ops)
     loss = x.sum()
     loss.backward()
     return loss.detach().numpy().copy(), [None if t.grad is None else t.grad.numpy().copy() for t in (x0, w)]
