@@ -99,6 +99,11 @@ def _show(result: SubmissionResult, *, show_points: bool) -> None:
 
 def _grade(root: Path, args: argparse.Namespace) -> int:
     assignment = load_assignment(root, args.assignment)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     paths = expand_submission_paths([p for p in args.submissions])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                   f"into {args.out} (sandbox: {choose_isolation().description}; device: {args.device})")
