@@ -34,7 +34,7 @@ class ChecksPlugin:
         self.cases: list[CaseResult] = []
         self.devices: set[str] = set()
         self.errors: list[str] = []
-        self._open: tuple[str, QuestionSandbox] | None = None
+        self._open: tuple[tuple, QuestionSandbox] | None = None
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if zygote.isolation.per_submission_uid else None
 
@@ -50,7 +50,8 @@ class ChecksPlugin:
 
     def _sandbox_for(self, options: dict[str, Any]) -> QuestionSandbox:
         """One sandbox per question: reference files and import blocks never leak across."""
-        if self._open is not None and self._open[0] == options["qid"]:
+        key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
+        if self._open is not None and self._open[0] == key:
             return self._open[1]
         self.close()
         files = dict(self.files)
@@ -59,7 +60,7 @@ class ChecksPlugin:
             files.update(self.assignment.reference_files(options["use_reference"]))
         config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
-        self._open = (options["qid"], sandbox)
+        self._open = (key, sandbox)
         return sandbox
 
     def close(self) -> None:

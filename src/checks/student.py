@@ -114,7 +114,7 @@ class QuestionSandbox:
                                  "or CPU limit; the calls after it ran in a fresh one") from None
         try:
             return _value_or_fault(call, header, payload)
-        except UnsupportedReturn:
+        except (UnsupportedReturn, StudentCrashed):
             self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
             raise
 

@@ -159,7 +159,6 @@ class _Session:
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         _flush()
         os.truncate(self.output_path, 0)  # each call gets the whole output budget (RLIMIT_FSIZE)
-        start = 0
         try:
             if request["op"] == "call":
                 target = self._student_function(request["module"], request["name"])
@@ -170,10 +169,10 @@ class _Session:
             header = self._raised(error)
         else:
             try:
-                return {"status": "returned", "output": self._output_since(start)}, codec.encode(result)
+                return {"status": "returned", "output": self._output()}, codec.encode(result)
             except (codec.UnsupportedType, RecursionError, MemoryError, ValueError) as error:
                 header = {"status": "unsupported", "message": str(error)[:500]}
-        header["output"] = self._output_since(start)
+        header["output"] = self._output()
         return header, None
 
     def _student_function(self, module_name: str, name: str) -> Any:
@@ -222,13 +221,12 @@ class _Session:
         return [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}: {(f.line or '').strip()}"[:300]
                 for f in frames if f.filename.startswith(self.home)][-3:]
 
-    def _output_since(self, start: int) -> str:
+    def _output(self) -> str:
+        """The end of what this call printed."""
         _flush()
         size = os.path.getsize(self.output_path)
-        if size <= start:
-            return ""
         with open(self.output_path, "rb") as handle:
-            handle.seek(max(start, size - OUTPUT_EXCERPT_BYTES))
+            handle.seek(max(0, size - OUTPUT_EXCERPT_BYTES))
             return handle.read().decode("utf-8", "replace")
 
 
