@@ -48,6 +48,10 @@ class Assignment:
     def public_tests_dir(self) -> Path:
         return self.release_dir / "tests"
 
+    def suite_dir(self, public: bool) -> Path:
+        """The public checks students run, or the hidden suite."""
+        return self.public_tests_dir if public else self.autograder_dir
+
     @property
     def modules(self) -> frozenset[str]:
         """Importable module names a suite may reach through the `student` fixture."""

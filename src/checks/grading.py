@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from checks import __version__, jail
+from checks import jail
 from checks.course import Assignment
 from checks.pool import run_forked
 from checks.quiz import grade_quiz
@@ -26,9 +26,9 @@ from checks.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.submissions import Submission, SubmissionError, read_submission, submission_name
 
 # No config file, no cache, and none of the per-test plugins whose output nobody reads here
-# (capture, logging, warnings, faulthandler): together they cost more than the checks.
-PYTEST_ARGS = ("-c", os.devnull, "-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:warnings",
-               "-p", "no:faulthandler")
+# (terminal, capture, logging, warnings, faulthandler): together they cost more than the checks.
+PYTEST_ARGS = ("-c", os.devnull, "-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
+               "-p", "no:warnings", "-p", "no:faulthandler")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     if duplicates:
         raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
-    suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
+    suite_dir = assignment.suite_dir(public)
     # the zygote is forked before any suite code is imported: workers never see it
     with Zygote(isolation) as zygote, suite_preimported(suite_dir):
         jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits)) for source in sources]
@@ -132,7 +132,7 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
                             if name not in submission.files]
     files = {**submission.files, **assignment.course_files()}
     plugin = ChecksPlugin(assignment, files, zygote, use_references=not public, limits=limits)
-    suite_dir = assignment.public_tests_dir if public else assignment.autograder_dir
+    suite_dir = assignment.suite_dir(public)
     pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin])
     if not plugin.cases:
         plugin.errors.append(f"the suite in {suite_dir} ran no checks")
@@ -148,7 +148,3 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)
     return result
-
-
-def grader_version() -> str:
-    return __version__
