@@ -21,12 +21,19 @@ def test_a_question_is_worth_the_sum_of_its_test_functions():
 
 
 def test_feedback_lists_a_few_distinct_failures_and_counts_the_rest():
-    cases = [case("t", False, message=f"m{i % 5}") for i in range(10)]
+    cases = [case("t", False, message=f"f({i}) returned {i}; expected {i + 1}.") for i in range(10)]
     (q,) = score_cases(cases)
     lines = q.feedback.splitlines()
     assert lines[0] == "10 of 10 checks failed."
-    assert lines[1:4] == ["- m0", "- m1", "- m2"]
-    assert lines[4] == "- ... and 4 more failing cases."
+    assert lines[1:4] == ["- f(0) returned 0; expected 1.", "- f(1) returned 1; expected 2.", "- f(2) returned 2; expected 3."]
+    assert lines[4] == "- ... and 7 more failing cases."
+
+
+def test_cases_that_failed_the_same_way_are_shown_once():
+    stub = "raised NotImplementedError: numel: multiply the sizes (still the stub: implement it)"
+    cases = [case("t", False, message=f"numel({shape}) {stub}") for shape in ["(2, 3)", "()", "(0,)"]]
+    (q,) = score_cases(cases)
+    assert q.feedback.splitlines()[1:] == [f"- numel((2, 3)) {stub} (2 more cases failed the same way)"]
 
 
 def test_questions_keep_their_order_and_stay_separate():

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from checks import __version__
 from checks.scoring import SubmissionResult
+from checks.summary import elide_arguments
 
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
@@ -233,14 +234,11 @@ def question_table(result: SubmissionResult, *, show_points: bool = True) -> Tab
     return table
 
 
-_CALL_THEN_OUTCOME = re.compile(r"^(\w+)\((.{20,}?)\) (raised|returned|crashed|did not|was not|sent back) ")
-
-
 def _first_problem(feedback: str, limit: int = 160) -> str:
     """The first failure, its long argument list elided: the outcome is what must fit a cell."""
     lines = feedback.splitlines()
     first = next((line[2:] for line in lines if line.startswith("- ")), lines[0] if lines else "")
-    return _shorten(_CALL_THEN_OUTCOME.sub(r"\1(...) \3 ", first), limit)
+    return _shorten(elide_arguments(first), limit)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
+from checks.summary import elide_arguments
+
 MAX_FAILURES_SHOWN = 3
 
 
@@ -91,6 +93,8 @@ def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
 
 
 def _feedback(cases: list[CaseResult]) -> str:
+    """A count, then a few failures; cases that failed the same way (a stub, one exception) are
+    shown once with how many more there were."""
     failures = [c for c in cases if not c.passed]
     if not failures:
         return f"All {len(cases)} checks passed."
@@ -98,14 +102,14 @@ def _feedback(cases: list[CaseResult]) -> str:
     if any(c.grader_error for c in failures):
         lines.append("Some checks could not run because of a problem in the grader itself; "
                      "tell the course staff (this is not your mistake).")
-    shown: list[str] = []
+    alike: dict[str, list] = {}  # outcome -> [first message, how many]
     for case in failures:
-        if case.message not in shown:
-            shown.append(case.message)
-        if len(shown) == MAX_FAILURES_SHOWN:
-            break
-    lines += [f"- {message}" for message in shown]
-    hidden = len(failures) - sum(1 for c in failures if c.message in shown)
+        alike.setdefault(elide_arguments(case.message, shortest=0), [case.message, 0])[1] += 1
+    shown = list(alike.values())[:MAX_FAILURES_SHOWN]
+    for message, count in shown:
+        more = f" ({count - 1} more case{'s' if count > 2 else ''} failed the same way)" if count > 1 else ""
+        lines.append(f"- {message}{more}")
+    hidden = len(failures) - sum(count for _, count in shown)
     if hidden:
         lines.append(f"- ... and {hidden} more failing case{'s' if hidden > 1 else ''}.")
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,17 @@ from checks.codec import TensorData
 MAX_SUMMARY = 120
 MAX_ARGUMENT = 60  # each argument of a call; the call as a whole stays readable
 SMALL_ARRAY = 6  # arrays with at most this many elements are shown in full
+
+
+_CALL_THEN_OUTCOME = re.compile(r"^(\w+)\((.*?)\) (raised|returned|crashed|did not|was not|sent back) ")
+
+
+def elide_arguments(message: str, shortest: int = 20) -> str:
+    """`f(<long arguments>) raised X` -> `f(...) raised X`: the outcome without the call's details."""
+    match = _CALL_THEN_OUTCOME.match(message)
+    if match is None or len(match.group(2)) < shortest:
+        return message
+    return f"{match.group(1)}(...) {match.group(3)} {message[match.end():]}"
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY) -> str:
