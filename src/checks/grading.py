@@ -26,9 +26,11 @@ from checks.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.submissions import Submission, SubmissionError, read_submission, submission_name
 
 # No config file, no cache, and none of the per-test plugins whose output nobody reads here
-# (terminal, capture, logging, warnings, faulthandler): together they cost more than the checks.
+# (terminal, capture, logging, warnings, faulthandler, thread and unraisable exceptions):
+# together they cost more than the checks.
 PYTEST_ARGS = ("-c", os.devnull, "-s", "-p", "no:terminal", "-p", "no:cacheprovider", "-p", "no:logging",
-               "-p", "no:warnings", "-p", "no:faulthandler")
+               "-p", "no:warnings", "-p", "no:faulthandler", "-p", "no:threadexception",
+               "-p", "no:unraisableexception")
 
 
 @dataclass(frozen=True)
