@@ -95,6 +95,14 @@ ATTACKS = {
                 sock.sendall(struct.pack("!Q", len(frame)) + frame)
             return "{secret}"[::-1]
     """,
+    "nested_header": """
+        import gc, socket, struct
+        def run(context):
+            sock = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
+            frame = b"[" * 900_000
+            sock.sendall(struct.pack("!Q", len(frame)) + frame)
+            return "{secret}"[::-1]
+    """,
     # escapes
     "exits": """
         import os
@@ -270,7 +278,8 @@ def test_an_attack_costs_exactly_its_question(batch, name):
 
 
 @pytest.mark.parametrize("name, words", [
-    ("lying_objects", "unsupported type"), ("pickle_payload", "unsupported type"), ("exits", "crashed"),
+    ("lying_objects", "unsupported type"), ("pickle_payload", "unsupported type"),
+    ("nested_header", "malformed reply"), ("exits", "crashed"),
     ("segfaults", "crashed"), ("ignores_sigterm", "did not finish"), ("hogs_memory", "MemoryError"),
     ("huge_return", "MiB"), ("latin1_source", "while importing attack.py"),
 ])

@@ -8,8 +8,7 @@ import zlib
 import numpy as np
 import torch
 
-from checks.suite import fail
-from checks.student import StudentFault, StudentRaised
+from checks.suite import StudentFault, StudentRaised, fail
 
 import drivers
 
@@ -109,33 +108,12 @@ def check_array(got, want, label, context, shape_hint=None, alternatives=(), ext
     fail(message + (f" {extra_hint}" if extra_hint else ""))
 
 
-def describe_fault(error, student=None):
-    """A student fault in words, without the grader's summary of the call's raw arguments."""
-    if isinstance(error, StudentRaised):
-        context, where = getattr(error, "context", ""), list(getattr(error, "where", []) or [])
-        text = f"raised {error.type_name}"
-        if context:
-            text += f" {context}"
-        if error.message:
-            text += f": {error.message}"
-        if error.type_name == "NotImplementedError" and not context:
-            text += " (still the stub: implement it)"
-        if where:
-            text += "\n  at " + "\n  at ".join(where)
-        return text
-    text = str(error)
-    call = getattr(student, "last_call", "") or ""
-    if call and text.startswith(call):
-        text = text[len(call):].lstrip()
-    return text
-
-
 def run_or_fail(student, context, driver, *args, **kwargs):
     """student.run(driver, ...), with the scenario named in the feedback if the student's code fails."""
     try:
         return student.run(driver, *args, **kwargs)
     except StudentFault as error:
-        fail(f"{context}\n{describe_fault(error, student)}")
+        fail(f"{context}\n{error.outcome}")
     raise AssertionError  # unreachable
 
 
@@ -146,7 +124,7 @@ def call_or_fail(student, call_text, module, name, *args, hint=None, **kwargs):
         return getattr(getattr(student, module), name)(*args, **kwargs)
     except StudentFault as error:
         extra = f"\n{hint}" if hint and isinstance(error, StudentRaised) else ""
-        fail(f"{call_text} {describe_fault(error, student)}{extra}")
+        fail(f"{call_text} {error.outcome}{extra}")
     raise AssertionError  # unreachable
 
 

@@ -47,11 +47,7 @@ def call_student(student, text, function, *args, hint=None, **kwargs):
     try:
         result = function(*args, **kwargs)
     except StudentFault as fault:
-        detail, summary = str(fault), getattr(fault, "call", None) or student.last_call
-        if summary and detail.startswith(summary):
-            detail = detail[len(summary):]
-        else:
-            detail = f": {detail}"
+        detail = f" {fault.outcome}"
         extra = hint(fault) if hint is not None and isinstance(fault, StudentRaised) else None
         fail(f"{text}{detail}" + (f"\n  Likely mistake: {extra}" if extra else ""))
     describe(student, text)

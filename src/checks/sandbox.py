@@ -23,10 +23,9 @@ import time
 from dataclasses import dataclass, field
 
 from checks import jail, zygote
-from checks import worker as worker_side
 from checks.codec import MAX_PAYLOAD_BYTES
 from checks.jail import Isolation
-from checks.worker import recv_frame, send_frame
+from checks.worker import recv_exact, recv_frame, send_frame
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
@@ -111,9 +110,9 @@ class Worker:
         except (EOFError, ConnectionError, BrokenPipeError):
             self.kill()
             raise WorkerDied() from None
-        except ValueError as error:  # an oversized or malformed reply: never trust the rest
+        except (ValueError, RecursionError) as error:  # oversized or malformed: never trust the rest
             self.kill()
-            raise ReplyRefused(str(error)) from None
+            raise ReplyRefused(str(error) if isinstance(error, ValueError) else "a malformed reply") from None
 
     def kill(self) -> None:
         """Kill the worker and its process group (detached daemons: see kill_uid)."""
@@ -167,7 +166,7 @@ class Zygote:
                 conn.settimeout(SPAWN_TIMEOUT)
                 conn.connect(self.address)
                 socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
-                (pid,) = zygote.PID.unpack(worker_side._recv_exact(conn, zygote.PID.size))
+                (pid,) = zygote.PID.unpack(recv_exact(conn, zygote.PID.size))
         except (OSError, EOFError) as error:
             ours.close()
             raise SandboxUnavailable(self._why_unavailable(error)) from None

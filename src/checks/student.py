@@ -19,12 +19,20 @@ MAX_HANGS = 2  # a function that hung this often in one question is not called a
 
 
 class StudentFault(Exception):
-    """The student's code did not return a value; str() is the feedback line."""
+    """The student's code did not return a value; str() is the feedback line.
+
+    `call` says what was called and `outcome` what happened instead of a value, so that a suite
+    can name the call in the student's terms and keep the engine's account of the rest.
+    """
+
+    def __init__(self, call: str, outcome: str) -> None:
+        self.call = call
+        self.outcome = outcome
+        super().__init__(f"{call} {outcome}")
 
 
 class StudentRaised(StudentFault):
     def __init__(self, call: str, header: dict) -> None:
-        self.call = call
         self.type_name = _text(header.get("type"), 100) or "Exception"
         bases = header.get("bases") if isinstance(header.get("bases"), list) else []
         self.bases = frozenset(name for name in bases if isinstance(name, str))
@@ -32,7 +40,7 @@ class StudentRaised(StudentFault):
         self.context = _text(header.get("context"), 200)
         self.where = [_text(line, 300) for line in header.get("where") or [] if isinstance(line, str)][-3:]
         self.output = _text(header.get("output"), 2000)
-        super().__init__(self._describe())
+        super().__init__(call, self._describe())
 
     @property
     def is_stub(self) -> bool:
@@ -45,7 +53,7 @@ class StudentRaised(StudentFault):
         return exception_type.__name__ in self.bases
 
     def _describe(self) -> str:
-        text = f"{self.call} raised {self.type_name}"
+        text = f"raised {self.type_name}"
         if self.context:
             text += f" {self.context}"
         if self.message:
@@ -97,21 +105,21 @@ class QuestionSandbox:
 
     def request(self, key: str, call: str, message: dict) -> Any:
         if self.hangs.get(key, 0) >= MAX_HANGS:
-            raise StudentTimeout(f"{call} was not run: {MAX_HANGS} earlier calls like it did not finish "
-                                 f"within {self.timeout:g} s")
+            raise StudentTimeout(call, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
+                                       f"within {self.timeout:g} s")
         if self.worker is None or not self.worker.alive:
             self.worker = self.zygote.spawn(self.config)
         try:
             header, payload = self.worker.request(message, self.timeout)
         except WorkerTimedOut:
             self.hangs[key] = self.hangs.get(key, 0) + 1
-            raise StudentTimeout(f"{call} did not finish within {self.timeout:g} s "
-                                 "(an infinite loop, or far too slow); it was stopped") from None
+            raise StudentTimeout(call, f"did not finish within {self.timeout:g} s "
+                                       "(an infinite loop, or far too slow); it was stopped") from None
         except ReplyRefused as refused:
-            raise UnsupportedReturn(f"{call} sent back {refused}; return smaller, plain values") from None
+            raise UnsupportedReturn(call, f"sent back {refused}; return smaller, plain values") from None
         except WorkerDied:
-            raise StudentCrashed(f"{call} crashed the sandbox process: os._exit, a fatal signal or a memory "
-                                 "or CPU limit; the calls after it ran in a fresh one") from None
+            raise StudentCrashed(call, "crashed the sandbox process: os._exit, a fatal signal or a memory "
+                                       "or CPU limit; the calls after it ran in a fresh one") from None
         try:
             return _value_or_fault(call, header, payload)
         except (UnsupportedReturn, StudentCrashed):
@@ -129,15 +137,15 @@ def _value_or_fault(call: str, header: dict, payload: bytes | None) -> Any:
         try:
             return codec.decode(payload)
         except codec.UnsupportedType as error:
-            raise UnsupportedReturn(f"{call} returned an unsupported type: {error}") from None
+            raise UnsupportedReturn(call, f"returned an unsupported type: {error}") from None
     if status == "raised":
         raise StudentRaised(call, header)
     if status == "missing":
-        raise MissingFunction(f"{call}: {_text(header.get('message'), 300)}")
+        raise MissingFunction(call, f"could not run: {_text(header.get('message'), 300)}")
     if status == "unsupported":
-        raise UnsupportedReturn(f"{call} returned an unsupported type: {_text(header.get('message'), 300)} "
-                                "(return plain Python values, NumPy arrays or tensors)")
-    raise StudentCrashed(f"{call}: the sandbox sent a malformed reply")
+        raise UnsupportedReturn(call, f"returned an unsupported type: {_text(header.get('message'), 300)} "
+                                      "(return plain Python values, NumPy arrays or tensors)")
+    raise StudentCrashed(call, "sent back a malformed reply")
 
 
 class Student:

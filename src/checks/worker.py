@@ -39,13 +39,13 @@ def send_frame(sock: socket.socket, payload: bytes) -> None:
 
 def recv_frame(sock: socket.socket, limit: int) -> bytes:
     """One length-prefixed frame; EOFError when the peer is gone, ValueError when it is too big."""
-    (length,) = FRAME_HEADER.unpack(_recv_exact(sock, FRAME_HEADER.size))
+    (length,) = FRAME_HEADER.unpack(recv_exact(sock, FRAME_HEADER.size))
     if length > limit:
         raise ValueError(f"a value of {length / 2**20:.1f} MiB (the limit is {limit / 2**20:.0f} MiB)")
-    return _recv_exact(sock, length)
+    return recv_exact(sock, length)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def recv_exact(sock: socket.socket, size: int) -> bytes:
     chunks, remaining = [], size
     while remaining:
         chunk = sock.recv(min(remaining, 1 << 20))
