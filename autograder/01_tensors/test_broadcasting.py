@@ -1,10 +1,9 @@
 """Hidden suite for broadcasting.py. Every expected value and every refusal comes from PyTorch."""
 
-import pytest
 import torch
 
-import tensor_cases as cases
-from checks.suite import expect_equal, question
+import tensor_cases
+from checks.suite import cases, expect_equal, question
 from tensor_checks import Refused, safe, ask_torch, expect_strides, expect_value_error, fmt, ints, safe_tuple, value_of
 
 
@@ -24,7 +23,7 @@ def _left_aligned(shapes):
 # ---- broadcast_shape --------------------------------------------------------------------------
 
 @question("broadcasting.broadcast_shape", points=8)
-@pytest.mark.parametrize("shapes", cases.broadcast_shape_cases())
+@cases("shapes", tensor_cases.broadcast_shape_cases())
 def test_broadcast_shape(student, shapes):
     plain = [ints(s) for s in shapes]
     expected = ask_torch(lambda: tuple(torch.broadcast_shapes(*plain)))
@@ -57,7 +56,7 @@ def test_broadcast_shape(student, shapes):
 # ---- broadcast_strides ------------------------------------------------------------------------
 
 @question("broadcasting.broadcast_strides", points=8)
-@pytest.mark.parametrize("shape, strides, target_shape", cases.broadcast_strides_cases())
+@cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases())
 def test_broadcast_strides(student, shape, strides, target_shape):
     sizes, steps, target = ints(shape), ints(strides), ints(target_shape)
     expected = ask_torch(lambda: tuple(torch.empty_strided(sizes, steps, dtype=torch.uint8)
@@ -96,7 +95,7 @@ def test_broadcast_strides(student, shape, strides, target_shape):
 # ---- broadcast_index --------------------------------------------------------------------------
 
 @question("broadcasting.broadcast_index", points=8)
-@pytest.mark.parametrize("out_index, out_shape, shape", cases.broadcast_index_cases())
+@cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases())
 def test_broadcast_index(student, out_index, out_shape, shape):
     where, full, sizes = ints(out_index), ints(out_shape), ints(shape)
 

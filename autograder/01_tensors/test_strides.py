@@ -1,11 +1,10 @@
 """Hidden suite for strides.py. Every expected value and every refusal comes from PyTorch."""
 
 import numpy as np
-import pytest
 import torch
 
-import tensor_cases as cases
-from checks.suite import expect_equal, fail, question
+import tensor_cases
+from checks.suite import cases, expect_equal, fail, question
 from tensor_checks import (Refused, safe, ask_torch, column_major, expect_array, expect_layout, expect_strides,
                            expect_value_error, fmt, inclusive_row_major, ints, plural, row_major, safe_tuple,
                            same_ignoring_size1, strided, unclamped_row_major, value_of)
@@ -14,7 +13,7 @@ from tensor_checks import (Refused, safe, ask_torch, column_major, expect_array,
 # ---- numel ------------------------------------------------------------------------------------
 
 @question("strides.numel", points=4)
-@pytest.mark.parametrize("shape", cases.numel_cases())
+@cases("shape", tensor_cases.numel_cases())
 def test_numel(student, shape):
     expected = ask_torch(lambda: torch.empty(ints(shape)).numel())
     if isinstance(expected, Refused):
@@ -38,7 +37,7 @@ def test_numel(student, shape):
 # ---- contiguous_strides -----------------------------------------------------------------------
 
 @question("strides.contiguous_strides", points=8)
-@pytest.mark.parametrize("shape", cases.contiguous_strides_cases())
+@cases("shape", tensor_cases.contiguous_strides_cases())
 def test_contiguous_strides(student, shape):
     expected = ask_torch(lambda: tuple(torch.empty(ints(shape)).stride()))
     if isinstance(expected, Refused):
@@ -76,7 +75,7 @@ def test_contiguous_strides(student, shape):
 # ---- offset -----------------------------------------------------------------------------------
 
 @question("strides.offset", points=6)
-@pytest.mark.parametrize("index, strides, storage_offset, keyword", cases.offset_cases())
+@cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases())
 def test_offset(student, index, strides, storage_offset, keyword):
     if storage_offset is None:
         call = lambda: student.strides.offset(index, strides)  # noqa: E731
@@ -121,7 +120,7 @@ def _torch_unravel(flat, shape):
 
 
 @question("strides.unravel", points=8)
-@pytest.mark.parametrize("flat, shape", cases.unravel_cases())
+@cases("flat, shape", tensor_cases.unravel_cases())
 def test_unravel(student, flat, shape):
     sizes = ints(shape)
     total = ask_torch(lambda: torch.empty(sizes).numel())
@@ -160,7 +159,7 @@ def test_unravel(student, flat, shape):
 # ---- transpose --------------------------------------------------------------------------------
 
 @question("strides.transpose", points=8)
-@pytest.mark.parametrize("shape, strides, dim0, dim1", cases.transpose_cases())
+@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases())
 def test_transpose(student, shape, strides, dim0, dim1):
     def reference():
         t = strided(shape, strides).transpose(int(dim0), int(dim1))
@@ -194,7 +193,7 @@ def test_transpose(student, shape, strides, dim0, dim1):
 # ---- permute ----------------------------------------------------------------------------------
 
 @question("strides.permute", points=8)
-@pytest.mark.parametrize("shape, strides, dims", cases.permute_cases())
+@cases("shape, strides, dims", tensor_cases.permute_cases())
 def test_permute(student, shape, strides, dims):
     def reference():
         t = strided(shape, strides).permute(ints(dims))
@@ -233,7 +232,7 @@ def test_permute(student, shape, strides, dims):
 # ---- is_contiguous ----------------------------------------------------------------------------
 
 @question("strides.is_contiguous", points=8)
-@pytest.mark.parametrize("shape, strides", cases.is_contiguous_cases())
+@cases("shape, strides", tensor_cases.is_contiguous_cases())
 def test_is_contiguous(student, shape, strides):
     expected = ask_torch(lambda: bool(strided(shape, strides).is_contiguous()))
     call = lambda: student.strides.is_contiguous(shape, strides)  # noqa: E731
@@ -287,7 +286,7 @@ def _view_refusal(shape, strides, new_shape) -> str:
 
 
 @question("strides.view", points=12)
-@pytest.mark.parametrize("shape, strides, new_shape", cases.view_cases())
+@cases("shape, strides, new_shape", tensor_cases.view_cases())
 def test_view(student, shape, strides, new_shape):
     def reference():
         t = strided(shape, strides).view(ints(new_shape))
@@ -327,7 +326,7 @@ def test_view(student, shape, strides, new_shape):
 # ---- gather -----------------------------------------------------------------------------------
 
 @question("strides.gather", points=10)
-@pytest.mark.parametrize("storage, shape, strides, storage_offset", cases.gather_cases())
+@cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases())
 def test_gather(student, storage, shape, strides, storage_offset):
     start = int(storage_offset or 0)
 

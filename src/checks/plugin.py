@@ -18,7 +18,7 @@ from _pytest.reports import TestReport
 from checks import suite
 from checks.course import Assignment
 from checks.jail import SANDBOX_UID_BASE
-from checks.sandbox import Limits, WorkerConfig, Zygote, kill_uid
+from checks.sandbox import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.scoring import CaseResult
 from checks.student import QuestionSandbox, Student, StudentFault
 
@@ -28,6 +28,7 @@ class ChecksPlugin:
                  use_references: bool, limits: Limits) -> None:
         self.assignment = assignment
         self.files = files
+        self._bytecode: dict[tuple[str, bytes], bytes | None] = {}  # compiled once, for every sandbox
         self.zygote = zygote
         self.use_references = use_references
         self.limits = limits
@@ -35,6 +36,7 @@ class ChecksPlugin:
         self.devices: set[str] = set()
         self.errors: list[str] = []
         self._open: tuple[tuple, QuestionSandbox] | None = None
+        self._first_case_of_item = 0  # where the running test's cases start in self.cases
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if zygote.isolation.per_submission_uid else None
 
@@ -58,7 +60,7 @@ class ChecksPlugin:
         if self.use_references and options["use_reference"]:
             self._kill_strays()  # nothing the student started earlier may meet the reference files
             files.update(self.assignment.reference_files(options["use_reference"]))
-        config = WorkerConfig(files=files, block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
+        config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
         self._open = (key, sandbox)
         return sandbox
@@ -89,29 +91,51 @@ class ChecksPlugin:
             if item.get_closest_marker(suite.QUESTION_MARK) is None:
                 self.errors.append(f"{item.nodeid} has no @question(...) marker")
 
+    def pytest_runtest_logstart(self) -> None:  # before each test's set-up, whatever happens in it
+        self._first_case_of_item = len(self.cases)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        """A test made with @cases reports each of its cases here, as it finishes."""
+        suite._case_sink = lambda label, arguments, error: self._record_case_of_loop(item, label, arguments, error)
+        try:
+            yield
+        finally:
+            suite._case_sink = None
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> TestReport | None:
         """Record the case and answer with a cheap report: pytest's own traceback formatting
         re-parses the test source for every failure (about 100 ms each)."""
         if call.excinfo is not None and call.excinfo.errisinstance(skip.Exception):
+            if call.when == "call":
+                del self.cases[self._first_case_of_item:]  # a skip inside @cases skips its earlier cases too
             return None  # pytest's own report for skips
         if item.get_closest_marker(suite.QUESTION_MARK) is None:
             return None
         passed = call.excinfo is None
-        message, grader_error = ("", False) if passed else _describe_failure(item, call)
-        if call.when == "call" or not passed:
-            self._record(item, call.when, passed, message, grader_error)
+        error = None if passed else call.excinfo.value
+        message, grader_error = ("", False) if passed else _describe_failure(error, item.nodeid)
+        if not passed and call.when == "teardown" and len(self.cases) > self._first_case_of_item:
+            for case in self.cases[self._first_case_of_item:]:  # a failing teardown taints what it followed
+                case.passed, case.message = False, case.message or message
+        elif not passed or (call.when == "call" and not _is_case_loop(item)):
+            self._record(item, item.nodeid, passed, message, grader_error)
         return TestReport(item.nodeid, item.location, {}, "passed" if passed else "failed",
                           None if passed else message, call.when, [], call.duration, call.start, call.stop)
 
-    def _record(self, item: pytest.Item, when: str, passed: bool, message: str, grader_error: bool) -> None:
+    def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
+                             error: Exception | None) -> None:
+        message, grader_error = ("", False) if error is None else _describe_failure(error, item.nodeid)
+        nodeid = f"{item.nodeid[:-1]}-{label}]" if item.nodeid.endswith("]") else f"{item.nodeid}[{label}]"
+        self._record(item, nodeid, error is None, message, grader_error)
+        if "device" in arguments:
+            self.devices.add(str(arguments["device"]).split(":")[0])
+
+    def _record(self, item: pytest.Item, nodeid: str, passed: bool, message: str, grader_error: bool) -> None:
         options = _question_options(item)
-        if when == "teardown" and self.cases and self.cases[-1].nodeid == item.nodeid:
-            self.cases[-1].passed = False  # a failing teardown taints the case it followed
-            self.cases[-1].message = self.cases[-1].message or message
-            return
         self.cases.append(CaseResult(options["qid"], _test_key(item), options["points"], options["all_or_nothing"],
-                                     passed, message, grader_error, item.nodeid))
+                                     passed, message, grader_error, nodeid))
         device = getattr(getattr(item, "callspec", None), "params", {}).get("device")
         if device is not None:
             self.devices.add(str(device).split(":")[0])
@@ -132,12 +156,15 @@ def _test_key(item: pytest.Item) -> str:
     return f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
 
 
-def _describe_failure(item: pytest.Item, call: pytest.CallInfo) -> tuple[str, bool]:
+def _is_case_loop(item: pytest.Item) -> bool:
+    return hasattr(getattr(item, "function", None), "checks_cases")
+
+
+def _describe_failure(error: BaseException | None, nodeid: str) -> tuple[str, bool]:
     """(feedback, whether the grader itself is at fault)."""
-    error = call.excinfo.value if call.excinfo is not None else None
     if isinstance(error, (suite.CheckFailed, StudentFault)):
         return str(error), False
     if isinstance(error, AssertionError):
         return f"check failed: {error}".strip(), False
     kind = type(error).__name__ if error is not None else "error"
-    return f"grader error in {item.nodeid}: {kind}: {error}", True
+    return f"grader error in {nodeid}: {kind}: {error}", True

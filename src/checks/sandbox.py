@@ -10,7 +10,9 @@ killed with it; a crash or hang costs the calls of the question it serves and no
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
+import marshal
 import os
 import pickle
 import shutil
@@ -58,11 +60,42 @@ class WorkerConfig:
     block_imports: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     uid: int | None = None  # the submission's own unprivileged uid, where the jail allows one
+    # the CPUs it may run on: its grader's, so that the two hand over on one core (see pool.py)
+    cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
 
     def to_wire(self) -> dict:
         return {"files": {name: base64.b64encode(data).decode() for name, data in self.files.items()},
-                "block_imports": list(self.block_imports), "uid": self.uid,
+                "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
                 "limits": self.limits.as_rlimits(self.uid is not None)}
+
+
+def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None]) -> dict[str, bytes]:
+    """`files` plus the bytecode of each .py file, where import looks for it: the workers of a
+    submission then skip compiling (milliseconds a file). `cache` holds what was compiled before.
+
+    Compiling runs none of the code, and a file that does not compile is left to fail where the
+    student's code runs. The bytecode is checked against its source on import (PEP 552).
+    """
+    checked_hash_pyc = (3).to_bytes(4, "little")
+    compiled = {}
+    for name, source in files.items():
+        if not name.endswith(".py"):
+            continue
+        if (name, source) not in cache:
+            try:
+                code = compile(source, name, "exec", dont_inherit=True)
+            except Exception:  # noqa: BLE001 - SyntaxError, null bytes, RecursionError, MemoryError
+                cache[name, source] = None
+            else:
+                cache[name, source] = (importlib.util.MAGIC_NUMBER + checked_hash_pyc
+                                       + importlib.util.source_hash(source) + marshal.dumps(code))
+        if cache[name, source] is not None:
+            compiled[importlib.util.cache_from_source(name)] = cache[name, source]
+    return {**files, **compiled}
+
+
+def _own_cpus() -> set[int]:
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
 class SandboxUnavailable(Exception):
@@ -135,7 +168,9 @@ class Zygote:
     workers are gone when grading ends.
     """
 
-    def __init__(self, isolation: Isolation | None = None) -> None:
+    def __init__(self, isolation: Isolation | None = None, *, preload: bool = False, huge_pages: bool = False) -> None:
+        """`preload`: import zygote.LAZY_TORCH_MODULES up front; `huge_pages`: make forking
+        cheaper at a second's cost up front (see hugepages.py). Both pay off over a batch."""
         self.isolation = isolation or jail.choose(jail.FORK)
         self._dir = tempfile.mkdtemp(prefix="checks-zygote-")
         self.address = os.path.join(self._dir, "spawn.sock")
@@ -145,7 +180,8 @@ class Zygote:
         self._process: subprocess.Popen | None = None
         if self.isolation.kind == jail.BWRAP:
             # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
-            command = jail.bwrap_command([sys.executable, "-m", "checks.zygote", str(listener.fileno())])
+            options = ["--preload"] * preload + ["--huge-pages"] * huge_pages
+            command = jail.bwrap_command([sys.executable, "-m", "checks.zygote", str(listener.fileno()), *options])
             self._process = subprocess.Popen(command, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             self.pid = self._process.pid
@@ -153,7 +189,8 @@ class Zygote:
             self.pid = os.fork()
             if self.pid == 0:
                 try:
-                    zygote.serve_spawns(listener, homes=self._dir)
+                    zygote.warm_up(preload)
+                    zygote.serve_spawns(listener, homes=self._dir, huge_pages=huge_pages)
                 finally:
                     os._exit(0)
         listener.close()
@@ -222,6 +259,7 @@ def kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def prepare_parent() -> None:
-    """Call before the first torch op in any process that will fork sandboxes or graders."""
-    zygote.warm_up()
+def prepare_parent(preload: bool = False) -> None:
+    """Call before the first torch op in any process that will fork sandboxes or graders;
+    `preload` when it will fork many (see zygote.warm_up)."""
+    zygote.warm_up(preload)

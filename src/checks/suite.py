@@ -8,11 +8,14 @@ expected and, when a `diagnose` function recognises it, the likely mistake.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import pytest
+from _pytest.mark.structures import ParameterSet
 
 from checks.codec import TensorData
 from checks.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised, StudentTimeout,
@@ -20,13 +23,17 @@ from checks.student import (MissingFunction, Student, StudentCrashed, StudentFau
 from checks.summary import summarize
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
-           "UnsupportedReturn", "as_index_tuple", "expect_close", "expect_equal", "expect_raises", "fail",
+           "UnsupportedReturn", "as_index_tuple", "cases", "expect_close", "expect_equal", "expect_raises", "fail",
            "grading_devices", "question"]
 
 Diagnose = Callable[[Any], "str | None"]
+TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
 QUESTION_MARK = "checks_question"
 
 _current: Student | None = None  # set by the plugin for the test that is running
+# Set by the plugin around a test made with @cases: called with (label, arguments, error or None)
+# once per case, so that each case is scored on its own.
+_case_sink: Callable[[str, dict[str, Any], "Exception | None"], None] | None = None
 
 
 class CheckFailed(AssertionError):
@@ -39,6 +46,72 @@ def question(qid: str, points: float, *, all_or_nothing: bool = False, use_refer
     return getattr(pytest.mark, QUESTION_MARK)(
         qid=qid, points=points, all_or_nothing=all_or_nothing, use_reference=tuple(use_reference),
         block_imports=tuple(block_imports), timeout=timeout)
+
+
+def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
+          ids: Sequence[str] | Callable[[Any], "str | None"] | None = None) -> Callable[[TestFunction], TestFunction]:
+    """Like pytest.mark.parametrize, but every case runs inside one pytest test and is still scored
+    and reported as its own case: pytest's per-test set-up costs about a millisecond a case, more
+    than most checks. Fixtures are set up once for all the cases; pytest.skip skips them all.
+    """
+    names = [name.strip() for name in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+    argvalues = list(argvalues)
+    if ids is not None and not callable(ids) and len(ids) != len(argvalues):
+        raise ValueError(f"@cases got {len(argvalues)} cases but {len(ids)} ids")
+    rows, labels = [], []
+    for index, value in enumerate(argvalues):
+        given_id = None
+        if isinstance(value, ParameterSet):  # pytest.param(..., id=...)
+            if value.marks:
+                raise ValueError("@cases takes no marks on a case; use pytest.mark.parametrize for that test")
+            value, given_id = (value.values if len(names) > 1 else value.values[0]), value.id
+        row = tuple(value) if len(names) > 1 else (value,)
+        if len(row) != len(names):
+            raise ValueError(f"case {index} has {len(row)} values for the {len(names)} names {', '.join(names)}")
+        rows.append(row)
+        if given_id is not None:
+            labels.append(str(given_id))
+        elif ids is None or callable(ids):
+            labels.append("-".join(_case_label(ids, item) for item in row))
+        else:
+            labels.append(str(ids[index]))
+
+    def decorate(function: TestFunction) -> TestFunction:
+        signature = inspect.signature(function)
+        unknown = [name for name in names if name not in signature.parameters]
+        if unknown:
+            raise TypeError(f"{function.__name__} has no parameter {', '.join(unknown)} for its cases")
+
+        @functools.wraps(function)
+        def run_cases(**fixtures: Any) -> None:
+            failures: list[tuple[str, Exception]] = []
+            for label, row in zip(labels, rows):
+                if _current is not None:
+                    _current.last_call, _current.last_result = "", None
+                arguments = dict(zip(names, row))
+                try:
+                    function(**fixtures, **arguments)
+                    error = None
+                except Exception as raised:  # noqa: BLE001 - pytest's skip and exit are BaseExceptions
+                    error = raised
+                if _case_sink is not None:
+                    _case_sink(label, arguments, error)
+                elif error is not None:
+                    failures.append((label, error))
+            if failures:  # run without the checks plugin: fail with the first failure
+                label, first = failures[0]
+                raise CheckFailed(f"{len(failures)} of {len(rows)} cases failed; the first, [{label}]: {first}") from first
+
+        run_cases.__signature__ = signature.replace(  # type: ignore[attr-defined] - what pytest reads
+            parameters=[p for p in signature.parameters.values() if p.name not in names])
+        run_cases.checks_cases = len(rows)  # type: ignore[attr-defined]
+        return run_cases  # type: ignore[return-value]
+    return decorate
+
+
+def _case_label(ids: Callable[[Any], "str | None"] | None, value: Any) -> str:
+    label = ids(value) if ids is not None else None
+    return str(label) if label is not None else repr(value)[:60]
 
 
 def grading_devices() -> list[str]:

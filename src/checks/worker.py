@@ -33,8 +33,9 @@ OUTPUT_EXCERPT_BYTES = 2000
 
 # ---------------------------------------------------------------- framing, shared with the grader
 
-def send_frame(sock: socket.socket, payload: bytes) -> None:
-    sock.sendall(FRAME_HEADER.pack(len(payload)) + payload)
+def send_frame(sock: socket.socket, *payloads: bytes) -> None:
+    """One length-prefixed frame per payload, in one write: the reader wakes once."""
+    sock.sendall(b"".join(FRAME_HEADER.pack(len(payload)) + payload for payload in payloads))
 
 
 def recv_frame(sock: socket.socket, limit: int) -> bytes:
@@ -74,6 +75,8 @@ class _BlockedImports(importlib.abc.MetaPathFinder):
 def serve(sock: socket.socket, config: dict) -> None:
     """Entry point in the forked child: lock ourselves in, then answer requests until EOF."""
     os.setsid()  # own process group: the grader kills the whole group
+    if config.get("cpus") and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, config["cpus"])  # its grader's core: they take turns, never run together
     home = tempfile.mkdtemp(prefix="checks-sandbox-")
     for name, data in config["files"].items():
         path = os.path.realpath(os.path.join(home, name))
@@ -105,9 +108,7 @@ def serve(sock: socket.socket, config: dict) -> None:
         except EOFError:
             os._exit(0)
         header, value = session.handle(request)
-        send_frame(sock, json.dumps(header).encode())
-        if value is not None:
-            send_frame(sock, value)
+        send_frame(sock, json.dumps(header).encode(), *([] if value is None else [value]))
 
 
 def _hand_over(home: str, uid: int) -> None:
@@ -157,8 +158,6 @@ class _Session:
         self.drivers: dict[str, types.ModuleType] = {}
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
-        _flush()
-        os.truncate(self.output_path, 0)  # each call gets the whole output budget (RLIMIT_FSIZE)
         try:
             if request["op"] == "call":
                 target = self._student_function(request["module"], request["name"])
@@ -166,14 +165,14 @@ class _Session:
                 target = self._driver_function(request)
             result = target(*request["args"], **request["kwargs"])
         except BaseException as error:  # noqa: BLE001 - SystemExit and friends are answers too
-            header = self._raised(error)
+            header, payload = self._raised(error), None
         else:
             try:
-                return {"status": "returned", "output": self._output()}, codec.encode(result)
+                header, payload = {"status": "returned"}, codec.encode(result)
             except (codec.UnsupportedType, RecursionError, MemoryError, ValueError) as error:
-                header = {"status": "unsupported", "message": str(error)[:500]}
+                header, payload = {"status": "unsupported", "message": str(error)[:500]}, None
         header["output"] = self._output()
-        return header, None
+        return header, payload
 
     def _student_function(self, module_name: str, name: str) -> Any:
         try:
@@ -222,12 +221,17 @@ class _Session:
                 for f in frames if f.filename.startswith(self.home)][-3:]
 
     def _output(self) -> str:
-        """The end of what this call printed."""
+        """The end of what this call printed; then the file is emptied, so that each call gets
+        the whole output budget (RLIMIT_FSIZE)."""
         _flush()
         size = os.path.getsize(self.output_path)
+        if not size:
+            return ""
         with open(self.output_path, "rb") as handle:
             handle.seek(max(0, size - OUTPUT_EXCERPT_BYTES))
-            return handle.read().decode("utf-8", "replace")
+            text = handle.read().decode("utf-8", "replace")
+        os.truncate(self.output_path, 0)
+        return text
 
 
 def _flush() -> None:

@@ -1,7 +1,7 @@
 """The zygote: a warm process (torch imported) that forks one sandbox worker per request.
 
 It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
-`python -m checks.zygote FD`, FD being the listening socket it inherits. A request is one fd, the
+`python -m checks.zygote FD [--preload] [--huge-pages]`, FD being the listening socket it inherits. A request is one fd, the
 worker's end of a socketpair; the reply is the worker's pid. The zygote never reads anything
 else from a client, so a worker that connects to it learns nothing.
 """
@@ -9,6 +9,7 @@ else from a client, so a worker that connects to it learns nothing.
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import pickle
 import signal
@@ -17,16 +18,22 @@ import struct
 import sys
 import tempfile
 
-from checks import worker
+from checks import hugepages, worker
 from checks.worker import recv_frame
 
 PID = struct.Struct("!i")
 
+# What torch imports on first use of a feature, at seconds a time in every process that forks
+# from us instead of once: torch.optim's first step pulls in torch._dynamo, and
+# torch.broadcast_shapes sympy through symbolic_shapes.
+LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
 
-def serve_spawns(listener: socket.socket, homes: str | None = None) -> None:
+
+def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: bool = False) -> None:
     """Fork a worker per connection until the process that started us is gone.
 
     Workers make their homes under `homes` (default: the temp dir), which the grader removes.
+    `huge_pages`: worth its second when many workers will be forked (see hugepages.py).
     """
     if homes is not None:
         tempfile.tempdir = homes
@@ -35,6 +42,8 @@ def serve_spawns(listener: socket.socket, homes: str | None = None) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
+    if huge_pages:
+        hugepages.collapse_heap()
     listener.settimeout(1.0)
     while os.getppid() == parent:
         try:
@@ -77,10 +86,13 @@ def _run_worker(fd: int) -> None:
         os._exit(0)
 
 
-def warm_up() -> None:
+def warm_up(preload: bool = False) -> None:
     """Import what every worker needs, ready to fork: torch on one thread (forking after a
     multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of
-    NVML (asking CUDA itself initialises a driver that forked children then cannot use)."""
+    NVML (asking CUDA itself initialises a driver that forked children then cannot use).
+
+    `preload` also imports LAZY_TORCH_MODULES: worth its two seconds when many processes fork.
+    """
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import numpy  # noqa: F401
 
@@ -89,13 +101,16 @@ def warm_up() -> None:
     except ImportError:
         return
     torch.set_num_threads(1)
+    if preload:
+        for name in LAZY_TORCH_MODULES:
+            importlib.import_module(name)
 
 
 def main() -> None:
-    warm_up()
+    warm_up(preload="--preload" in sys.argv[2:])
     listener = socket.socket(fileno=int(sys.argv[1]))
     try:
-        serve_spawns(listener)
+        serve_spawns(listener, huge_pages="--huge-pages" in sys.argv[2:])
     finally:
         os._exit(0)
 
