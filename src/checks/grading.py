@@ -1,29 +1,35 @@
 """Grading: run an assignment's suite against submissions, each in its own forked process.
 
-The calling process is the warm parent: it imports torch once, starts the sandbox zygote before
-any suite is imported, and forks one grading child per submission. Children run pytest with the
-ChecksPlugin and hand back a SubmissionResult as JSON.
+The calling process is the warm parent: it starts the sandbox zygote, imports torch once and
+never imports the suite. It forks one session child, which runs pytest once (configuration and
+collection), and in place of pytest's run loop forks one grading child per submission from the
+collected session. Each grading child runs the items with the ChecksPlugin and hands back a
+SubmissionResult as JSON, which the session child passes on.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
+import functools
+import gc
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from checks import jail
+from checks import hugepages, jail
 from checks.course import Assignment
-from checks.pool import run_forked
-from checks.quiz import grade_quiz
 from checks.jail import Isolation
+from checks.pool import ChildFailed, run_forked, stream_forked
+from checks.quiz import grade_quiz
 from checks.sandbox import Limits, Zygote, prepare_parent
 from checks.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.submissions import Submission, SubmissionError, read_submission, submission_name
+
+if TYPE_CHECKING:
+    import pytest
+
+    from checks.plugin import ChecksPlugin
 
 # No config file, no cache, and none of the per-test plugins whose output nobody reads here
 # (terminal, capture, logging, warnings, faulthandler, thread and unraisable exceptions):
@@ -66,77 +72,84 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     if duplicates:
         raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
-    # The zygote starts first, before any suite code is imported (workers never see it), and
-    # warms up while this process does the same.
     batch = len(sources) >= BATCH_SIZE
+    # The zygote starts first and warms up while this process does the same. No suite code is
+    # imported here at all: the session child below does that, so workers never see it.
     with Zygote(isolation, preload=True, huge_pages=batch) as zygote:
         prepare_parent(preload=True)
-        _preload_pytest_plugins()
-        with suite_preimported(assignment.suite_dir(public)):
-            jobs_to_run = [(source.name, _child_job(assignment, source, zygote, public, limits))
-                           for source in sources]
-            for outcome in run_forked(jobs_to_run, jobs or os.cpu_count() or 1, huge_pages=batch):
-                if outcome.error:
-                    yield SubmissionResult(outcome.key, assignment.name, error=outcome.error.strip(),
-                                           sandbox=isolation.description)
-                else:
-                    yield SubmissionResult.from_dict(outcome.value)
+        gc.freeze()
+        if batch:
+            hugepages.collapse_heap()  # the session child and every grading child fork from this heap
+        session = functools.partial(_grading_session, assignment, sources, zygote, public, limits,
+                                    jobs or os.cpu_count() or 1)
+        graded: set[str] = set()
+        try:
+            for name, value, error in stream_forked(session):
+                graded.add(name)
+                yield _result(assignment, name, value, error, isolation)
+        except ChildFailed as failure:
+            reason = f"the grading session ended before grading it: {failure}"
+            for source in sources:
+                if source.name not in graded:
+                    yield _result(assignment, source.name, None, reason, isolation)
 
 
-def _preload_pytest_plugins() -> None:
-    """pytest imports its built-in plugins (and pdb, xml...) per session: once here, not per child."""
-    from _pytest.config import default_plugins
-
-    for name in (*(f"_pytest.{plugin}" for plugin in default_plugins), "_pytest._argcomplete", "pdb",
-                 "checks.plugin"):
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+def _result(assignment: Assignment, name: str, value: dict | None, error: str,
+            isolation: Isolation) -> SubmissionResult:
+    if error or value is None:
+        return SubmissionResult(name, assignment.name, error=error.strip(), sandbox=isolation.description)
+    return SubmissionResult.from_dict(value)
 
 
-@contextlib.contextmanager
-def suite_preimported(suite_dir: Path) -> Iterator[None]:
-    """Import the suite's modules once, here, so every forked grading child finds them loaded;
-    undo it afterwards, so that the caller's process is left as it was.
-
-    pytest (prepend import mode) imports a test file by its bare module name after putting its
-    folder on sys.path, and reuses a module already in sys.modules when it is the same file.
-    A module that fails to import is left alone: the child reports the collection error.
-    """
-    modules_before, path_before = set(sys.modules), list(sys.path)
-    if suite_dir.is_dir():
-        sys.path.insert(0, str(suite_dir))
-        for path in sorted(suite_dir.glob("*.py")):
-            if path.stem != "conftest" and path.stem not in sys.modules:
-                try:
-                    importlib.import_module(path.stem)
-                except Exception:  # noqa: BLE001 - reported by pytest in the child
-                    pass
-    try:
-        yield
-    finally:
-        sys.path[:] = path_before
-        for name in set(sys.modules) - modules_before:
-            module_file = getattr(sys.modules[name], "__file__", None) or ""
-            if module_file.startswith(str(suite_dir)):
-                del sys.modules[name]
-
-
-def _child_job(assignment: Assignment, source: Source, zygote: Zygote, public: bool,
-               limits: Limits) -> Callable[[], dict]:
-    def job() -> dict:
-        return grade_in_this_process(assignment, source, zygote, public=public, limits=limits).to_dict()
-    return job
-
-
-def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote, *, public: bool,
-                          limits: Limits) -> SubmissionResult:
-    """Run the suite here. Call it only in a fresh process: pytest leaves module state behind."""
+def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygote, public: bool, limits: Limits,
+                     jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+    """In the session child: collect the suite once, then grade each source in a child forked
+    from the collected session (set-up and collection cost about 0.1 s a submission)."""
     import pytest
 
     from checks.plugin import ChecksPlugin
 
+    plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
+    loop = _SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
+    suite_dir = assignment.suite_dir(public)
+    exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
+    if not loop.ran:  # pytest stopped before its run loop: a usage error, say
+        reason = "\n".join(plugin.errors) or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})"
+        for source in sources:
+            emit((source.name, None, reason))
+
+
+class _SubmissionLoop:
+    """Replaces pytest's run loop in the session child: each submission runs the collected items
+    in a child of its own."""
+
+    def __init__(self, assignment: Assignment, sources: list[Source], plugin: "ChecksPlugin", public: bool,
+                 jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+        self.assignment, self.sources, self.plugin, self.public = assignment, sources, plugin, public
+        self.jobs, self.emit = jobs, emit
+        self.ran = False
+
+    def pytest_runtestloop(self, session: "pytest.Session") -> bool:
+        self.ran = True
+        items = [] if session.testsfailed else list(session.items)  # a suite that does not collect runs nothing
+        jobs = [(source.name, functools.partial(self._grade, source, items)) for source in self.sources]
+        for outcome in run_forked(jobs, self.jobs):
+            self.emit((outcome.key, outcome.value, outcome.error))
+        return True
+
+    def _grade(self, source: Source, items: list) -> dict:
+        def run_items() -> None:
+            for index, item in enumerate(items):
+                following = items[index + 1] if index + 1 < len(items) else None
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+        return grade_submission(self.assignment, source, self.plugin, run_items, public=self.public).to_dict()
+
+
+def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", run_suite: Callable[[], None],
+                     *, public: bool) -> SubmissionResult:
+    """Load one submission, run the suite against it through `plugin`, and score what it recorded."""
     started = time.monotonic()
-    result = SubmissionResult(source.name, assignment.name, sandbox=zygote.isolation.description)
+    result = SubmissionResult(source.name, assignment.name, sandbox=plugin.zygote.isolation.description)
     try:
         submission = source.load()
     except SubmissionError as error:
@@ -150,14 +163,15 @@ def grade_in_this_process(assignment: Assignment, source: Source, zygote: Zygote
     if not unreadable:
         result.warnings += [f"{name} is missing from the submission" for name in assignment.files
                             if name not in submission.files]
-    files = {**submission.files, **assignment.course_files()}
-    plugin = ChecksPlugin(assignment, files, zygote, use_references=not public, limits=limits)
-    suite_dir = assignment.suite_dir(public)
-    pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin])
+    plugin.start_submission({**submission.files, **assignment.course_files()})
+    try:
+        run_suite()
+    finally:
+        plugin.end_submission()
+    errors = list(plugin.errors)
     if not plugin.cases:
-        plugin.errors.append(f"the suite in {suite_dir} ran no checks")
-    if plugin.errors:
-        result.error = "\n".join(plugin.errors)
+        errors.append(f"the suite in {assignment.suite_dir(public)} ran no checks")
+    result.error = "\n".join(errors)
     result.questions = score_cases(plugin.cases)
     if not public:
         result.questions += grade_quiz(assignment.quiz, submission.files)

@@ -27,18 +27,26 @@ class ChecksPlugin:
     def __init__(self, assignment: Assignment, files: dict[str, bytes], zygote: Zygote, *,
                  use_references: bool, limits: Limits) -> None:
         self.assignment = assignment
-        self.files = files
-        self._bytecode: dict[tuple[str, bytes], bytes | None] = {}  # compiled once, for every sandbox
         self.zygote = zygote
         self.use_references = use_references
         self.limits = limits
+        self.errors: list[str] = []  # the suite's own failures (collection): every submission's
+        self._open: tuple[tuple, QuestionSandbox] | None = None
+        self.start_submission(files)
+
+    def start_submission(self, files: dict[str, bytes]) -> None:
+        """Grade these files from now on: in a grading process forked from a collected session."""
+        self.files = files
+        self._bytecode: dict[tuple[str, bytes], bytes | None] = {}  # compiled once, for every sandbox
         self.cases: list[CaseResult] = []
         self.devices: set[str] = set()
-        self.errors: list[str] = []
-        self._open: tuple[tuple, QuestionSandbox] | None = None
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
         # one uid per grading process, so per submission: its process limit and its kill switch
-        self.uid = SANDBOX_UID_BASE + os.getpid() if zygote.isolation.per_submission_uid else None
+        self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
+
+    def end_submission(self) -> None:
+        self.close()
+        self._kill_strays()  # no process of a submission outlives its grading
 
     # ------------------------------------------------------------ the fixture
 
@@ -141,8 +149,7 @@ class ChecksPlugin:
             self.devices.add(str(device).split(":")[0])
 
     def pytest_sessionfinish(self) -> None:
-        self.close()
-        self._kill_strays()  # no process of a submission outlives its grading
+        self.end_submission()
 
 
 def _question_options(node: pytest.Item) -> dict[str, Any]:

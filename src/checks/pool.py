@@ -20,8 +20,6 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from checks import hugepages
-
 PR_SET_PDEATHSIG = 1
 
 
@@ -32,10 +30,8 @@ class JobOutcome:
     error: str = ""  # why the job produced no value (it raised, or its process died)
 
 
-def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int, *,
-               huge_pages: bool = False) -> Iterator[JobOutcome]:
-    """Yield each job's outcome as it finishes; at most `workers` run at once. `huge_pages`:
-    make each fork cheaper at a second's cost up front (see hugepages.py), for many jobs."""
+def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int) -> Iterator[JobOutcome]:
+    """Yield each job's outcome as it finishes; at most `workers` run at once."""
     pending = list(jobs)
     pending.reverse()
     running: dict[int, tuple[str, int, bytearray, int]] = {}  # fd -> (key, pid, buffer, slot)
@@ -43,8 +39,6 @@ def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int, *,
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     selector = selectors.DefaultSelector()
     gc.freeze()  # children then share the warm heap instead of copying it on their first gc
-    if huge_pages:
-        hugepages.collapse_heap()
     try:
         while pending or running:
             while pending and free_slots:
@@ -70,6 +64,53 @@ def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int, *,
             selector.unregister(fd)
             os.close(fd)
         selector.close()
+
+
+class ChildFailed(Exception):
+    """The streaming child raised or died; str() says how."""
+
+
+def stream_forked(job: Callable[[Callable[[Any], None]], None]) -> Iterator[Any]:
+    """Run `job(emit)` in a forked child and yield each value it emits, as it emits it.
+
+    Raises ChildFailed when the child raises or dies; closing the iterator early kills it.
+    """
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        _die_with(parent)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _silence_stdio()
+        with os.fdopen(write_end, "w") as pipe:
+            def emit(value: Any) -> None:
+                pipe.write(json.dumps({"value": value}) + "\n")
+                pipe.flush()
+            try:
+                job(emit)
+            except BaseException:  # noqa: BLE001 - the parent reports it
+                pipe.write(json.dumps({"error": traceback.format_exc(limit=8)}) + "\n")
+        os._exit(0)
+    os.close(write_end)
+    finished = False
+    try:
+        with os.fdopen(read_end) as pipe:
+            for line in pipe:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    break  # cut short: the child died mid-line
+                if "error" in message:
+                    raise ChildFailed(message["error"].strip())
+                yield message["value"]
+        _, status = os.waitpid(pid, 0)
+        finished = True
+        if status:
+            raise ChildFailed(f"the process {_how_it_ended(status)}")
+    finally:
+        if not finished:
+            _kill(pid)
 
 
 def _start(job: Callable[[], Any], cpu: int | None) -> tuple[int, int]:
@@ -119,10 +160,14 @@ def _finish(key: str, pid: int, payload: bytes) -> JobOutcome:
     try:
         message = json.loads(payload)
     except ValueError:
-        how = (f"was killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-               else f"exited with status {os.waitstatus_to_exitcode(status)}")
-        return JobOutcome(key, error=f"the grading process {how} before reporting")
+        return JobOutcome(key, error=f"the grading process {_how_it_ended(status)} before reporting")
     return JobOutcome(key, value=message.get("value"), error=message.get("error", ""))
+
+
+def _how_it_ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"was killed by signal {os.WTERMSIG(status)}"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
 def _kill(pid: int) -> None:

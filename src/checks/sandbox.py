@@ -9,7 +9,6 @@ killed with it; a crash or hang costs the calls of the question it serves and no
 
 from __future__ import annotations
 
-import base64
 import importlib.util
 import json
 import marshal
@@ -64,7 +63,7 @@ class WorkerConfig:
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
 
     def to_wire(self) -> dict:
-        return {"files": {name: base64.b64encode(data).decode() for name, data in self.files.items()},
+        return {"files": dict(self.files),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
                 "limits": self.limits.as_rlimits(self.uid is not None)}
 

@@ -8,11 +8,11 @@ grader: "call strides.numel with these args", or "run this suite driver". Reques
 
 from __future__ import annotations
 
-import base64
 import importlib
 import importlib.abc
 import io
 import json
+import marshal
 import os
 import pickle
 import resource
@@ -84,7 +84,7 @@ def serve(sock: socket.socket, config: dict) -> None:
             continue  # submissions.py refuses such names already; never write outside home
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
-            handle.write(base64.b64decode(data))
+            handle.write(data)
     output_path = os.path.join(home, ".output")
     _capture_output(output_path)
     uid = config.get("uid")
@@ -188,7 +188,7 @@ class _Session:
         if module is None:
             module = types.ModuleType(request["module"])
             module.__file__ = f"<grader driver {request['module']}>"
-            exec(compile(request["source"], module.__file__, "exec"), module.__dict__)
+            exec(marshal.loads(request["code"]), module.__dict__)  # compiled by the grader: trusted
             self.drivers[request["module"]] = module
         return getattr(module, request["name"])
 

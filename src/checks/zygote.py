@@ -8,6 +8,7 @@ else from a client, so a worker that connects to it learns nothing.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib
 import os
@@ -22,6 +23,7 @@ from checks import hugepages, worker
 from checks.worker import recv_frame
 
 PID = struct.Struct("!i")
+PR_SET_CHILD_SUBREAPER = 36
 
 # What torch imports on first use of a feature, at seconds a time in every process that forks
 # from us instead of once: torch.optim's first step pulls in torch._dynamo, and
@@ -40,6 +42,7 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
     _close_inherited_descriptors(keep=listener.fileno())
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    _adopt_orphans()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
@@ -67,6 +70,15 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
                 conn.sendall(PID.pack(pid))
             except OSError:
                 pass
+
+
+def _adopt_orphans() -> None:
+    """Processes a worker leaves behind (a daemon's children) become ours when their parent dies,
+    not init's, and so are reaped the moment they die: no zombie of a submission lingers."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except (OSError, AttributeError):  # not Linux
+        pass
 
 
 def _close_inherited_descriptors(keep: int) -> None:
