@@ -94,10 +94,12 @@ def main() -> None:
         fresh_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     warm_rate, fresh_rate = warm_seconds / len(paths), fresh_seconds / len(sample)
     print(f"{args.assignment}: {args.jobs} submissions in flight")
-    print(f"  warm forking grader   {len(paths):4d} submissions {warm_seconds:7.2f} s  {warm_rate:6.3f} s/submission  "
+    print(f"  warm forking grader   {len(paths):4d} submissions {warm_seconds:7.2f} s  "
+          f"{warm_rate:6.3f} s/submission  "
           f"(first result after {first_seconds:.1f} s)  peak RSS: parent {self_peak:.0f} MiB, "
           f"largest child {warm_peak:.0f} MiB")
-    print(f"  fresh pytest process  {len(sample):4d} submissions {fresh_seconds:7.2f} s  {fresh_rate:6.3f} s/submission  "
+    print(f"  fresh pytest process  {len(sample):4d} submissions {fresh_seconds:7.2f} s  "
+          f"{fresh_rate:6.3f} s/submission  "
           f"peak RSS: largest process {fresh_peak:.0f} MiB")
     print(f"  speed-up              {fresh_rate / warm_rate:7.1f}x")
 

@@ -30,7 +30,7 @@ class ChecksPlugin:
         self.zygote = zygote
         self.use_references = use_references
         self.limits = limits
-        self.errors: list[str] = []  # the suite's own failures (collection): every submission's
+        self.errors: list[str] = []  # failures of the suite itself (collection); they stand for every submission
         self._open: tuple[tuple, QuestionSandbox] | None = None
         self.start_submission(files)
 
@@ -68,7 +68,8 @@ class ChecksPlugin:
         if self.use_references and options["use_reference"]:
             self._kill_strays()  # nothing the student started earlier may meet the reference files
             files.update(self.assignment.reference_files(options["use_reference"]))
-        config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"], limits=self.limits, uid=self.uid)
+        config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"],
+                              limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
         self._open = (key, sandbox)
         return sandbox

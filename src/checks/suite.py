@@ -100,7 +100,8 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
                     failures.append((label, error))
             if failures:  # run without the checks plugin: fail with the first failure
                 label, first = failures[0]
-                raise CheckFailed(f"{len(failures)} of {len(rows)} cases failed; the first, [{label}]: {first}") from first
+                raise CheckFailed(f"{len(failures)} of {len(rows)} cases failed; the first, [{label}]: "
+                                  f"{first}") from first
 
         run_cases.__signature__ = signature.replace(  # type: ignore[attr-defined] - what pytest reads
             parameters=[p for p in signature.parameters.values() if p.name not in names])

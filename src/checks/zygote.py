@@ -1,8 +1,8 @@
 """The zygote: a warm process (torch imported) that forks one sandbox worker per request.
 
 It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
-`python -m checks.zygote FD [--preload] [--huge-pages]`, FD being the listening socket it inherits. A request is one fd, the
-worker's end of a socketpair; the reply is the worker's pid. The zygote never reads anything
+`python -m checks.zygote FD [--preload] [--huge-pages]`, FD being the listening socket it
+inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's pid. The zygote never reads anything
 else from a client, so a worker that connects to it learns nothing.
 """
 
