@@ -105,9 +105,10 @@ class QuestionSandbox:
         self.worker: Worker | None = None
         self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
 
-    def request(self, key: str, call: str, message: dict) -> Any:
+    def request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
+        """Send `message`; its value, or a StudentFault naming the call as `describe()` says."""
         if self.hangs.get(key, 0) >= MAX_HANGS:
-            raise StudentTimeout(call, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
+            raise StudentTimeout(describe(), f"was not run: {MAX_HANGS} earlier calls like it did not finish "
                                        f"within {self.timeout:g} s")
         if self.worker is None or not self.worker.alive:
             self.worker = self.zygote.spawn(self.config)
@@ -115,15 +116,15 @@ class QuestionSandbox:
             header, payload = self.worker.request(message, self.timeout)
         except WorkerTimedOut:
             self.hangs[key] = self.hangs.get(key, 0) + 1
-            raise StudentTimeout(call, f"did not finish within {self.timeout:g} s "
+            raise StudentTimeout(describe(), f"did not finish within {self.timeout:g} s "
                                        "(an infinite loop, or far too slow); it was stopped") from None
         except ReplyRefused as refused:
-            raise UnsupportedReturn(call, f"sent back {refused}; return smaller, plain values") from None
+            raise UnsupportedReturn(describe(), f"sent back {refused}; return smaller, plain values") from None
         except WorkerDied:
-            raise StudentCrashed(call, "crashed the sandbox process: os._exit, a fatal signal or a memory "
+            raise StudentCrashed(describe(), "crashed the sandbox process: os._exit, a fatal signal or a memory "
                                        "or CPU limit; the calls after it ran in a fresh one") from None
         try:
-            return _value_or_fault(call, header, payload)
+            return _value_or_fault(describe, header, payload)
         except (UnsupportedReturn, StudentCrashed):
             self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
             raise
@@ -133,13 +134,14 @@ class QuestionSandbox:
             self.worker.kill()
 
 
-def _value_or_fault(call: str, header: dict, payload: bytes | None) -> Any:
+def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | None) -> Any:
     status = header.get("status")
     if status == "returned" and payload is not None:
         try:
             return codec.decode(payload)
         except codec.UnsupportedType as error:
-            raise UnsupportedReturn(call, f"returned an unsupported type: {error}") from None
+            raise UnsupportedReturn(describe(), f"returned an unsupported type: {error}") from None
+    call = describe()
     if status == "raised":
         raise StudentRaised(call, header)
     if status == "missing":
@@ -156,8 +158,20 @@ class Student:
     def __init__(self, sandbox: QuestionSandbox, modules: frozenset[str]) -> None:
         self._sandbox = sandbox
         self._modules = modules
-        self.last_call = ""
+        self._last_call: str | tuple[str, tuple, dict] = ""
         self.last_result: Any = None
+
+    @property
+    def last_call(self) -> str:
+        """A short summary of the last call (`numel((2, 3))`), written when first asked for: most
+        calls pass and are never described, and big arguments take a while to summarize."""
+        if isinstance(self._last_call, tuple):
+            self._last_call = summarize_call(*self._last_call)
+        return self._last_call
+
+    @last_call.setter
+    def last_call(self, text: str) -> None:
+        self._last_call = text
 
     def __getattr__(self, module: str) -> "_ModuleProxy":
         if module.startswith("_") or module not in self._modules:
@@ -166,16 +180,16 @@ class Student:
         return _ModuleProxy(self, module)
 
     def call(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
-        self.last_call, self.last_result = summarize_call(name, args, kwargs), None
+        self._last_call, self.last_result = (name, args, kwargs), None
         message = {"op": "call", "module": module, "name": name, "args": args, "kwargs": kwargs}
-        return self._remember(self._sandbox.request(f"{module}.{name}", self.last_call, message))
+        return self._remember(self._sandbox.request(f"{module}.{name}", lambda: self.last_call, message))
 
     def run(self, driver: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run a suite driver (a top-level function of a suite helper module) in the sandbox."""
-        self.last_call, self.last_result = summarize_call(driver.__name__, args, kwargs), None
+        self._last_call, self.last_result = (driver.__name__, args, kwargs), None
         message = {"op": "run", "module": driver.__module__, "code": _driver_code(driver.__module__),
                    "name": driver.__name__, "args": args, "kwargs": kwargs}
-        return self._remember(self._sandbox.request(f"driver {driver.__name__}", self.last_call, message))
+        return self._remember(self._sandbox.request(f"driver {driver.__name__}", lambda: self.last_call, message))
 
     def _remember(self, result: Any) -> Any:
         self.last_result = result
