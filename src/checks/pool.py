@@ -9,6 +9,7 @@ waits on then hand over on one core, several times faster than waking another.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
@@ -121,7 +122,8 @@ def _start(job: Callable[[], Any], cpu: int | None) -> tuple[int, int]:
         os.close(read_end)
         _die_with(parent)
         if cpu is not None:
-            os.sched_setaffinity(0, {cpu})
+            with contextlib.suppress(OSError):  # that CPU is gone: run anywhere
+                os.sched_setaffinity(0, {cpu})
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _silence_stdio()
         try:

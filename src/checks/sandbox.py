@@ -167,7 +167,8 @@ class Zygote:
     workers are gone when grading ends.
     """
 
-    def __init__(self, isolation: Isolation | None = None, *, preload: bool = False, huge_pages: bool = False) -> None:
+    def __init__(self, isolation: Isolation | None = None, *, preload: bool = False,
+                 huge_pages: bool = False) -> None:
         """`preload`: import zygote.LAZY_TORCH_MODULES up front; `huge_pages`: make forking
         cheaper at a second's cost up front (see hugepages.py). Both pay off over a batch."""
         self.isolation = isolation or jail.choose(jail.FORK)
