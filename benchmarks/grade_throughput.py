@@ -55,7 +55,8 @@ def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path) -> tuple
 
     class FirstResult(BatchListener):
         def graded(self, result, done, total):  # noqa: ANN001 - BatchListener's signature
-            first.append(first[0] if first else time.perf_counter() - started)
+            if not first:
+                first.append(time.perf_counter() - started)
 
     summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=FirstResult())
     elapsed = time.perf_counter() - started

@@ -137,17 +137,14 @@ class _SubmissionLoop:
             self.emit((outcome.key, outcome.value, outcome.error))
         return True
 
-    def _grade(self, source: Source, items: list) -> dict:
-        def run_items() -> None:
-            for index, item in enumerate(items):
-                following = items[index + 1] if index + 1 < len(items) else None
-                item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
-        return grade_submission(self.assignment, source, self.plugin, run_items, public=self.public).to_dict()
+    def _grade(self, source: Source, items: list["pytest.Item"]) -> dict:
+        return _grade_submission(self.assignment, source, self.plugin, items, public=self.public).to_dict()
 
 
-def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", run_suite: Callable[[], None],
-                     *, public: bool) -> SubmissionResult:
-    """Load one submission, run the suite against it through `plugin`, and score what it recorded."""
+def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", items: list["pytest.Item"],
+                      *, public: bool) -> SubmissionResult:
+    """Load one submission, run the collected `items` against it through `plugin` (as pytest's
+    own run loop would), and score what it recorded."""
     started = time.monotonic()
     result = SubmissionResult(source.name, assignment.name, sandbox=plugin.zygote.isolation.description)
     try:
@@ -165,7 +162,9 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
                             if name not in submission.files]
     plugin.start_submission({**submission.files, **assignment.course_files()})
     try:
-        run_suite()
+        for index, item in enumerate(items):
+            following = items[index + 1] if index + 1 < len(items) else None
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
     finally:
         plugin.end_submission()
     errors = list(plugin.errors)

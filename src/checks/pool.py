@@ -45,7 +45,8 @@ def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int) -> I
             while pending and free_slots:
                 key, job = pending.pop()
                 slot = free_slots.pop(0)
-                fd, pid = _start(job, cpus[slot % len(cpus)] if cpus else None)
+                cpu = cpus[slot % len(cpus)] if cpus else None
+                fd, pid = _fork_child(lambda emit: emit(job()), cpu)  # runs job at once, in the child
                 running[fd] = (key, pid, bytearray(), slot)
                 selector.register(fd, selectors.EVENT_READ)
             for selected, _ in selector.select():
@@ -76,24 +77,7 @@ def stream_forked(job: Callable[[Callable[[Any], None]], None]) -> Iterator[Any]
 
     Raises ChildFailed when the child raises or dies; closing the iterator early kills it.
     """
-    read_end, write_end = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        _die_with(parent)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _silence_stdio()
-        with os.fdopen(write_end, "w") as pipe:
-            def emit(value: Any) -> None:
-                pipe.write(json.dumps({"value": value}) + "\n")
-                pipe.flush()
-            try:
-                job(emit)
-            except BaseException:  # noqa: BLE001 - the parent reports it
-                pipe.write(json.dumps({"error": traceback.format_exc(limit=8)}) + "\n")
-        os._exit(0)
-    os.close(write_end)
+    read_end, pid = _fork_child(job)
     finished = False
     try:
         with os.fdopen(read_end) as pipe:
@@ -114,7 +98,12 @@ def stream_forked(job: Callable[[Callable[[Any], None]], None]) -> Iterator[Any]
             _kill(pid)
 
 
-def _start(job: Callable[[], Any], cpu: int | None) -> tuple[int, int]:
+def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = None) -> tuple[int, int]:
+    """Fork a child that runs `job(emit)`; return the pipe it writes to, and its pid.
+
+    Each emitted value is one JSON line `{"value": ...}`; an exception ends the child with a
+    line `{"error": traceback}`. The child dies with this process and runs on `cpu` if given.
+    """
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -126,12 +115,14 @@ def _start(job: Callable[[], Any], cpu: int | None) -> tuple[int, int]:
                 os.sched_setaffinity(0, {cpu})
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _silence_stdio()
-        try:
-            payload = json.dumps({"value": job()})
-        except BaseException:  # noqa: BLE001 - the parent reports it
-            payload = json.dumps({"error": traceback.format_exc(limit=8)})
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(payload.encode())
+        with os.fdopen(write_end, "w") as pipe:
+            def emit(value: Any) -> None:
+                pipe.write(json.dumps({"value": value}) + "\n")
+                pipe.flush()
+            try:
+                job(emit)
+            except BaseException:  # noqa: BLE001 - the parent reports it
+                pipe.write(json.dumps({"error": traceback.format_exc(limit=8)}) + "\n")
         os._exit(0)
     os.close(write_end)
     return read_end, pid

@@ -9,6 +9,7 @@ killed with it; a crash or hang costs the calls of the question it serves and no
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import marshal
@@ -242,7 +243,7 @@ def kill_uid(uid: int) -> None:
     kill(-1) as that uid reaches all its processes in one pass (the kernel holds off forks while
     it walks the task list). setpriv spawns cheaply; forking this torch-sized process does not.
     """
-    setpriv = shutil.which("setpriv")
+    setpriv = _setpriv()
     if setpriv:
         subprocess.run([setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "kill", "-KILL", "-1"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -257,6 +258,12 @@ def kill_uid(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _setpriv() -> str | None:
+    """Looked up once: kill_uid runs at least once per submission."""
+    return shutil.which("setpriv")
 
 
 def prepare_parent(preload: bool = False) -> None:

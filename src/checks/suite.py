@@ -60,12 +60,12 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         raise ValueError(f"@cases got {len(argvalues)} cases but {len(ids)} ids")
     rows, labels = [], []
     for index, value in enumerate(argvalues):
-        given_id = None
         if isinstance(value, ParameterSet):  # pytest.param(..., id=...)
             if value.marks:
                 raise ValueError("@cases takes no marks on a case; use pytest.mark.parametrize for that test")
-            value, given_id = (value.values if len(names) > 1 else value.values[0]), value.id
-        row = tuple(value) if len(names) > 1 else (value,)
+            row, given_id = tuple(value.values), value.id
+        else:
+            row, given_id = (tuple(value) if len(names) > 1 else (value,)), None
         if len(row) != len(names):
             raise ValueError(f"case {index} has {len(row)} values for the {len(names)} names {', '.join(names)}")
         rows.append(row)
