@@ -106,9 +106,8 @@ def expect_strides(student, got, expected, shape, *, diagnose=None, what="stride
     """Compare strides, skipping the dims of size 1 (their stride never changes an address)."""
     expected = ints(expected)
     have = as_index_tuple(got)
-    call = student.last_call
     if len(have) != len(expected):
-        fail(f"{call} returned {what} {fmt(have)} with {len(have)} entries; expected "
+        fail(f"{student.last_call} returned {what} {fmt(have)} with {len(have)} entries; expected "
              f"{len(expected)}, one per dim of a tensor of shape {fmt(shape)}.{_hint(diagnose, got)}")
     bad = [k for k, size in enumerate(shape) if size != 1 and have[k] != expected[k]]
     if not bad:
@@ -116,7 +115,7 @@ def expect_strides(student, got, expected, shape, *, diagnose=None, what="stride
     shown = fmt("*" if size == 1 else str(e) for size, e in zip(shape, expected))
     skipped = " (* marks a size-1 dim, whose stride is not graded)" if 1 in tuple(shape) else ""
     k = bad[0]
-    fail(f"{call} returned {what} {fmt(have)}; expected {shown}{skipped}. Dim {k} (size {shape[k]}) "
+    fail(f"{student.last_call} returned {what} {fmt(have)}; expected {shown}{skipped}. Dim {k} (size {shape[k]}) "
          f"has stride {have[k]}, expected {expected[k]}.{_hint(diagnose, got)}")
 
 
@@ -146,23 +145,22 @@ def expect_layout(student, got, shape, strides, *, diagnose=None) -> None:
 
 def expect_array(student, got, expected: np.ndarray, *, diagnose=None) -> None:
     """A NumPy array with the expected shape, dtype and values (exactly)."""
-    call = student.last_call
     if isinstance(got, np.generic):
         got = np.asarray(got)
     if not isinstance(got, np.ndarray):
         kind = "a tensor (return a NumPy array: tensor.numpy())" if type(got).__name__ == "TensorData" \
             else type(got).__name__
-        fail(f"{call} returned {kind}; expected a NumPy array of shape {fmt(expected.shape)}.")
+        fail(f"{student.last_call} returned {kind}; expected a NumPy array of shape {fmt(expected.shape)}.")
     if got.shape != expected.shape:
-        fail(f"{call} returned an array of shape {fmt(got.shape)}; expected shape {fmt(expected.shape)}."
+        fail(f"{student.last_call} returned an array of shape {fmt(got.shape)}; expected shape {fmt(expected.shape)}."
              f"{_hint(diagnose, got)}")
     if got.dtype != expected.dtype:
-        fail(f"{call} returned an array of dtype {got.dtype}; expected storage's dtype {expected.dtype}: "
+        fail(f"{student.last_call} returned an array of dtype {got.dtype}; expected storage's dtype {expected.dtype}: "
              "the result holds storage's own elements, so build it from them (or pass dtype=storage.dtype).")
     if np.array_equal(got, expected):
         return
     where = tuple(int(i) for i in np.argwhere(got != expected)[0])
-    fail(f"{call} returned {_short(got)}; expected {_short(expected)}. First difference at index "
+    fail(f"{student.last_call} returned {_short(got)}; expected {_short(expected)}. First difference at index "
          f"{fmt(where)}: got {got[where]!r}, expected {expected[where]!r}.{_hint(diagnose, got)}")
 
 

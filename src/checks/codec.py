@@ -112,7 +112,7 @@ def decode(payload: bytes) -> Any:
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise UnsupportedType(f"a value of {len(payload) // 2**20} MiB (the limit is {MAX_PAYLOAD_BYTES // 2**20} MiB)")
     try:
-        tree = json.loads(payload)
+        tree = json.loads(payload.decode())  # a str skips json's encoding detection
     except (ValueError, RecursionError) as error:
         raise UnsupportedType(f"malformed payload ({error.__class__.__name__})") from None
     budget = [MAX_ITEMS]

@@ -31,6 +31,9 @@ class Assignment:
     files: tuple[str, ...] = ()
     provided: tuple[str, ...] = ()
     quiz: tuple[QuizItem, ...] = field(default_factory=tuple)
+    # modules the sandbox imports once, before it forks a worker per question: for what the
+    # student code of every question would otherwise import again (seconds each)
+    sandbox_imports: tuple[str, ...] = ()
 
     @property
     def release_dir(self) -> Path:
@@ -95,8 +98,11 @@ def load_assignment(root: Path, name: str) -> Assignment:
     except tomllib.TOMLDecodeError as error:
         raise CourseError(f"{config_path}: {error}") from None
     quiz = tuple(QuizItem(key, spec["answer"], float(spec["points"])) for key, spec in config.get("quiz", {}).items())
+    sandbox_imports = config.get("sandbox_imports", [])
+    if not isinstance(sandbox_imports, list) or not all(isinstance(name, str) for name in sandbox_imports):
+        raise CourseError(f"{config_path}: sandbox_imports must be a list of module names")
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
-                      provided=tuple(config.get("provided", ())), quiz=quiz)
+                      provided=tuple(config.get("provided", ())), quiz=quiz, sandbox_imports=tuple(sandbox_imports))
 
 
 def list_assignments(root: Path) -> list[str]:

@@ -75,7 +75,7 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     batch = len(sources) >= BATCH_SIZE
     # The zygote starts first and warms up while this process does the same. No suite code is
     # imported here at all: the session child below does that, so workers never see it.
-    with Zygote(isolation, preload=True, huge_pages=batch) as zygote:
+    with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=batch) as zygote:
         prepare_parent(preload=True)
         gc.freeze()
         if batch:

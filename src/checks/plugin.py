@@ -32,6 +32,7 @@ class ChecksPlugin:
         self.limits = limits
         self.errors: list[str] = []  # failures of the suite itself (collection); they stand for every submission
         self._open: tuple[tuple, QuestionSandbox] | None = None
+        self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
         self.start_submission(files)
 
     def start_submission(self, files: dict[str, bytes]) -> None:
@@ -142,12 +143,18 @@ class ChecksPlugin:
             self.devices.add(str(arguments["device"]).split(":")[0])
 
     def _record(self, item: pytest.Item, nodeid: str, passed: bool, message: str, grader_error: bool) -> None:
-        options = _question_options(item)
-        self.cases.append(CaseResult(options["qid"], _test_key(item), options["points"], options["all_or_nothing"],
+        options, test_key = self._item_info(item)
+        self.cases.append(CaseResult(options["qid"], test_key, options["points"], options["all_or_nothing"],
                                      passed, message, grader_error, nodeid))
         device = getattr(getattr(item, "callspec", None), "params", {}).get("device")
         if device is not None:
             self.devices.add(str(device).split(":")[0])
+
+    def _item_info(self, item: pytest.Item) -> tuple[dict[str, Any], str]:
+        """A test's question options and key, looked up once: a test with @cases records hundreds."""
+        if item not in self._items_seen:
+            self._items_seen[item] = (_question_options(item), _test_key(item))
+        return self._items_seen[item]
 
     def pytest_sessionfinish(self) -> None:
         self.end_submission()

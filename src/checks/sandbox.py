@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from checks import jail, zygote
 from checks.codec import MAX_PAYLOAD_BYTES
 from checks.jail import Isolation
-from checks.worker import recv_exact, recv_frame, send_frame
+from checks.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
@@ -120,6 +120,7 @@ class Worker:
     def __init__(self, pid: int, sock: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
+        self.reader = FrameReader(sock)
         self.alive = True
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
@@ -128,14 +129,13 @@ class Worker:
         try:
             self.sock.settimeout(timeout)
             send_frame(self.sock, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            header = json.loads(recv_frame(self.sock, MAX_HEADER_BYTES))
+            encoded = self.reader.frame(MAX_HEADER_BYTES, deadline)
+            header = dict(RETURNED_QUIETLY_HEADER) if encoded == RETURNED_QUIETLY else json.loads(encoded.decode())
             if type(header) is not dict:
                 raise ValueError("malformed reply")
             payload = None
             if header.get("status") == "returned":
-                self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-                payload = recv_frame(self.sock, MAX_PAYLOAD_BYTES)
+                payload = self.reader.frame(MAX_PAYLOAD_BYTES, deadline)
             return header, payload
         except socket.timeout:
             self.kill()
@@ -168,10 +168,11 @@ class Zygote:
     workers are gone when grading ends.
     """
 
-    def __init__(self, isolation: Isolation | None = None, *, preload: bool = False,
+    def __init__(self, isolation: Isolation | None = None, *, imports: tuple[str, ...] = (),
                  huge_pages: bool = False) -> None:
-        """`preload`: import zygote.LAZY_TORCH_MODULES up front; `huge_pages`: make forking
-        cheaper at a second's cost up front (see hugepages.py). Both pay off over a batch."""
+        """`imports`: modules every worker would otherwise import for itself (an assignment's
+        `sandbox_imports`); `huge_pages`: make forking cheaper at a second's cost up front (see
+        hugepages.py), which pays off over a batch."""
         self.isolation = isolation or jail.choose(jail.FORK)
         self._dir = tempfile.mkdtemp(prefix="checks-zygote-")
         self.address = os.path.join(self._dir, "spawn.sock")
@@ -181,7 +182,7 @@ class Zygote:
         self._process: subprocess.Popen | None = None
         if self.isolation.kind == jail.BWRAP:
             # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
-            options = ["--preload"] * preload + ["--huge-pages"] * huge_pages
+            options = [flag for name in imports for flag in ("--import", name)] + ["--huge-pages"] * huge_pages
             command = jail.bwrap_command([sys.executable, "-m", "checks.zygote", str(listener.fileno()), *options])
             self._process = subprocess.Popen(command, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -190,7 +191,7 @@ class Zygote:
             self.pid = os.fork()
             if self.pid == 0:
                 try:
-                    zygote.warm_up(preload)
+                    zygote.warm_up(imports)
                     zygote.serve_spawns(listener, homes=self._dir, huge_pages=huge_pages)
                 finally:
                     os._exit(0)
@@ -268,5 +269,6 @@ def _setpriv() -> str | None:
 
 def prepare_parent(preload: bool = False) -> None:
     """Call before the first torch op in any process that will fork sandboxes or graders;
-    `preload` when it will fork many (see zygote.warm_up)."""
-    zygote.warm_up(preload)
+    `preload` when it will fork many graders, which would each import the lazy torch modules
+    a suite's checks reach (see zygote.warm_up)."""
+    zygote.warm_up(zygote.LAZY_TORCH_MODULES if preload else ())

@@ -27,14 +27,25 @@ class StudentFault(Exception):
     can name the call in the student's terms and keep the engine's account of the rest.
     """
 
-    def __init__(self, call: str, outcome: str) -> None:
-        self.call = call
+    def __init__(self, call: str | Callable[[], str], outcome: str) -> None:
+        """`call` may be a function that says it, run only when the fault is described: most
+        faults are expected ones (a ValueError the check asked for) and are never shown."""
+        self._call = call
         self.outcome = outcome
-        super().__init__(f"{call} {outcome}")
+        super().__init__()
+
+    @property
+    def call(self) -> str:
+        if callable(self._call):
+            self._call = self._call()
+        return self._call
+
+    def __str__(self) -> str:
+        return f"{self.call} {self.outcome}"
 
 
 class StudentRaised(StudentFault):
-    def __init__(self, call: str, header: dict) -> None:
+    def __init__(self, call: str | Callable[[], str], header: dict) -> None:
         self.type_name = _text(header.get("type"), 100) or "Exception"
         bases = header.get("bases") if isinstance(header.get("bases"), list) else []
         self.bases = frozenset(name for name in bases if isinstance(name, str))
@@ -108,21 +119,21 @@ class QuestionSandbox:
     def request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
         """Send `message`; its value, or a StudentFault naming the call as `describe()` says."""
         if self.hangs.get(key, 0) >= MAX_HANGS:
-            raise StudentTimeout(describe(), f"was not run: {MAX_HANGS} earlier calls like it did not finish "
-                                       f"within {self.timeout:g} s")
+            raise StudentTimeout(describe, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
+                                     f"within {self.timeout:g} s")
         if self.worker is None or not self.worker.alive:
             self.worker = self.zygote.spawn(self.config)
         try:
             header, payload = self.worker.request(message, self.timeout)
         except WorkerTimedOut:
             self.hangs[key] = self.hangs.get(key, 0) + 1
-            raise StudentTimeout(describe(), f"did not finish within {self.timeout:g} s "
-                                       "(an infinite loop, or far too slow); it was stopped") from None
+            raise StudentTimeout(describe, f"did not finish within {self.timeout:g} s "
+                                     "(an infinite loop, or far too slow); it was stopped") from None
         except ReplyRefused as refused:
-            raise UnsupportedReturn(describe(), f"sent back {refused}; return smaller, plain values") from None
+            raise UnsupportedReturn(describe, f"sent back {refused}; return smaller, plain values") from None
         except WorkerDied:
-            raise StudentCrashed(describe(), "crashed the sandbox process: os._exit, a fatal signal or a memory "
-                                       "or CPU limit; the calls after it ran in a fresh one") from None
+            raise StudentCrashed(describe, "crashed the sandbox process: os._exit, a fatal signal or a memory "
+                                     "or CPU limit; the calls after it ran in a fresh one") from None
         try:
             return _value_or_fault(describe, header, payload)
         except (UnsupportedReturn, StudentCrashed):
@@ -140,16 +151,15 @@ def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | 
         try:
             return codec.decode(payload)
         except codec.UnsupportedType as error:
-            raise UnsupportedReturn(describe(), f"returned an unsupported type: {error}") from None
-    call = describe()
+            raise UnsupportedReturn(describe, f"returned an unsupported type: {error}") from None
     if status == "raised":
-        raise StudentRaised(call, header)
+        raise StudentRaised(describe, header)
     if status == "missing":
-        raise MissingFunction(call, f"could not run: {_text(header.get('message'), 300)}")
+        raise MissingFunction(describe, f"could not run: {_text(header.get('message'), 300)}")
     if status == "unsupported":
-        raise UnsupportedReturn(call, f"returned an unsupported type: {_text(header.get('message'), 300)} "
-                                      "(return plain Python values, NumPy arrays or tensors)")
-    raise StudentCrashed(call, "sent back a malformed reply")
+        raise UnsupportedReturn(describe, f"returned an unsupported type: {_text(header.get('message'), 300)} "
+                                          "(return plain Python values, NumPy arrays or tensors)")
+    raise StudentCrashed(describe, "sent back a malformed reply")
 
 
 class Student:
@@ -182,14 +192,16 @@ class Student:
     def call(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
         self._last_call, self.last_result = (name, args, kwargs), None
         message = {"op": "call", "module": module, "name": name, "args": args, "kwargs": kwargs}
-        return self._remember(self._sandbox.request(f"{module}.{name}", lambda: self.last_call, message))
+        describe = functools.partial(summarize_call, name, args, kwargs)  # this call, even after the next
+        return self._remember(self._sandbox.request(f"{module}.{name}", describe, message))
 
     def run(self, driver: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run a suite driver (a top-level function of a suite helper module) in the sandbox."""
         self._last_call, self.last_result = (driver.__name__, args, kwargs), None
         message = {"op": "run", "module": driver.__module__, "code": _driver_code(driver.__module__),
                    "name": driver.__name__, "args": args, "kwargs": kwargs}
-        return self._remember(self._sandbox.request(f"driver {driver.__name__}", lambda: self.last_call, message))
+        describe = functools.partial(summarize_call, driver.__name__, args, kwargs)
+        return self._remember(self._sandbox.request(f"driver {driver.__name__}", describe, message))
 
     def _remember(self, result: Any) -> Any:
         self.last_result = result

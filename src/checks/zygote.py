@@ -1,13 +1,15 @@
 """The zygote: a warm process (torch imported) that forks one sandbox worker per request.
 
 It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
-`python -m checks.zygote FD [--preload] [--huge-pages]`, FD being the listening socket it
-inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's pid. The zygote never reads anything
-else from a client, so a worker that connects to it learns nothing.
+`python -m checks.zygote FD [--import MODULE]... [--huge-pages]`, FD being the listening socket
+it inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's
+pid. The zygote never reads anything else from a client, so a worker that connects to it learns
+nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import gc
 import importlib
@@ -16,11 +18,10 @@ import pickle
 import signal
 import socket
 import struct
-import sys
 import tempfile
+from typing import Iterable
 
 from checks import hugepages, worker
-from checks.worker import recv_frame
 
 PID = struct.Struct("!i")
 PR_SET_CHILD_SUBREAPER = 36
@@ -92,18 +93,21 @@ def _run_worker(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         sock = socket.socket(fileno=fd)
-        config = pickle.loads(recv_frame(sock, 1 << 30))  # written by the grader: trusted
-        worker.serve(sock, config)
+        reader = worker.FrameReader(sock)
+        config = pickle.loads(reader.frame(1 << 30))  # written by the grader: trusted
+        worker.serve(sock, reader, config)
     finally:
         os._exit(0)
 
 
-def warm_up(preload: bool = False) -> None:
+def warm_up(imports: Iterable[str] = ()) -> None:
     """Import what every worker needs, ready to fork: torch on one thread (forking after a
     multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of
     NVML (asking CUDA itself initialises a driver that forked children then cannot use).
 
-    `preload` also imports LAZY_TORCH_MODULES: worth its two seconds when many processes fork.
+    `imports`: more modules, each worth importing once when many processes fork from here and
+    would each import it (LAZY_TORCH_MODULES, an assignment's `sandbox_imports`). One that does
+    not import is left to whoever needs it.
     """
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     import numpy  # noqa: F401
@@ -111,18 +115,26 @@ def warm_up(preload: bool = False) -> None:
     try:
         import torch
     except ImportError:
-        return
-    torch.set_num_threads(1)
-    if preload:
-        for name in LAZY_TORCH_MODULES:
+        pass
+    else:
+        torch.set_num_threads(1)
+    for name in imports:
+        try:
             importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - ImportError, or a module that fails as it loads
+            pass
 
 
 def main() -> None:
-    warm_up(preload="--preload" in sys.argv[2:])
-    listener = socket.socket(fileno=int(sys.argv[1]))
+    parser = argparse.ArgumentParser(prog="python -m checks.zygote")
+    parser.add_argument("fd", type=int, help="the listening socket, inherited")
+    parser.add_argument("--import", dest="imports", action="append", default=[], help="a module to import up front")
+    parser.add_argument("--huge-pages", action="store_true")
+    options = parser.parse_args()
+    warm_up(options.imports)
+    listener = socket.socket(fileno=options.fd)
     try:
-        serve_spawns(listener, huge_pages="--huge-pages" in sys.argv[2:])
+        serve_spawns(listener, huge_pages=options.huge_pages)
     finally:
         os._exit(0)
 
