@@ -53,7 +53,7 @@ class ChecksPlugin:
 
     @pytest.fixture
     def student(self, request: pytest.FixtureRequest) -> Iterator[Student]:
-        options = _question_options(request.node)
+        options, _ = self._item_info(request.node)
         reached = Student(self._sandbox_for(options), self.assignment.modules)
         suite._current = reached
         yield reached
