@@ -1,7 +1,9 @@
-"""The grader's handle on student code: what a fault says, and what the sandbox has imported."""
+"""The grader's handle on student code: what a fault says, what the sandbox has imported, and
+when a worker is handed on from one question to the next."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -9,10 +11,44 @@ import pytest
 from checks import jail
 from checks.course import CourseError, load_assignment
 from checks.sandbox import WorkerConfig, Zygote
-from checks.student import QuestionSandbox, Student, StudentRaised
+from checks.student import QuestionSandbox, Student, StudentRaised, SubmissionWorkers
 
 PROBE = b"""
+import os
+import random
 import sys
+import threading
+
+import numpy
+import torch
+
+calls = []  # module state: every question must start without the last one's
+
+
+def loaded(name):
+    return name in sys.modules
+
+
+def state():
+    calls.append(1)
+    return {"pid": os.getpid(), "calls": len(calls), "random": random.random(), "numpy": float(numpy.random.rand()),
+            "torch": torch.rand(1).item(), "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
+            "cwd": os.getcwd()}
+
+
+def meddle():
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    os.chdir("/")
+    return state()
+
+
+def leave_a_thread():
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+
+def hoard(megabytes):
+    calls.append(bytearray(megabytes * 2**20))
 
 
 def loaded(name):
@@ -43,8 +79,25 @@ def zygote(tmp_path_factory):
         sys.path.remove(str(folder))
 
 
-def student_for(zygote: Zygote) -> Student:
-    return Student(QuestionSandbox(zygote, WorkerConfig(files={"probe.py": PROBE}), timeout=30), frozenset({"probe"}))
+CONFIG = WorkerConfig(files={"probe.py": PROBE})
+
+
+def student_for(zygote: Zygote, workers: SubmissionWorkers | None = None, config: WorkerConfig = CONFIG) -> Student:
+    """A question's `student`; questions that share `workers` are one submission's."""
+    return Student(QuestionSandbox(workers or SubmissionWorkers(zygote), config, timeout=30), frozenset({"probe"}))
+
+
+def run_questions(zygote: Zygote, *questions, hand_on: bool = True) -> list[dict]:
+    """Each question is (what to call first, config); the state() each question then sees."""
+    workers, states = SubmissionWorkers(zygote, hand_on=hand_on), []
+    for first, config in questions:
+        student = student_for(zygote, workers, config)
+        if first:
+            getattr(student.probe, first[0])(*first[1:])
+        states.append(student.probe.state())
+        student._sandbox.close()
+    workers.close()
+    return states
 
 
 def test_sandbox_imports_are_imported_before_the_student_code_runs(zygote):
@@ -67,4 +120,35 @@ def test_sandbox_imports_must_be_a_list_of_names(make_course):
     assert load_assignment(root, "toy").sandbox_imports == ("wave",)
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nsandbox_imports = "wave"\n')
     with pytest.raises(CourseError, match="sandbox_imports must be a list of module names"):
+        load_assignment(root, "toy")
+
+
+def test_a_healthy_worker_is_handed_on_and_the_next_question_starts_afresh(zygote):
+    fresh = run_questions(zygote, (None, CONFIG))[0]
+    first, second, third = run_questions(zygote, (None, CONFIG), (("meddle",), CONFIG), (None, CONFIG))
+    assert first["pid"] == second["pid"] == third["pid"]  # handed on
+    assert second["dtype"] == "torch.float64" and second["cwd"] == "/" and second["calls"] == 2
+    # module state, torch's settings and random state, the working folder: all as in a fresh worker
+    # (Python's and NumPy's random states are drawn afresh in every worker)
+    assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
+    same = {key: value for key, value in third.items() if key not in ("pid", "cwd", "random", "numpy")}
+    assert same == {key: fresh[key] for key in same}
+
+
+def test_a_worker_is_not_handed_on_with_other_files_a_thread_or_a_hoard(zygote):
+    other = WorkerConfig(files={"probe.py": PROBE, "extra.py": b""})
+    pids = [state["pid"] for state in run_questions(zygote, (None, CONFIG), (None, other))]
+    assert pids[0] != pids[1]
+    for first in (("leave_a_thread",), ("hoard", 300)):
+        pids = [state["pid"] for state in run_questions(zygote, (first, CONFIG), (None, CONFIG))]
+        assert pids[0] != pids[1], first
+
+
+def test_fresh_worker_per_question_forks_one_each(zygote, make_course):
+    first, second = run_questions(zygote, (None, CONFIG), (None, CONFIG), hand_on=False)
+    assert first["pid"] != second["pid"]
+    root = make_course({"autograder/toy/assignment.toml": 'files = ["a.py"]\nfresh_worker_per_question = true\n'})
+    assert load_assignment(root, "toy").fresh_worker_per_question is True
+    (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nfresh_worker_per_question = "yes"\n')
+    with pytest.raises(CourseError, match="fresh_worker_per_question must be true or false"):
         load_assignment(root, "toy")

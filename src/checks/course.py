@@ -31,9 +31,11 @@ class Assignment:
     files: tuple[str, ...] = ()
     provided: tuple[str, ...] = ()
     quiz: tuple[QuizItem, ...] = field(default_factory=tuple)
-    # modules the sandbox imports once, before it forks a worker per question: for what the
+    # modules the sandbox imports once, before it forks any worker: for what the
     # student code of every question would otherwise import again (seconds each)
     sandbox_imports: tuple[str, ...] = ()
+    # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
+    fresh_worker_per_question: bool = False
 
     @property
     def release_dir(self) -> Path:
@@ -101,8 +103,12 @@ def load_assignment(root: Path, name: str) -> Assignment:
     sandbox_imports = config.get("sandbox_imports", [])
     if not isinstance(sandbox_imports, list) or not all(isinstance(name, str) for name in sandbox_imports):
         raise CourseError(f"{config_path}: sandbox_imports must be a list of module names")
+    fresh_worker_per_question = config.get("fresh_worker_per_question", False)
+    if not isinstance(fresh_worker_per_question, bool):
+        raise CourseError(f"{config_path}: fresh_worker_per_question must be true or false")
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
-                      provided=tuple(config.get("provided", ())), quiz=quiz, sandbox_imports=tuple(sandbox_imports))
+                      provided=tuple(config.get("provided", ())), quiz=quiz, sandbox_imports=tuple(sandbox_imports),
+                      fresh_worker_per_question=fresh_worker_per_question)
 
 
 def list_assignments(root: Path) -> list[str]:

@@ -1,9 +1,9 @@
 """The pytest plugin that runs a suite against one submission and records every case.
 
-It owns the `student` fixture (one sandbox per question, spawned from the zygote) and turns each
-pytest report into a CaseResult. A failure of the suite itself (collection error, broken
-fixture, an unexpected exception in a test) is recorded as a grader error, never silently
-charged to the student.
+It owns the `student` fixture (one sandbox per question, its worker forked from the zygote or
+handed on from the last question) and turns each pytest report into a CaseResult. A failure of
+the suite itself (collection error, broken fixture, an unexpected exception in a test) is
+recorded as a grader error, never silently charged to the student.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from checks.course import Assignment
 from checks.jail import SANDBOX_UID_BASE
 from checks.sandbox import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.scoring import CaseResult
-from checks.student import QuestionSandbox, Student, StudentFault
+from checks.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
 
 
 class ChecksPlugin:
@@ -32,6 +32,7 @@ class ChecksPlugin:
         self.limits = limits
         self.errors: list[str] = []  # failures of the suite itself (collection); they stand for every submission
         self._open: tuple[tuple, QuestionSandbox] | None = None
+        self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
         self.start_submission(files)
 
@@ -47,6 +48,7 @@ class ChecksPlugin:
 
     def end_submission(self) -> None:
         self.close()
+        self.workers.close()
         self._kill_strays()  # no process of a submission outlives its grading
 
     # ------------------------------------------------------------ the fixture
@@ -60,18 +62,20 @@ class ChecksPlugin:
         suite._current = None
 
     def _sandbox_for(self, options: dict[str, Any]) -> QuestionSandbox:
-        """One sandbox per question: reference files and import blocks never leak across."""
+        """One sandbox per question. Its worker may be the last question's (SubmissionWorkers),
+        but only one holding the same files and import blocks: references never leak across."""
         key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
         self.close()
         files = dict(self.files)
         if self.use_references and options["use_reference"]:
+            self.workers.close()
             self._kill_strays()  # nothing the student started earlier may meet the reference files
             files.update(self.assignment.reference_files(options["use_reference"]))
         config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid)
-        sandbox = QuestionSandbox(self.zygote, config, options["timeout"])
+        sandbox = QuestionSandbox(self.workers, config, options["timeout"])
         self._open = (key, sandbox)
         return sandbox
 

@@ -32,6 +32,13 @@ from checks.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
 
+# A worker is handed on to the submission's next question only while it stays this small: the
+# next question then still has (nearly) the whole CPU and memory limit to itself.
+HAND_ON_CPU_SECONDS = 5.0
+HAND_ON_DATA_GROWTH_BYTES = 256 * 2**20
+AFRESH_TIMEOUT = 5.0
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -122,6 +129,7 @@ class Worker:
         self.sock = sock
         self.reader = FrameReader(sock)
         self.alive = True
+        self.data_at_start = _data_bytes(pid)  # the zygote's, inherited: the worker has only just forked
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
         """Send one request; return the reply's JSON header and the codec payload, if any."""
@@ -147,6 +155,35 @@ class Worker:
             self.kill()
             raise ReplyRefused(str(error) if isinstance(error, ValueError) else "a malformed reply") from None
 
+    def start_afresh(self) -> bool:
+        """Ready the worker for another question of the same submission: True when it is still
+        fit for one (alone, small, quick so far; the kernel's account, not the worker's) and has
+        put its student modules and settings back (worker._Session._start_afresh); else killed."""
+        if self.alive and self._fit_to_hand_on():
+            try:
+                header, _ = self.request({"op": "afresh"}, AFRESH_TIMEOUT)
+            except (WorkerTimedOut, WorkerDied, ReplyRefused):
+                return False
+            if header.get("status") == "afresh":
+                return True
+        self.kill()
+        return False
+
+    def _fit_to_hand_on(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{self.pid}/task/{self.pid}/children", "rb") as children:
+                has_children = bool(children.read().strip())
+        except OSError:  # not Linux, or gone
+            return False
+        cpu_seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        threads = int(fields[17])
+        data = _data_bytes(self.pid)
+        return (threads == 1 and not has_children and cpu_seconds <= HAND_ON_CPU_SECONDS
+                and data is not None and self.data_at_start is not None
+                and data - self.data_at_start <= HAND_ON_DATA_GROWTH_BYTES)
+
     def kill(self) -> None:
         """Kill the worker and its process group (detached daemons: see kill_uid)."""
         if not self.alive:
@@ -158,6 +195,15 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 pass
         self.sock.close()
+
+
+def _data_bytes(pid: int) -> int | None:
+    """What RLIMIT_DATA counts for the process (its private writable memory), or None."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[5]) * PAGE_BYTES
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class Zygote:

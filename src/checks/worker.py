@@ -16,6 +16,7 @@ import linecache
 import marshal
 import os
 import pickle
+import random
 import resource
 import signal
 import socket
@@ -131,7 +132,7 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict) -> None:
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
     _block(tuple(config["block_imports"]))
-    session = _Session(home, output_path)
+    session = _Session(home, output_path, list(config["files"]), _Settings())
     while True:
         try:
             request = pickle.loads(reader.frame(1 << 30))  # from the grader: trusted
@@ -183,12 +184,18 @@ def _block(blocked: tuple[str, ...]) -> None:
 class _Session:
     """Dispatches requests; every reply is a JSON header plus, for a value, a codec payload."""
 
-    def __init__(self, home: str, output_path: str) -> None:
+    def __init__(self, home: str, output_path: str, files: list[str], settings: "_Settings") -> None:
         self.home = home
+        # the names the submission's files import as (strides.py, or a package folder)
+        self.own_modules = {name.split("/")[0].removesuffix(".py") for name in files}
         self.output_path = output_path
+        self.settings = settings
         self.drivers: dict[str, types.ModuleType] = {}
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
+        if request["op"] == "afresh":
+            self._start_afresh()
+            return {"status": "afresh", "output": self._output()}, None
         try:
             if request["op"] == "call":
                 target = self._student_function(request["module"], request["name"])
@@ -204,6 +211,22 @@ class _Session:
                 header, payload = {"status": "unsupported", "message": str(error)[:500]}, None
         header["output"] = self._output()
         return header, payload
+
+    def _start_afresh(self) -> None:
+        """Between two questions in this worker: the submission's modules (and the suite's
+        drivers) are imported again on first use, and what the student's code most likely
+        changed elsewhere is put back, so that one question's state does not reach the next."""
+        for name in self.own_modules:
+            module = sys.modules.get(name)
+            if module is None or not str(getattr(module, "__file__", None)).startswith(self.home + os.sep):
+                continue  # not imported, or a module of the same name that is not the student's
+            del sys.modules[name]
+            if hasattr(module, "__path__"):  # a package: its submodules too
+                for inner in [inner for inner in sys.modules if inner.startswith(name + ".")]:
+                    del sys.modules[inner]
+        self.drivers.clear()
+        self.settings.restore()
+        os.chdir(self.home)
 
     def _student_function(self, module_name: str, name: str) -> Any:
         module = sys.modules.get(module_name)  # imported by an earlier call: skip importlib's locks
@@ -273,6 +296,34 @@ class _Session:
             text = handle.read().decode("utf-8", "replace")
         os.truncate(self.output_path, 0)
         return text
+
+
+class _Settings:
+    """The process-wide settings a student's code is likely to change (torch's random state,
+    default dtype, grad mode and threads; alarms; sys.path), as they were before it ran."""
+
+    def __init__(self) -> None:
+        self.path = list(sys.path)
+        self.torch = sys.modules.get("torch")  # None where it is blocked: student code cannot reach it then
+        if self.torch is not None:
+            self.torch_settings = (self.torch.get_rng_state(), self.torch.get_default_dtype(),
+                                   self.torch.is_grad_enabled(), self.torch.get_num_threads())
+
+    def restore(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        sys.path[:] = self.path
+        # as in a fresh worker: Python's random is reseeded on fork, NumPy's on its first import
+        random.seed()
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        if self.torch is not None:
+            rng_state, dtype, grad_enabled, threads = self.torch_settings
+            self.torch.set_rng_state(rng_state)
+            self.torch.set_default_dtype(dtype)
+            self.torch.set_grad_enabled(grad_enabled)
+            self.torch.set_num_threads(threads)
 
 
 def _flush() -> None:
