@@ -326,3 +326,105 @@ def test_the_jail_hides_the_course_and_blocks_writes_and_network(batch):
     assert "pwned" not in (batch["root"] / "autograder/toy/test_toy.py").read_text()
     assert batch["received"] == []
     assert batch["results"]["reads_the_suite"].sandbox.startswith("bwrap")
+
+
+THIEF = '''
+import ctypes, glob, os, socket, time
+
+STASH_KEY = 0x5EC2E7
+KEYCTL = {"x86_64": 250}.get(os.uname().machine)  # add_key and request_key are the two before it
+
+
+def steal():
+    """Graded with the reference good.py beside it: hide its secret for the questions after."""
+    import good
+    secret = good.SECRET.encode()
+    os.chmod(os.environ["HOME"], 0o755)
+    for folder in (os.environ["HOME"], "/tmp", "/dev/shm", "/var/tmp", "/run", "/dev"):
+        try:
+            with open(os.path.join(folder, "stash"), "wb") as handle:
+                handle.write(secret)
+            os.chmod(os.path.join(folder, "stash"), 0o644)
+        except OSError:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(STASH_KEY, 4096, 0o1666)  # IPC_CREAT, readable by all: outlives us
+    if segment >= 0:
+        ctypes.memmove(libc.shmat(segment, None, 0), secret, len(secret))
+    queue = libc.mq_open(b"/checks-stash", os.O_CREAT | os.O_WRONLY, 0o666, None)  # POSIX queues outlive us too
+    if queue >= 0:
+        libc.mq_send(queue, secret, len(secret), 0)
+    if KEYCTL:  # a key in the uid's keyring
+        libc.syscall(KEYCTL - 2, b"user", b"checks-stash", secret, len(secret), ctypes.c_int(-4))
+    if os.fork() == 0:  # a daemon that hands it on
+        os.setsid()
+        server = socket.socket(socket.AF_UNIX)
+        server.bind("\\0checks-stash")
+        server.listen()
+        while True:
+            conn, _ = server.accept()
+            conn.sendall(secret)
+            conn.close()
+    time.sleep(0.3)
+    return "stashed"
+
+
+def find():
+    found = []
+    places = ("/tmp/**", "/dev/shm", "/var/tmp", "/run", "/dev")
+    for path in [found for place in places for found in glob.glob(place + "/stash", recursive=True)]:
+        try:
+            found.append(open(path).read())
+        except OSError:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(STASH_KEY, 0, 0)
+    if segment >= 0:
+        found.append(ctypes.string_at(libc.shmat(segment, None, 0)).decode())
+    key = libc.syscall(KEYCTL - 1, b"user", b"checks-stash", None, ctypes.c_int(-4)) if KEYCTL else -1
+    if key > 0:
+        value = ctypes.create_string_buffer(100)
+        libc.syscall(KEYCTL, 11, key, value, 100)  # KEYCTL_READ
+        found.append(value.value.decode())
+    queue = libc.mq_open(b"/checks-stash", os.O_RDONLY)
+    if queue >= 0:
+        message = ctypes.create_string_buffer(1 << 16)
+        if libc.mq_receive(queue, message, len(message), None) > 0:
+            found.append(message.value.decode())
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect("\\0checks-stash")
+            found.append(client.recv(100).decode())
+    except OSError:
+        pass
+    return found
+'''
+
+
+@needs_jail
+def test_nothing_of_a_reference_outlives_its_question(make_course):
+    """A question graded with a reference file hands the student's code that file: no file,
+    process or shared memory of that question may carry it to the student's own questions."""
+    root = make_course({
+        "autograder/leak/assignment.toml": 'files = ["good.py", "thief.py"]\n',
+        "autograder/leak/test_leak.py": """
+            from checks.suite import question, expect_equal
+
+            @question("thief.steal", points=50, use_reference=("good.py",))
+            def test_steal(student):
+                expect_equal(student.thief.steal(), "stashed")
+
+            @question("thief.find", points=50)
+            def test_find(student):
+                expect_equal(student.thief.find(), [])
+        """,
+        "solutions/leak/good.py": f"SECRET = '{SECRET}'\n",
+        "assignments/leak/.keep": "",
+        "subs/thief/good.py": "SECRET = 'mine'\n",
+        "subs/thief/thief.py": THIEF,
+    })
+    [result] = grade_sources(load_assignment(root, "leak"), [Source.from_path(root / "subs/thief")], jobs=1)
+    assert result.question("thief.steal").passed, result.question("thief.steal").feedback
+    assert result.question("thief.find").passed, result.question("thief.find").feedback

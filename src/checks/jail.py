@@ -77,8 +77,10 @@ def bwrap_command(program: list[str]) -> list[str]:
             argv += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             argv += ["--ro-bind", str(path), str(path)]
+    # /tmp holds the workers' homes, under random names; 0711: a worker cannot list the others'
+    # (a question graded with a reference must leave nothing behind that a later one could find)
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys",
-             "--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--tmpfs", "/tmp"]
+             "--proc", "/proc", "--dev", "/dev", "--perms", "0711", "--tmpfs", "/tmp"]
     for device in sorted(glob.glob("/dev/nvidia*")):  # the GPU image: CUDA needs its device nodes
         argv += ["--dev-bind", device, device]
     for path in _python_paths():

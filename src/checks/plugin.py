@@ -43,6 +43,7 @@ class ChecksPlugin:
         self.cases: list[CaseResult] = []
         self.devices: set[str] = set()
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
+        self._reference_given = False  # whether the open question's worker holds a reference file
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
 
@@ -67,11 +68,15 @@ class ChecksPlugin:
         key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
+        with_reference = self.use_references and bool(options["use_reference"])
         self.close()
-        files = dict(self.files)
-        if self.use_references and options["use_reference"]:
+        if with_reference or self._reference_given:
+            # nothing the student started may meet a reference, or carry one to a later question
             self.workers.close()
-            self._kill_strays()  # nothing the student started earlier may meet the reference files
+            self._kill_strays()
+        self._reference_given = with_reference
+        files = dict(self.files)
+        if with_reference:
             files.update(self.assignment.reference_files(options["use_reference"]))
         config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid)

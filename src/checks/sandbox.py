@@ -54,8 +54,9 @@ class Limits:
     processes: int = 64  # per submission uid; only enforced where workers get their own uid
 
     def as_rlimits(self, own_uid: bool) -> dict[str, int]:
+        # no POSIX message queues: one would outlive its worker, and nothing lists them to remove
         limits = {"RLIMIT_DATA": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds,
-                  "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_CORE": 0}
+                  "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_CORE": 0, "RLIMIT_MSGQUEUE": 0}
         return {**limits, "RLIMIT_NPROC": self.processes} if own_uid else limits
 
 
