@@ -428,3 +428,56 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
     [result] = grade_sources(load_assignment(root, "leak"), [Source.from_path(root / "subs/thief")], jobs=1)
     assert result.question("thief.steal").passed, result.question("thief.steal").feedback
     assert result.question("thief.find").passed, result.question("thief.find").feedback
+
+
+FILLER = '''
+import os, time
+
+
+def fill():
+    """Write into the home until the disk is full: how many MiB went in."""
+    chunk, written = b"x" * 2**20, 0
+    locked = os.path.join(os.environ["HOME"], "locked")
+    os.makedirs(locked)
+    try:
+        while written < 256:
+            with open(os.path.join(locked, f"{written}.bin"), "wb") as handle:
+                handle.write(chunk)
+            written += 1
+    except OSError:
+        pass
+    os.chmod(locked, 0)  # the zygote must still be able to remove it
+    return written
+
+
+def free_after(seconds):
+    time.sleep(seconds)
+    stats = os.statvfs(os.environ["HOME"])
+    return stats.f_bavail * stats.f_frsize // 2**20
+'''
+
+
+@needs_jail
+def test_a_full_home_costs_nothing_after_its_worker(make_course, monkeypatch):
+    """The jail's /tmp is capped, and a dead worker's home is removed: one submission cannot
+    fill it for the rest of the batch."""
+    monkeypatch.setattr(jail, "TMP_BYTES", 64 * 2**20)
+    root = make_course({
+        "autograder/fill/assignment.toml": 'files = ["filler.py"]\n',
+        "autograder/fill/test_fill.py": """
+            from checks.suite import question
+
+            @question("filler.fill", points=50)
+            def test_fill(student):
+                assert student.filler.fill() < 64
+
+            @question("filler.free", points=50, block_imports=("torch",))  # other imports: a fresh worker
+            def test_free(student):
+                assert student.filler.free_after(1.0) > 48
+        """,
+        "assignments/fill/.keep": "",
+        "subs/filler/filler.py": FILLER,
+    })
+    [result] = grade_sources(load_assignment(root, "fill"), [Source.from_path(root / "subs/filler")], jobs=1)
+    assert result.question("filler.fill").passed, result.question("filler.fill").feedback
+    assert result.question("filler.free").passed, result.question("filler.free").feedback

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -33,10 +34,11 @@ def state():
     calls.append(1)
     return {"pid": os.getpid(), "calls": len(calls), "random": random.random(), "numpy": float(numpy.random.rand()),
             "torch": torch.rand(1).item(), "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
-            "cwd": os.getcwd()}
+            "cwd": os.getcwd(), "scratch": os.path.exists(os.path.join(os.environ["HOME"], "scratch"))}
 
 
 def meddle():
+    os.makedirs(os.path.join(os.environ["HOME"], "scratch"))
     torch.set_default_dtype(torch.float64)
     torch.set_grad_enabled(False)
     os.chdir("/")
@@ -127,8 +129,9 @@ def test_a_healthy_worker_is_handed_on_and_the_next_question_starts_afresh(zygot
     fresh = run_questions(zygote, (None, CONFIG))[0]
     first, second, third = run_questions(zygote, (None, CONFIG), (("meddle",), CONFIG), (None, CONFIG))
     assert first["pid"] == second["pid"] == third["pid"]  # handed on
-    assert second["dtype"] == "torch.float64" and second["cwd"] == "/" and second["calls"] == 2
-    # module state, torch's settings and random state, the working folder: all as in a fresh worker
+    assert second["dtype"] == "torch.float64" and second["cwd"] == "/" and second["calls"] == 2 and second["scratch"]
+    # module state, torch's settings and random state, the working folder and what is in it: all as
+    # in a fresh worker
     # (Python's and NumPy's random states are drawn afresh in every worker)
     assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
     same = {key: value for key, value in third.items() if key not in ("pid", "cwd", "random", "numpy")}
@@ -152,3 +155,16 @@ def test_fresh_worker_per_question_forks_one_each(zygote, make_course):
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nfresh_worker_per_question = "yes"\n')
     with pytest.raises(CourseError, match="fresh_worker_per_question must be true or false"):
         load_assignment(root, "toy")
+
+
+def test_a_dead_workers_home_is_removed(zygote):
+    workers = SubmissionWorkers(zygote)
+    student = student_for(zygote, workers)
+    home = student.probe.state()["cwd"]
+    assert os.path.isdir(home)
+    workers.close()
+    student._sandbox.worker.kill()
+    deadline = time.monotonic() + 10
+    while os.path.exists(home) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(home)

@@ -25,6 +25,7 @@ import checks
 
 FORK, BWRAP, AUTO = "fork", "bwrap", "auto"
 SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged uid per submission
+TMP_BYTES = 2 * 2**30  # the jail's /tmp, where the workers' homes are (memory: a tmpfs)
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,10 @@ def bwrap_command(program: list[str]) -> list[str]:
         elif path.is_dir():
             argv += ["--ro-bind", str(path), str(path)]
     # /tmp holds the workers' homes, under random names; 0711: a worker cannot list the others'
-    # (a question graded with a reference must leave nothing behind that a later one could find)
+    # (a question graded with a reference must leave nothing behind that a later one could find).
+    # It is memory, so capped; the zygote removes a home when its worker dies.
     argv += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--ro-bind-try", "/sys", "/sys",
-             "--proc", "/proc", "--dev", "/dev", "--perms", "0711", "--tmpfs", "/tmp"]
+             "--proc", "/proc", "--dev", "/dev", "--perms", "0711", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for device in sorted(glob.glob("/dev/nvidia*")):  # the GPU image: CUDA needs its device nodes
         argv += ["--dev-bind", device, device]
     for path in _python_paths():

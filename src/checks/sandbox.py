@@ -15,6 +15,7 @@ import json
 import marshal
 import os
 import pickle
+import select
 import shutil
 import signal
 import socket
@@ -37,6 +38,7 @@ SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import tor
 HAND_ON_CPU_SECONDS = 5.0
 HAND_ON_DATA_GROWTH_BYTES = 256 * 2**20
 AFRESH_TIMEOUT = 5.0
+KILL_WAIT = 1.0  # at most, for a killed worker to be gone (milliseconds, usually)
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -186,16 +188,24 @@ class Worker:
                 and data - self.data_at_start <= HAND_ON_DATA_GROWTH_BYTES)
 
     def kill(self) -> None:
-        """Kill the worker and its process group (detached daemons: see kill_uid)."""
+        """Kill the worker and its process group (detached daemons: see kill_uid), and wait a
+        moment until it is gone: the zygote then removes its home before forking the next."""
         if not self.alive:
             return
         self.alive = False
+        try:
+            exited = os.pidfd_open(self.pid)  # readable once it has exited
+        except (AttributeError, OSError):  # not Linux, or gone already
+            exited = None
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
             try:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
         self.sock.close()
+        if exited is not None:
+            select.select([exited], [], [], KILL_WAIT)
+            os.close(exited)
 
 
 def _data_bytes(pid: int) -> int | None:

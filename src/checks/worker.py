@@ -8,6 +8,7 @@ grader: "call strides.numel with these args", or "run this suite driver". Reques
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import importlib.abc
@@ -19,6 +20,7 @@ import os
 import pickle
 import random
 import resource
+import shutil
 import signal
 import socket
 import struct
@@ -104,16 +106,15 @@ class _BlockedImports(importlib.abc.MetaPathFinder):
         return None
 
 
-def serve(sock: socket.socket, reader: FrameReader, config: dict) -> None:
+def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> None:
     """Entry point in the forked child: lock ourselves in, then answer requests (read from `sock`
-    through `reader`) until EOF."""
+    through `reader`) until EOF. `home` is an empty folder of ours (the zygote removes it)."""
     os.setsid()  # own process group: the grader kills the whole group
     if config.get("cpus") and hasattr(os, "sched_setaffinity"):
         try:
             os.sched_setaffinity(0, config["cpus"])  # its grader's core: they take turns, never run together
         except OSError:  # that CPU is gone: run anywhere
             pass
-    home = tempfile.mkdtemp(prefix="checks-sandbox-")
     for name, data in config["files"].items():
         path = os.path.realpath(os.path.join(home, name))
         if not path.startswith(home + os.sep):
@@ -218,8 +219,9 @@ class _Session:
 
     def __init__(self, home: str, output_path: str, files: list[str], settings: "_Settings") -> None:
         self.home = home
+        self.own_entries = {name.split("/")[0] for name in files} | {os.path.basename(output_path)}
         # the names the submission's files import as (strides.py, or a package folder)
-        self.own_modules = {name.split("/")[0].removesuffix(".py") for name in files}
+        self.own_modules = {name.removesuffix(".py") for name in self.own_entries}
         self.output_path = output_path
         self.settings = settings
         self.drivers: dict[str, types.ModuleType] = {}
@@ -259,6 +261,13 @@ class _Session:
         self.drivers.clear()
         self.settings.restore()
         os.chdir(self.home)
+        for entry in os.scandir(self.home):  # what the last question wrote beside the submission
+            if entry.name not in self.own_entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
 
     def _student_function(self, module_name: str, name: str) -> Any:
         module = sys.modules.get(module_name)  # imported by an earlier call: skip importlib's locks

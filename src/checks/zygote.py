@@ -10,20 +10,25 @@ nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import importlib
 import os
 import pickle
+import select
+import shutil
 import signal
 import socket
 import struct
+import subprocess
 import tempfile
 from typing import Iterable
 
 from checks import hugepages, worker
 
 PID = struct.Struct("!i")
+REAP_INTERVAL = 0.2  # seconds between looks for dead workers while no spawn request comes
 PR_SET_CHILD_SUBREAPER = 36
 
 # What torch imports on first use of a feature, at seconds a time in every process that forks
@@ -35,21 +40,23 @@ LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
 def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: bool = False) -> None:
     """Fork a worker per connection until the process that started us is gone.
 
-    Workers make their homes under `homes` (default: the temp dir), which the grader removes.
+    Each worker gets a home under `homes` (default: the temp dir), removed once it has died.
     `huge_pages`: worth its second when many workers will be forked (see hugepages.py).
     """
     if homes is not None:
         tempfile.tempdir = homes
     _close_inherited_descriptors(keep=listener.fileno())
     parent = os.getppid()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel: no zombie lingers
     _adopt_orphans()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
         hugepages.collapse_heap()
-    listener.settimeout(1.0)
+    listener.settimeout(REAP_INTERVAL)
+    living: dict[int, str] = {}  # a pidfd of each worker -> its home
     while os.getppid() == parent:
+        _remove_homes_of_the_dead(living)
         try:
             conn, _ = listener.accept()
         except socket.timeout:
@@ -61,16 +68,85 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
                 continue
             if not fds:
                 continue
+            _remove_homes_of_the_dead(living)  # the grader waits for a worker it kills: its home goes first
+            home = tempfile.mkdtemp(prefix="checks-sandbox-")
             pid = os.fork()
             if pid == 0:
                 listener.close()
                 conn.close()
-                _run_worker(fds[0])
+                for pidfd in living:  # other workers' (of other submissions, too)
+                    os.close(pidfd)
+                _run_worker(fds[0], home)
+            _watch(pid, home, living)
             os.close(fds[0])
             try:
                 conn.sendall(PID.pack(pid))
             except OSError:
                 pass
+
+
+def _watch(pid: int, home: str, living: dict[int, str]) -> None:
+    """Learn of the worker's death through a pidfd (readable once it has exited, reaped or not)."""
+    try:
+        living[os.pidfd_open(pid)] = home
+    except ProcessLookupError:  # dead already
+        _remove_home(home)
+    except (AttributeError, OSError):  # no pidfds (not Linux): its home stays until the end
+        pass
+
+
+def _remove_homes_of_the_dead(living: dict[int, str]) -> None:
+    """A batch's worth of homes would otherwise fill the jail's /tmp."""
+    if not living:
+        return
+    dead, _, _ = select.select(list(living), [], [], 0)
+    for pidfd in dead:
+        os.close(pidfd)
+        _remove_home(living.pop(pidfd))
+
+
+def _remove_home(home: str) -> None:
+    """Remove a dead worker's home. Its files belong to the worker's uid, and root in the jail
+    has no right to other users' files (no capabilities but the setuid ones), so the contents
+    go as that uid, which can reach nothing but its own; the emptied folder then goes as us.
+    Never raises: whatever a student left there must not end the zygote."""
+    try:
+        owner = os.lstat(home).st_uid
+    except OSError:
+        return
+    switch = owner != os.geteuid()
+    try:
+        if switch:
+            os.seteuid(owner)
+        try:
+            _remove_contents(home)
+        except Exception:  # noqa: BLE001 - folders nested too deep for Python's recursion or paths
+            for command in (["chmod", "-R", "u+rwx", home], ["find", home, "-mindepth", "1", "-delete"]):
+                subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    except Exception:  # noqa: BLE001
+        pass
+    finally:
+        if switch:
+            os.seteuid(0)
+    with contextlib.suppress(OSError):
+        os.rmdir(home)
+
+
+def _remove_contents(folder: str) -> None:
+    """Make every folder under `folder` ours to list and empty (a student may have locked
+    them), then remove everything in it."""
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        os.chmod(current, 0o700)
+        with os.scandir(current) as entries:
+            pending += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 def _adopt_orphans() -> None:
@@ -88,14 +164,14 @@ def _close_inherited_descriptors(keep: int) -> None:
     os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
 
 
-def _run_worker(fd: int) -> None:
+def _run_worker(fd: int, home: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         sock = socket.socket(fileno=fd)
         reader = worker.FrameReader(sock)
         config = pickle.loads(reader.frame(1 << 30))  # written by the grader: trusted
-        worker.serve(sock, reader, config)
+        worker.serve(sock, reader, config, home)
     finally:
         os._exit(0)
 
