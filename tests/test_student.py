@@ -162,7 +162,6 @@ def test_a_dead_workers_home_is_removed(zygote):
     student = student_for(zygote, workers)
     home = student.probe.state()["cwd"]
     assert os.path.isdir(home)
-    workers.close()
     student._sandbox.worker.kill()
     deadline = time.monotonic() + 10
     while os.path.exists(home) and time.monotonic() < deadline:

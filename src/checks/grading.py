@@ -162,8 +162,7 @@ def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlu
                             if name not in submission.files]
     plugin.start_submission({**submission.files, **assignment.course_files()})
     try:
-        for index, item in enumerate(items):
-            following = items[index + 1] if index + 1 < len(items) else None
+        for item, following in zip(items, [*items[1:], None]):
             item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
     finally:
         plugin.end_submission()

@@ -48,9 +48,13 @@ class ChecksPlugin:
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
 
     def end_submission(self) -> None:
+        self._stop_processes()  # no process of a submission outlives its grading
+
+    def _stop_processes(self) -> None:
+        """The open question's worker, the idle one, and every process of the submission's uid."""
         self.close()
         self.workers.close()
-        self._kill_strays()  # no process of a submission outlives its grading
+        self._kill_strays()
 
     # ------------------------------------------------------------ the fixture
 
@@ -69,11 +73,10 @@ class ChecksPlugin:
         if self._open is not None and self._open[0] == key:
             return self._open[1]
         with_reference = self.use_references and bool(options["use_reference"])
-        self.close()
         if with_reference or self._reference_given:
-            # nothing the student started may meet a reference, or carry one to a later question
-            self.workers.close()
-            self._kill_strays()
+            self._stop_processes()  # nothing the student started may meet a reference, or carry one on
+        else:
+            self.close()
         self._reference_given = with_reference
         files = dict(self.files)
         if with_reference:

@@ -39,7 +39,7 @@ HAND_ON_CPU_SECONDS = 5.0
 HAND_ON_DATA_GROWTH_BYTES = 256 * 2**20
 AFRESH_TIMEOUT = 5.0
 KILL_WAIT = 1.0  # at most, for a killed worker to be gone (milliseconds, usually)
-PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+PAGE_BYTES, CLOCK_TICKS = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class Worker:
                 has_children = bool(children.read().strip())
         except OSError:  # not Linux, or gone
             return False
-        cpu_seconds = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        cpu_seconds = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
         threads = int(fields[17])
         data = _data_bytes(self.pid)
         return (threads == 1 and not has_children and cpu_seconds <= HAND_ON_CPU_SECONDS

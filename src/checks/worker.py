@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import types
-from typing import Any
+from typing import Any, Container
 
 from checks import codec
 
@@ -219,9 +219,9 @@ class _Session:
 
     def __init__(self, home: str, output_path: str, files: list[str], settings: "_Settings") -> None:
         self.home = home
-        self.own_entries = {name.split("/")[0] for name in files} | {os.path.basename(output_path)}
-        # the names the submission's files import as (strides.py, or a package folder)
-        self.own_modules = {name.removesuffix(".py") for name in self.own_entries}
+        tops = {name.split("/")[0] for name in files}  # strides.py, or a package folder
+        self.own_entries = tops | {os.path.basename(output_path)}
+        self.own_modules = {name.removesuffix(".py") for name in tops}  # the names they import as
         self.output_path = output_path
         self.settings = settings
         self.drivers: dict[str, types.ModuleType] = {}
@@ -261,13 +261,7 @@ class _Session:
         self.drivers.clear()
         self.settings.restore()
         os.chdir(self.home)
-        for entry in os.scandir(self.home):  # what the last question wrote beside the submission
-            if entry.name not in self.own_entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
+        remove_entries(self.home, keep=self.own_entries)  # what the last question wrote beside the submission
 
     def _student_function(self, module_name: str, name: str) -> Any:
         module = sys.modules.get(module_name)  # imported by an earlier call: skip importlib's locks
@@ -365,6 +359,20 @@ class _Settings:
             self.torch.set_default_dtype(dtype)
             self.torch.set_grad_enabled(grad_enabled)
             self.torch.set_num_threads(threads)
+
+
+def remove_entries(folder: str, keep: Container[str] = ()) -> None:
+    """Remove what is in `folder` but the names in `keep`, as far as we may; links are removed,
+    never followed."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name in keep:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _flush() -> None:

@@ -17,7 +17,6 @@ import importlib
 import os
 import pickle
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -56,10 +55,10 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
     listener.settimeout(REAP_INTERVAL)
     living: dict[int, str] = {}  # a pidfd of each worker -> its home
     while os.getppid() == parent:
-        _remove_homes_of_the_dead(living)
         try:
             conn, _ = listener.accept()
         except socket.timeout:
+            _remove_homes_of_the_dead(living)
             continue
         with conn:
             try:
@@ -68,7 +67,8 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
                 continue
             if not fds:
                 continue
-            _remove_homes_of_the_dead(living)  # the grader waits for a worker it kills: its home goes first
+            # the grader waits for a worker it kills to be gone: its home goes before the next comes
+            _remove_homes_of_the_dead(living)
             home = tempfile.mkdtemp(prefix="checks-sandbox-")
             pid = os.fork()
             if pid == 0:
@@ -118,11 +118,7 @@ def _remove_home(home: str) -> None:
     try:
         if switch:
             os.seteuid(owner)
-        try:
-            _remove_contents(home)
-        except Exception:  # noqa: BLE001 - folders nested too deep for Python's recursion or paths
-            for command in (["chmod", "-R", "u+rwx", home], ["find", home, "-mindepth", "1", "-delete"]):
-                subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        _empty(home)
     except Exception:  # noqa: BLE001
         pass
     finally:
@@ -132,21 +128,22 @@ def _remove_home(home: str) -> None:
         os.rmdir(home)
 
 
-def _remove_contents(folder: str) -> None:
-    """Make every folder under `folder` ours to list and empty (a student may have locked
-    them), then remove everything in it."""
-    pending = [folder]
-    while pending:
-        current = pending.pop()
-        os.chmod(current, 0o700)
-        with os.scandir(current) as entries:
-            pending += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+def _empty(folder: str) -> None:
+    """Unlock every folder under `folder` (a student may have made one unreadable), then remove
+    all; `find` takes over from folders nested too deep for Python's recursion or paths."""
+    try:
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            os.chmod(current, 0o700)
+            with os.scandir(current) as entries:
+                pending += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+        worker.remove_entries(folder)
+    except Exception:  # noqa: BLE001 - RecursionError, ENAMETOOLONG
+        pass
+    if os.listdir(folder):
+        for command in (["chmod", "-R", "u+rwx", folder], ["find", folder, "-mindepth", "1", "-delete"]):
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def _adopt_orphans() -> None:
