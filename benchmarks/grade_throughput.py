@@ -20,11 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from checks.batch import BatchListener, grade_to_folder
-from checks.build import release_files
-from checks.course import find_course_root, load_assignment
-from checks.submissions import read_submission
-from checks.verify import load_mutants
+from checks.grading.batch import BatchListener, grade_to_folder
+from checks.authoring.build import release_files
+from checks.course.assignment import find_course_root, load_assignment
+from checks.course.submissions import read_submission
+from checks.authoring.verify import load_mutants
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> float
     suite = ROOT / "autograder" / assignment_name
 
     def one(path: Path) -> None:
-        subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p", "checks.standalone",
+        subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p", "checks.suites.standalone",
                         "-p", "no:cacheprovider", "--submission", str(path), "--rootdir", str(suite), "-c", "/dev/null"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.sandbox import prepare_parent
+from checks.sandbox.supervisor import prepare_parent
 
 prepare_parent()  # before any torch op in this process: we fork graders and sandboxes from it
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from checks.build import release_files
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
-from checks.submissions import read_submission
-from checks.verify import verify
+from checks.authoring.build import release_files
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
+from checks.course.submissions import read_submission
+from checks.authoring.verify import verify
 
 from conftest import REPO
 

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checks import batch, cli
-from checks.batch import (CHANGED, NEW, REGRADE, RETRY, BatchListener, expand_submission_paths, fingerprint,
+from checks import cli
+from checks.grading import batch
+from checks.grading.batch import (CHANGED, NEW, REGRADE, RETRY, BatchListener, expand_submission_paths, fingerprint,
                           grade_to_folder, plan_batch)
-from checks.course import Assignment
-from checks.gradebook import DB_FILE, Graded, Gradebook, GradebookError
+from checks.course.assignment import Assignment
+from checks.reports.gradebook import DB_FILE, Graded, Gradebook, GradebookError
 from checks.progress import GradeProgress, print_summary
-from checks.scoring import QuestionResult, SubmissionResult
+from checks.suites.scoring import QuestionResult, SubmissionResult
 
 QUESTIONS = {"q.one": 4.0, "q.two": 6.0}
 

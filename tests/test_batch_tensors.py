@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from checks.batch import expand_submission_paths, grade_to_folder
-from checks.course import load_assignment
-from checks.gradebook import DB_FILE
-from checks.verify import load_mutants
+from checks.grading.batch import expand_submission_paths, grade_to_folder
+from checks.course.assignment import load_assignment
+from checks.reports.gradebook import DB_FILE
+from checks.authoring.verify import load_mutants
 
 from conftest import REPO
 

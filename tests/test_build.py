@@ -1,6 +1,6 @@
 import pytest
 
-from checks.build import BuildError, blank_quiz, build, strip_solutions
+from checks.authoring.build import BuildError, blank_quiz, build, strip_solutions
 
 SOURCE = '''\
 def numel(shape):

@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
 from checks.suite import CheckFailed, cases
 
 REFERENCE = {"good.py": "def add(a, b):\n    return a + b\n"}

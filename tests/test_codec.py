@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from checks import codec
-from checks.codec import TensorData, UnsupportedType, decode, encode
+from checks.sandbox import codec
+from checks.sandbox.codec import TensorData, UnsupportedType, decode, encode
 
 
 @pytest.mark.parametrize("value", [

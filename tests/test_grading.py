@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
-from checks.pool import ChildFailed, stream_forked
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
+from checks.grading.pool import ChildFailed, stream_forked
 
 GOOD = "def add(a, b):\n    return a + b\n"
 

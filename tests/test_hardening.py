@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from checks import jail
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
-from checks.reports import write_submission_reports
+from checks.sandbox import jail
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
+from checks.reports.render import write_submission_reports
 
 SECRET = secrets.token_hex(8)
 JAILED = jail.choose().per_submission_uid

@@ -1,7 +1,7 @@
 import pytest
 
-from checks.course import QuizItem
-from checks.quiz import grade_quiz
+from checks.course.assignment import QuizItem
+from checks.suites.quiz import grade_quiz
 
 ITEMS = (QuizItem("numel", 6, 2.0), QuizItem("theta", 1.4, 2.0), QuizItem("accumulates", True, 1.0))
 

@@ -14,10 +14,10 @@ import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from checks.gradebook import Graded
-from checks.report_html import histogram, render_report
-from checks.reports import feedback_markdown, gradebook_csv, gradescope_results, question_table
-from checks.scoring import QuestionResult, SubmissionResult
+from checks.reports.gradebook import Graded
+from checks.reports.html import histogram, render_report
+from checks.reports.render import feedback_markdown, gradebook_csv, gradescope_results, question_table
+from checks.suites.scoring import QuestionResult, SubmissionResult
 
 HOSTILE = ("3 of 4 checks failed.\n"
            "- numel(()) raised RuntimeError while importing strides.py: bad <script>alert(1)</script> __init__ *x*\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
 
 REFERENCE = {
     "good.py": "def add(a, b):\n    return a + b\n\n\ndef label():\n    return 'reference'\n",

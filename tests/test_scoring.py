@@ -1,4 +1,4 @@
-from checks.scoring import CaseResult, score_cases
+from checks.suites.scoring import CaseResult, score_cases
 
 
 def case(test, passed, points=10.0, all_or_nothing=False, message="", qid="q.one"):

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from checks import jail
-from checks.course import CourseError, load_assignment
-from checks.sandbox import WorkerConfig, Zygote
-from checks.student import QuestionSandbox, Student, StudentRaised, SubmissionWorkers
+from checks.sandbox import jail
+from checks.course.assignment import CourseError, load_assignment
+from checks.sandbox.supervisor import WorkerConfig, Zygote
+from checks.suites.student import QuestionSandbox, Student, StudentRaised, SubmissionWorkers
 
 PROBE = b"""
 import os

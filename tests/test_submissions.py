@@ -3,8 +3,8 @@ import zipfile
 
 import pytest
 
-from checks import submissions
-from checks.submissions import SubmissionError, read_submission
+from checks.course import submissions
+from checks.course.submissions import SubmissionError, read_submission
 
 
 def make_zip(path, entries, symlink=None):

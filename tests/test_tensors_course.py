@@ -9,10 +9,10 @@ import json
 import pytest
 
 from checks.cli import main
-from checks.course import load_assignment
-from checks.grading import Source, grade_sources
-from checks.submissions import read_submission
-from checks.verify import load_mutants, verify
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources
+from checks.course.submissions import read_submission
+from checks.authoring.verify import load_mutants, verify
 
 from conftest import REPO
 

@@ -11,15 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from checks import __version__
-from checks.batch import expand_submission_paths, grade_to_folder
-from checks.build import BuildError, build
-from checks.course import CourseError, find_course_root, list_assignments, load_assignment
-from checks.grading import Source, grade_sources
-from checks.jail import choose as choose_isolation
+from checks.grading.batch import expand_submission_paths, grade_to_folder
+from checks.authoring.build import BuildError, build
+from checks.course.assignment import CourseError, find_course_root, list_assignments, load_assignment
+from checks.grading.session import Source, grade_sources
+from checks.sandbox.jail import choose as choose_isolation
 from checks.progress import GradeProgress, print_summary
-from checks.reports import print_failures, question_table
-from checks.scoring import SubmissionResult
-from checks.verify import verify
+from checks.reports.render import print_failures, question_table
+from checks.suites.scoring import SubmissionResult
+from checks.authoring.verify import verify
 
 console = Console(highlight=False)
 

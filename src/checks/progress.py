@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from checks.batch import NEW, REGRADE, BatchListener, BatchSummary, Planned
-from checks.gradebook import DB_FILE
-from checks.report_html import REPORT_FILE
-from checks.reports import (GRADEBOOK_FILE, error_summary, grader_errors_table, questions_table, slowest_table,
+from checks.grading.batch import NEW, REGRADE, BatchListener, BatchSummary, Planned
+from checks.reports.gradebook import DB_FILE
+from checks.reports.html import REPORT_FILE
+from checks.reports.render import (GRADEBOOK_FILE, error_summary, grader_errors_table, questions_table, slowest_table,
                             submissions_table)
-from checks.scoring import SubmissionResult
+from checks.suites.scoring import SubmissionResult
 
 ALL_SUBMISSIONS_UP_TO = 30  # longer batches: the table is in gradebook.csv and report.html
 

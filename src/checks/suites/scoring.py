@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
-from checks.summary import elide_arguments
+from checks.suites.describe import elide_arguments
 
 MAX_FAILURES_SHOWN = 3
 

@@ -1,6 +1,6 @@
 """`checks grade`: a whole class into an output folder that survives interruption.
 
-DIR/gradebook.sqlite is the single source of truth (see gradebook.py). Each finished submission
+DIR/gradebook.sqlite is the single source of truth (see reports/gradebook.py). Each finished submission
 is committed there in one transaction, then its results.json and feedback.md are rendered from
 that record (atomically); an interrupted run, Ctrl-C or kill -9, loses at most the submissions
 in flight. A submission counts as already graded when the gradebook holds it, graded without a
@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from checks import __version__
-from checks.course import Assignment
-from checks.gradebook import DB_FILE, Entry, Graded, Gradebook, utc_now
-from checks.grading import Source, grade_sources
-from checks.report_html import REPORT_FILE, render_report
-from checks.reports import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
+from checks.course.assignment import Assignment
+from checks.reports.gradebook import DB_FILE, Entry, Graded, Gradebook, utc_now
+from checks.grading.session import Source, grade_sources
+from checks.reports.html import REPORT_FILE, render_report
+from checks.reports.render import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
                             write_submission_reports)
-from checks.scoring import SubmissionResult
-from checks.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
+from checks.suites.scoring import SubmissionResult
+from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
 
 RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
                   f"{DB_FILE}-journal"}

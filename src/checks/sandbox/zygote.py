@@ -1,7 +1,7 @@
 """The zygote: a warm process (torch imported) that forks one sandbox worker per request.
 
 It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
-`python -m checks.zygote FD [--import MODULE]... [--huge-pages]`, FD being the listening socket
+`python -m checks.sandbox.zygote FD [--import MODULE]... [--huge-pages]`, FD being the listening socket
 it inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's
 pid. The zygote never reads anything else from a client, so a worker that connects to it learns
 nothing.
@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 from typing import Iterable
 
-from checks import hugepages, worker
+from checks.sandbox import hugepages, worker
 
 PID = struct.Struct("!i")
 REAP_INTERVAL = 0.2  # seconds between looks for dead workers while no spawn request comes
@@ -199,7 +199,7 @@ def warm_up(imports: Iterable[str] = ()) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m checks.zygote")
+    parser = argparse.ArgumentParser(prog="python -m checks.sandbox.zygote")
     parser.add_argument("fd", type=int, help="the listening socket, inherited")
     parser.add_argument("--import", dest="imports", action="append", default=[], help="a module to import up front")
     parser.add_argument("--huge-pages", action="store_true")

@@ -15,12 +15,12 @@ import pytest
 from _pytest.outcomes import skip
 from _pytest.reports import TestReport
 
-from checks import suite
-from checks.course import Assignment
-from checks.jail import SANDBOX_UID_BASE
-from checks.sandbox import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
-from checks.scoring import CaseResult
-from checks.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
+from checks.suites import api as suite
+from checks.course.assignment import Assignment
+from checks.sandbox.jail import SANDBOX_UID_BASE
+from checks.sandbox.supervisor import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
+from checks.suites.scoring import CaseResult
+from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
 
 
 class ChecksPlugin:

@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import jinja2
 
-from checks.gradebook import Graded
-from checks.reports import FEEDBACK_FILE, RESULTS_FILE, error_summary, question_stats
+from checks.reports.gradebook import Graded
+from checks.reports.render import FEEDBACK_FILE, RESULTS_FILE, error_summary, question_stats
 
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_FILE = "report.html"

@@ -12,9 +12,9 @@ import marshal
 import sys
 from typing import Any, Callable
 
-from checks import codec
-from checks.sandbox import ReplyRefused, Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
-from checks.summary import summarize_call
+from checks.sandbox import codec
+from checks.sandbox.supervisor import ReplyRefused, Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
+from checks.suites.describe import summarize_call
 
 
 MAX_HANGS = 2  # a function that hung this often in one question is not called again there

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from checks.codec import TensorData
+from checks.sandbox.codec import TensorData
 
 MAX_SUMMARY = 120
 MAX_ARGUMENT = 60  # each argument of a call; the call as a whole stays readable

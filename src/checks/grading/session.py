@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from checks import hugepages, jail
-from checks.course import Assignment
-from checks.jail import Isolation
-from checks.pool import ChildFailed, run_forked, stream_forked
-from checks.quiz import grade_quiz
-from checks.sandbox import Limits, Zygote, prepare_parent
-from checks.scoring import QuestionResult, SubmissionResult, score_cases
-from checks.submissions import Submission, SubmissionError, read_submission, submission_name
+from checks.sandbox import hugepages, jail
+from checks.course.assignment import Assignment
+from checks.sandbox.jail import Isolation
+from checks.grading.pool import ChildFailed, run_forked, stream_forked
+from checks.suites.quiz import grade_quiz
+from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
+from checks.course.submissions import Submission, SubmissionError, read_submission, submission_name
 
 if TYPE_CHECKING:
     import pytest
 
-    from checks.plugin import ChecksPlugin
+    from checks.suites.plugin import ChecksPlugin
 
 # No config file, no cache, and none of the per-test plugins whose output nobody reads here
 # (terminal, capture, logging, warnings, faulthandler, thread and unraisable exceptions):
@@ -39,7 +39,7 @@ PYTEST_ARGS = ("-c", os.devnull, "-s", "-p", "no:terminal", "-p", "no:cacheprovi
                "-p", "no:unraisableexception")
 
 
-# From this many submissions on, a second spent making forks cheaper (hugepages.py) pays off.
+# From this many submissions on, a second spent making forks cheaper (sandbox/hugepages.py) pays off.
 BATCH_SIZE = 8
 
 
@@ -107,7 +107,7 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
     from the collected session (set-up and collection cost about 0.1 s a submission)."""
     import pytest
 
-    from checks.plugin import ChecksPlugin
+    from checks.suites.plugin import ChecksPlugin
 
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
     loop = _SubmissionLoop(assignment, sources, plugin, public, jobs, emit)

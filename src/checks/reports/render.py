@@ -22,8 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from checks import __version__
-from checks.scoring import SubmissionResult
-from checks.summary import elide_arguments
+from checks.suites.scoring import SubmissionResult
+from checks.suites.describe import elide_arguments
 
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"

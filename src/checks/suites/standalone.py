@@ -1,6 +1,6 @@
 """Run a suite under plain pytest, one submission per process, for authors debugging a suite:
 
-    python -m pytest autograder/01_tensors -p checks.standalone --submission solutions/01_tensors
+    python -m pytest autograder/01_tensors -p checks.suites.standalone --submission solutions/01_tensors
 
 The same plugin and sandbox as `checks grade`, without the warm parent (and without its speed:
 benchmarks/grade_throughput.py uses this as the fresh-process-per-submission baseline).
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from checks.course import find_course_root, load_assignment
-from checks.sandbox import Limits, Zygote, prepare_parent
-from checks.submissions import read_submission
+from checks.course.assignment import find_course_root, load_assignment
+from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+from checks.course.submissions import read_submission
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     submission_path = config.getoption("--submission")
     if submission_path is None:
         return
-    from checks.plugin import ChecksPlugin
+    from checks.suites.plugin import ChecksPlugin
 
     first = Path(config.args[0].split("::")[0]).resolve() if config.args else Path.cwd()
     suite_dir = first if first.is_dir() else first.parent

@@ -10,11 +10,11 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-from checks.build import release_files
-from checks.course import Assignment, CourseError
-from checks.grading import Source, grade_sources
-from checks.scoring import SubmissionResult
-from checks.submissions import read_submission
+from checks.authoring.build import release_files
+from checks.course.assignment import Assignment, CourseError
+from checks.grading.session import Source, grade_sources
+from checks.suites.scoring import SubmissionResult
+from checks.course.submissions import read_submission
 
 TOTAL_POINTS = 100.0
 REFERENCE, STUBS = "reference", "stubs"

@@ -11,8 +11,8 @@ import math
 import tomllib
 from typing import Any
 
-from checks.course import QuizItem
-from checks.scoring import QuestionResult
+from checks.course.assignment import QuizItem
+from checks.suites.scoring import QuestionResult
 
 QUIZ_FILE = "quiz.toml"
 MAX_QUIZ_BYTES = 64 * 1024

@@ -25,10 +25,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from checks import jail, zygote
-from checks.codec import MAX_PAYLOAD_BYTES
-from checks.jail import Isolation
-from checks.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
+from checks.sandbox import jail, zygote
+from checks.sandbox.codec import MAX_PAYLOAD_BYTES
+from checks.sandbox.jail import Isolation
+from checks.sandbox.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
@@ -70,7 +70,7 @@ class WorkerConfig:
     block_imports: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     uid: int | None = None  # the submission's own unprivileged uid, where the jail allows one
-    # the CPUs it may run on: its grader's, so that the two hand over on one core (see pool.py)
+    # the CPUs it may run on: its grader's, so that the two hand over on one core (see grading/pool.py)
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
 
     def to_wire(self) -> dict:
@@ -240,7 +240,7 @@ class Zygote:
         if self.isolation.kind == jail.BWRAP:
             # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
             options = [flag for name in imports for flag in ("--import", name)] + ["--huge-pages"] * huge_pages
-            command = jail.bwrap_command([sys.executable, "-m", "checks.zygote", str(listener.fileno()), *options])
+            command = jail.bwrap_command([sys.executable, "-m", "checks.sandbox.zygote", str(listener.fileno()), *options])
             self._process = subprocess.Popen(command, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             self.pid = self._process.pid

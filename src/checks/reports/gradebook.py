@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from checks.scoring import QuestionResult, SubmissionResult
+from checks.suites.scoring import QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
 SCHEMA_VERSION = 1

@@ -30,7 +30,7 @@ import time
 import types
 from typing import Any, Container
 
-from checks import codec
+from checks.sandbox import codec
 
 FRAME_HEADER = struct.Struct("!Q")
 OUTPUT_EXCERPT_BYTES = 2000
@@ -118,7 +118,7 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
     for name, data in config["files"].items():
         path = os.path.realpath(os.path.join(home, name))
         if not path.startswith(home + os.sep):
-            continue  # submissions.py refuses such names already; never write outside home
+            continue  # course/submissions.py refuses such names already; never write outside home
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
             handle.write(data)

@@ -10,7 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
-from checks.quiz import QUIZ_FILE
+from checks.suites.quiz import QUIZ_FILE
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")
 END = re.compile(r"^[ \t]*# END SOLUTION\s*$")
