@@ -3,8 +3,8 @@
 import torch
 
 import tensor_cases
-from checks.suite import cases, expect_equal, question
-from tensor_checks import Refused, safe, ask_torch, expect_strides, expect_value_error, fmt, ints, safe_tuple, value_of
+from checks.suite import cases, expect_equal, question, reference_or_refusal
+from tensor_checks import expect_strides, expect_value_error, fmt, ints, safe, safe_tuple, value_of
 
 
 def _left_aligned(shapes):
@@ -26,14 +26,14 @@ def _left_aligned(shapes):
 @cases("shapes", tensor_cases.broadcast_shape_cases())
 def test_broadcast_shape(student, shapes):
     plain = [ints(s) for s in shapes]
-    expected = ask_torch(lambda: tuple(torch.broadcast_shapes(*plain)))
     call = lambda: student.broadcasting.broadcast_shape(*shapes)  # noqa: E731
-    if isinstance(expected, Refused):
+    def refusal_reason():
         why = ("a size is negative" if any(n < 0 for s in plain for n in s) else
                f"shapes {', '.join(fmt(s) for s in plain)} do not broadcast: aligned from the right, some dim "
                "has two sizes that differ and neither is 1")
-        expect_value_error(call, why, expected)
-        return
+        return why
+
+    expected = reference_or_refusal(lambda: tuple(torch.broadcast_shapes(*plain)), call, because=refusal_reason)
 
     def diagnose(got):
         got = safe_tuple(got)
@@ -59,18 +59,19 @@ def test_broadcast_shape(student, shapes):
 @cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases())
 def test_broadcast_strides(student, shape, strides, target_shape):
     sizes, steps, target = ints(shape), ints(strides), ints(target_shape)
-    expected = ask_torch(lambda: tuple(torch.empty_strided(sizes, steps, dtype=torch.uint8)
-                                       .expand(target).stride()))
     call = lambda: student.broadcasting.broadcast_strides(shape, strides, target_shape)  # noqa: E731
-    if isinstance(expected, Refused):
+    def refusal_reason():
         if len(sizes) != len(steps) or any(s < 0 for s in steps):
             why = f"shape {fmt(sizes)} with strides {fmt(steps)} is not a valid layout"
         elif len(target) < len(sizes):
             why = f"the target {fmt(target)} has fewer dims than the shape {fmt(sizes)}"
         else:
             why = f"shape {fmt(sizes)} cannot expand to {fmt(target)}: only size-1 dims can be stretched"
-        expect_value_error(call, why, expected)
-        return
+        return why
+
+    expected = reference_or_refusal(
+        lambda: tuple(torch.empty_strided(sizes, steps, dtype=torch.uint8).expand(target).stride()), call,
+        because=refusal_reason)
     lead = len(target) - len(sizes)
 
     def diagnose(got):
@@ -109,14 +110,14 @@ def test_broadcast_index(student, out_index, out_shape, shape):
         element = int(numbered.expand(full)[where].item())  # the number of the input element it reads
         return tuple(int(i) for i in (numbered == element).nonzero()[0])
 
-    expected = ask_torch(reference)
-    if isinstance(expected, Refused):
+    def refusal_reason():
         if any(not 0 <= i < n for i, n in zip(where, full)):
             why = f"{fmt(where)} is out of range for a tensor of shape {fmt(full)}"
         else:
             why = f"shape {fmt(sizes)} does not broadcast to {fmt(full)}"
-        expect_value_error(call, why, expected)
-        return
+        return why
+
+    expected = reference_or_refusal(reference, call, because=refusal_reason)
 
     def diagnose(got):
         got = safe_tuple(got)

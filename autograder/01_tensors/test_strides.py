@@ -4,8 +4,8 @@ import numpy as np
 import torch
 
 import tensor_cases
-from checks.suite import cases, expect_equal, fail, question
-from tensor_checks import (Refused, safe, ask_torch, column_major, expect_array, expect_layout, expect_strides,
+from checks.suite import Refusal, ask_reference, cases, expect_equal, fail, question, reference_or_refusal
+from tensor_checks import (safe, column_major, expect_array, expect_layout, expect_strides,
                            expect_value_error, fmt, inclusive_row_major, ints, plural, row_major, safe_tuple,
                            same_ignoring_size1, strided, unclamped_row_major, value_of)
 
@@ -15,11 +15,9 @@ from tensor_checks import (Refused, safe, ask_torch, column_major, expect_array,
 @question("strides.numel", points=4)
 @cases("shape", tensor_cases.numel_cases())
 def test_numel(student, shape):
-    expected = ask_torch(lambda: torch.empty(ints(shape)).numel())
-    if isinstance(expected, Refused):
-        expect_value_error(lambda: student.strides.numel(shape), f"shape {fmt(ints(shape))} has a negative size",
-                           expected)
-        return
+    expected = reference_or_refusal(lambda: torch.empty(ints(shape)).numel(),
+                                    lambda: student.strides.numel(shape),
+                                    because=lambda: f"shape {fmt(ints(shape))} has a negative size")
 
     def diagnose(got):
         sizes = ints(shape)
@@ -39,11 +37,9 @@ def test_numel(student, shape):
 @question("strides.contiguous_strides", points=8)
 @cases("shape", tensor_cases.contiguous_strides_cases())
 def test_contiguous_strides(student, shape):
-    expected = ask_torch(lambda: tuple(torch.empty(ints(shape)).stride()))
-    if isinstance(expected, Refused):
-        expect_value_error(lambda: student.strides.contiguous_strides(shape),
-                           f"shape {fmt(ints(shape))} has a negative size", expected)
-        return
+    expected = reference_or_refusal(lambda: tuple(torch.empty(ints(shape)).stride()),
+                                    lambda: student.strides.contiguous_strides(shape),
+                                    because=lambda: f"shape {fmt(ints(shape))} has a negative size")
     sizes = ints(shape)
 
     def diagnose(got):
@@ -92,11 +88,9 @@ def test_offset(student, index, strides, storage_offset, keyword):
         size = start + sum(i * s for i, s in zip(idx, steps)) + 1
         return int(torch.arange(size).as_strided(shape, steps, start)[idx].item())
 
-    expected = ask_torch(reference)
-    if isinstance(expected, Refused):
-        expect_value_error(call, f"index {fmt(idx)} has length {len(idx)} but strides {fmt(steps)} has length "
-                                 f"{len(steps)}", expected)
-        return
+    expected = reference_or_refusal(reference, call,
+                                    because=lambda: f"index {fmt(idx)} has length {len(idx)} but strides {fmt(steps)} "
+                                                    f"has length {len(steps)}")
 
     def diagnose(got):
         if got == expected - start and start:
@@ -123,11 +117,8 @@ def _torch_unravel(flat, shape):
 @cases("flat, shape", tensor_cases.unravel_cases())
 def test_unravel(student, flat, shape):
     sizes = ints(shape)
-    total = ask_torch(lambda: torch.empty(sizes).numel())
-    if isinstance(total, Refused):
-        expect_value_error(lambda: student.strides.unravel(flat, shape), f"shape {fmt(sizes)} has a negative size",
-                           total)
-        return
+    total = reference_or_refusal(lambda: torch.empty(sizes).numel(), lambda: student.strides.unravel(flat, shape),
+                                 because=lambda: f"shape {fmt(sizes)} has a negative size")
     if not 0 <= int(flat) < total:
         expect_value_error(lambda: student.strides.unravel(flat, shape),
                            f"a tensor of shape {fmt(sizes)} has {plural(total, 'element')}, numbered 0..{total - 1}, "
@@ -165,12 +156,10 @@ def test_transpose(student, shape, strides, dim0, dim1):
         t = strided(shape, strides).transpose(int(dim0), int(dim1))
         return tuple(t.shape), tuple(t.stride())
 
-    expected = ask_torch(reference)
     call = lambda: student.strides.transpose(shape, strides, dim0, dim1)  # noqa: E731
-    if isinstance(expected, Refused):
-        expect_value_error(call, f"transpose({int(dim0)}, {int(dim1)}) is impossible for shape {fmt(ints(shape))} "
-                                 f"with strides {fmt(ints(strides))}", expected)
-        return
+    expected = reference_or_refusal(reference, call,
+                                    because=lambda: f"transpose({int(dim0)}, {int(dim1)}) is impossible for shape "
+                                                    f"{fmt(ints(shape))} with strides {fmt(ints(strides))}")
     sizes, steps = ints(shape), ints(strides)
 
     def diagnose(pair):
@@ -199,14 +188,14 @@ def test_permute(student, shape, strides, dims):
         t = strided(shape, strides).permute(ints(dims))
         return tuple(t.shape), tuple(t.stride())
 
-    expected = ask_torch(reference)
     call = lambda: student.strides.permute(shape, strides, dims)  # noqa: E731
-    if isinstance(expected, Refused):
-        expect_value_error(call, f"dims {fmt(ints(dims))} does not name each of the {len(shape)} dims of shape "
-                                 f"{fmt(ints(shape))} exactly once" if len(ints(shape)) == len(ints(strides))
-                           else f"shape {fmt(ints(shape))} and strides {fmt(ints(strides))} differ in length",
-                           expected)
-        return
+
+    def refusal_reason():
+        if len(ints(shape)) != len(ints(strides)):
+            return f"shape {fmt(ints(shape))} and strides {fmt(ints(strides))} differ in length"
+        return f"dims {fmt(ints(dims))} does not name each of the {len(shape)} dims of shape {fmt(ints(shape))} exactly once"
+
+    expected = reference_or_refusal(reference, call, because=refusal_reason)
     sizes, steps = ints(shape), ints(strides)
     order = [d % len(sizes) for d in ints(dims)] if sizes else []
 
@@ -234,12 +223,10 @@ def test_permute(student, shape, strides, dims):
 @question("strides.is_contiguous", points=8)
 @cases("shape, strides", tensor_cases.is_contiguous_cases())
 def test_is_contiguous(student, shape, strides):
-    expected = ask_torch(lambda: bool(strided(shape, strides).is_contiguous()))
     call = lambda: student.strides.is_contiguous(shape, strides)  # noqa: E731
-    if isinstance(expected, Refused):
-        expect_value_error(call, f"shape {fmt(ints(shape))} with strides {fmt(ints(strides))} is not a valid layout",
-                           expected)
-        return
+    expected = reference_or_refusal(lambda: bool(strided(shape, strides).is_contiguous()), call,
+                                    because=lambda: f"shape {fmt(ints(shape))} with strides {fmt(ints(strides))} "
+                                                    "is not a valid layout")
     sizes, steps = ints(shape), ints(strides)
 
     def diagnose(got):
@@ -292,11 +279,9 @@ def test_view(student, shape, strides, new_shape):
         t = strided(shape, strides).view(ints(new_shape))
         return tuple(t.shape), tuple(t.stride())
 
-    expected = ask_torch(reference)
     call = lambda: student.strides.view(shape, strides, new_shape)  # noqa: E731
-    if isinstance(expected, Refused):
-        expect_value_error(call, _view_refusal(shape, strides, new_shape), expected)
-        return
+    expected = reference_or_refusal(reference, call,
+                                    because=lambda: _view_refusal(shape, strides, new_shape))
     out_shape, out_strides = expected
     sizes, steps = ints(shape), ints(strides)
     source_contiguous = strided(sizes, steps).is_contiguous()
@@ -320,7 +305,8 @@ def test_view(student, shape, strides, new_shape):
         hint = "a size-1 dim never splits memory into separate blocks, whatever its stride: skip it."
     else:
         hint = None
-    expect_strides(student, value_of(call, f"strides {fmt(out_strides)}", hint), out_strides, out_shape, diagnose=safe(diagnose))
+    expect_strides(student, value_of(call, f"strides {fmt(out_strides)}", hint), out_strides, out_shape,
+                   diagnose=safe(diagnose))
 
 
 # ---- gather -----------------------------------------------------------------------------------
@@ -334,13 +320,13 @@ def test_gather(student, storage, shape, strides, storage_offset):
         source = torch.from_numpy(np.ascontiguousarray(storage).copy())
         return source.as_strided(ints(shape), ints(strides), start).numpy().copy()
 
-    expected = ask_torch(reference)
     if storage_offset is None:
         call = lambda: student.strides.gather(storage, shape, strides)  # noqa: E731
     else:
         call = lambda: student.strides.gather(storage, shape, strides, storage_offset)  # noqa: E731
     sizes, steps = ints(shape), ints(strides)
-    if isinstance(expected, Refused):
+
+    def refusal_reason():
         if len(sizes) != len(steps) or any(n < 0 for n in sizes):
             why = f"shape {fmt(sizes)} with strides {fmt(steps)} is not a valid layout"
         elif start < 0 or any(s < 0 for s in steps):
@@ -349,19 +335,20 @@ def test_gather(student, storage, shape, strides, storage_offset):
             last = start + sum((n - 1) * s for n, s in zip(sizes, steps))
             why = (f"the last element would be storage[{last}] but storage has only {plural(len(storage), 'element')}"
                    f" (positions 0..{len(storage) - 1})")
-        expect_value_error(call, why, expected)
-        return
+        return why
+
+    expected = reference_or_refusal(reference, call, because=refusal_reason)
 
     def diagnose(got):
         if start:
-            ignored = ask_torch(lambda: torch.from_numpy(np.ascontiguousarray(storage).copy())
+            ignored = ask_reference(lambda: torch.from_numpy(np.ascontiguousarray(storage).copy())
                                 .as_strided(sizes, steps, 0).numpy())
-            if not isinstance(ignored, Refused) and np.array_equal(got, ignored):
+            if not isinstance(ignored, Refusal) and np.array_equal(got, ignored):
                 return f"the storage offset ({start}) was ignored: element (0, ..., 0) is storage[{start}]."
         if len(sizes) >= 2:
-            flipped = ask_torch(lambda: torch.from_numpy(np.ascontiguousarray(storage).copy())
+            flipped = ask_reference(lambda: torch.from_numpy(np.ascontiguousarray(storage).copy())
                                 .as_strided(sizes, steps[::-1], start).numpy())
-            if not isinstance(flipped, Refused) and np.array_equal(got, flipped) and not np.array_equal(got, expected):
+            if not isinstance(flipped, Refusal) and np.array_equal(got, flipped) and not np.array_equal(got, expected):
                 return "strides were applied to the dims in reverse order: stride k belongs to dim k."
         return None
 

@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import torch
 
-from checks.suite import StudentFault, StudentRaised, fail
+from checks.suite import StudentFault, StudentRaised, expect_close, fail
 
 import drivers
 
@@ -45,67 +45,10 @@ def vjp(fn, inputs, grad, wrt=None):
 
 # ----------------------------------------------------------------------------- comparisons
 
-def as_float_array(got, label):
-    """`got` as a numeric ndarray, or a failure that says what it was instead."""
-    if isinstance(got, np.ndarray) and got.dtype.kind in "biuf":
-        return got
-    if isinstance(got, (float, int, np.floating, np.integer)) and not isinstance(got, (bool, np.bool_)):
-        return np.asarray(got)
-    if isinstance(got, str) and got.startswith("<"):
-        fail(f"{label} is an object of type {got[1:-1]}; expected a NumPy float64 array.")
-    if got is None:
-        fail(f"{label} is None; expected a NumPy float64 array.")
-    fail(f"{label} is {type(got).__name__} {got!r:.80}; expected a NumPy float64 array.")
-    raise AssertionError  # unreachable
-
-
-def difference_text(have, want):
-    """Where and by how much two same-shape arrays differ."""
-    have = have.astype(np.float64)
-    bad = ~np.isclose(have, want, rtol=RTOL, atol=ATOL, equal_nan=True)
-    error = np.array(np.abs(have - want), dtype=np.float64)
-    error[np.isnan(error)] = np.inf
-    where = np.unravel_index(int(np.argmax(np.where(bad, error, -1.0))), want.shape) if want.ndim else ()
-    index = list(map(int, where))
-    text = (f"{int(bad.sum())} of {want.size} values differ; max abs error {float(error[where]):.3g}"
-            f"{f' at {index}' if index else ''} (got {have[where].item():.6g}, expected {want[where].item():.6g})")
-    if np.isnan(have).any() and not np.isnan(want).any():
-        text += "; some values are NaN"
-    return text + "."
-
-
-def close(have, want):
-    return have.shape == want.shape and np.allclose(have.astype(np.float64), want, rtol=RTOL, atol=ATOL,
-                                                    equal_nan=True)
-
-
-def check_array(got, want, label, context, shape_hint=None, alternatives=(), extra_hint=None):
-    """Fail unless `got` is an array close to `want` (same shape).
-
-    `label` names the value ("grad_b", "a.grad"), `context` says what was run. `alternatives` is
-    a list of (array, sentence): when `got` matches one of them, the sentence names the mistake.
-    `shape_hint(got_shape)` may explain a wrong shape. `extra_hint` is added to value failures.
-    """
-    have = as_float_array(got, f"{context}: {label}")
-    want = np.asarray(want, dtype=np.float64)
-    if have.shape != want.shape:
-        message = f"{context}: {label} has shape {shape_text(have.shape)}, expected {shape_text(want.shape)}."
-        hint = shape_hint(have.shape) if shape_hint is not None else None
-        fail(message + (f" Likely mistake: {hint}" if hint else ""))
-    if close(have, want):
-        if have.dtype != np.float64:
-            fail(f"{context}: {label} has dtype {have.dtype}; expected float64.")
-        return
-    message = f"{context}: {label} differs from PyTorch's: {difference_text(have, want)}"
-    if np.abs(want).max(initial=0.0) > ATOL and close(have, -want):
-        fail(f"{message} Likely mistake: the values have the opposite sign; check the sign of the derivative.")
-    for candidate, sentence in alternatives:
-        candidate = np.asarray(candidate, dtype=np.float64)
-        if np.abs(want).max(initial=0.0) > ATOL and close(have, candidate) and not close(candidate, want):
-            fail(f"{message} Likely mistake: {sentence}")
-    if have.dtype != np.float64:
-        fail(f"{message} It came back as {have.dtype}: keep everything in float64.")
-    fail(message + (f" {extra_hint}" if extra_hint else ""))
+def check_array(got, want, label, context, **options):
+    """expect_close in this suite's terms: float64 throughout, PyTorch's tolerance, and the value
+    named as `context: label` ("t.data", "a.grad" after what was run)."""
+    expect_close(got, want, rtol=RTOL, atol=ATOL, dtype="float64", subject=f"{context}: {label}", **options)
 
 
 def run_or_fail(student, context, driver, *args, **kwargs):
@@ -194,4 +137,4 @@ def check_leaf_grads(got_grads, want_grads, program, context, alternatives=None,
             return None
 
         check_array(got, want, f"{name}.grad", context, shape_hint=shape_hint,
-                    alternatives=(alternatives or {}).get(k, ()), extra_hint=extra_hint)
+                    alternatives=(alternatives or {}).get(k, ()), note=extra_hint or "")

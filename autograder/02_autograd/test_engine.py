@@ -418,7 +418,7 @@ def test_no_grad_and_detach(student, scenario):
     for key, expected in want.items():
         if key == "a_grad":
             check_array(got[key], expected, "a.grad", f"After {story}",
-                        extra_hint=("A tensor computed under no_grad() or by detach() is a constant: no gradient "
+                        note=("A tensor computed under no_grad() or by detach() is a constant: no gradient "
                                     "flows back through it." if scenario != "detach" else
                                     "d = h.detach() is a constant; the gradient flows to a through h only."))
             continue
@@ -493,7 +493,7 @@ def test_zero_grad(student, mode):
                      + ("an array of zeros with the tensor's shape (set_to_none=False)." if stage == "after"
                         and name != "c" else "its gradient."))
             if name == "c" and stage == "after":
-                check_array(grad, expected, "c.grad", where, extra_hint="zero_grad must reset only the tensors "
+                check_array(grad, expected, "c.grad", where, note="zero_grad must reset only the tensors "
                                                                         "it is given.")
                 continue
             check_array(grad, expected, f"{name}.grad", where)

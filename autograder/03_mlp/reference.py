@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from checks.suite import StudentFault, StudentRaised, expect_close, fail, grading_devices
+from checks.suite import StudentFault, StudentRaised, fail, grading_devices
 
 torch.backends.cuda.matmul.allow_tf32 = False  # references in full float32 precision
 torch.backends.cudnn.allow_tf32 = False
@@ -57,13 +57,6 @@ def call_student(student, text, function, *args, hint=None, **kwargs):
 def run_driver(student, text, driver, *args, hint=None, **kwargs):
     """student.run(driver, ...) with feedback that names `text` (see call_student)."""
     return call_student(student, text, student.run, driver, *args, hint=hint, **kwargs)
-
-
-def close(got, expected, *, rtol, atol, what, diagnose=None):
-    """expect_close, with a clear failure when `got` is missing or not numeric."""
-    if got is None:
-        fail(f"{what}: nothing came back (None); expected an array of shape {np.shape(expected)}.")
-    expect_close(got, expected, rtol=rtol, atol=atol, diagnose=diagnose, what=what)
 
 
 def as_floats(value):

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import np_drivers
-from checks.suite import fail, question
-from reference import as_floats, call_student, close, describe, first_match, number, run_driver
+from checks.suite import expect_close, fail, question
+from reference import as_floats, call_student, describe, first_match, number, run_driver
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64
@@ -75,7 +75,7 @@ def test_linear_forward(student, batch, d_in, d_out):
             (expected.T, "the result is transposed: Y has one row per example, shape (B, d_out)"),
         ]) or _shape_hint(value, expected, "Y", gradient=False)
 
-    close(got, expected, rtol=RTOL, atol=ATOL, what="entries of Y", diagnose=diagnose)
+    expect_close(got, expected, rtol=RTOL, atol=ATOL, what="entries of Y", diagnose=diagnose)
 
 
 # ------------------------------------------------------------------------ linear_backward
@@ -118,7 +118,7 @@ def test_linear_backward(student, batch, d_in, d_out, part):
         return first_match(value, candidates)
 
     describe(student, f"{call}, its {part},")
-    close(value, expected, rtol=RTOL, atol=ATOL, what=f"entries of {part}", diagnose=diagnose)
+    expect_close(value, expected, rtol=RTOL, atol=ATOL, what=f"entries of {part}", diagnose=diagnose)
 
 
 # ------------------------------------------------------------------------ softmax_cross_entropy
@@ -182,7 +182,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, part):
         ]) or _shape_hint(value, expected_grad, "grad_logits")
 
     describe(student, f"{call}, its grad_logits,")
-    close(grad, expected_grad, rtol=RTOL, atol=1e-12, what="entries of grad_logits", diagnose=diagnose)
+    expect_close(grad, expected_grad, rtol=RTOL, atol=1e-12, what="entries of grad_logits", diagnose=diagnose)
 
 
 def _naive_softmax_grads(logits, y):
@@ -242,7 +242,7 @@ def test_forward(student, name, batch, shape, d_hidden, d_out):
         ])
 
     describe(student, f"{call}, its logits,")
-    close(got, expected, rtol=RTOL, atol=ATOL, what="logits", diagnose=diagnose)
+    expect_close(got, expected, rtol=RTOL, atol=ATOL, what="logits", diagnose=diagnose)
 
 
 @question("numpy_mlp.backward", points=10, block_imports=NO_TORCH)
@@ -278,7 +278,7 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
         return first_match(value, candidates)
 
     describe(student, f"{call}, its {key!r} entry,")
-    close(grads[key], expected, rtol=RTOL, atol=ATOL, what=f"entries of grad {key}", diagnose=diagnose)
+    expect_close(grads[key], expected, rtol=RTOL, atol=ATOL, what=f"entries of grad {key}", diagnose=diagnose)
 
 
 # ------------------------------------------------------------------------ sgd_update
@@ -302,7 +302,7 @@ def test_sgd_update(student, lr, sizes):
         fail(f"{call} returned a dict with keys {sorted(result)}; expected {sorted(params)}.")
     for key in params:
         describe(student, f"{call}, its {key!r} entry,")
-        close(result[key], expected[key], rtol=RTOL, atol=ATOL, what=f"entries of {key}",
+        expect_close(result[key], expected[key], rtol=RTOL, atol=ATOL, what=f"entries of {key}",
               diagnose=lambda value, key=key: first_match(value, [
                   ((_t(params[key]) + lr * _t(grads[key])).numpy(),
                    "the step goes uphill: theta - lr * grad, not theta + lr * grad"),

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import expect_equal, fail, question
-from reference import DEVICES, RefMLP, close, describe, first_match, load_ref, mlp_state, run_driver, tolerance
+from checks.suite import expect_close, expect_equal, fail, question
+from reference import DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, run_driver, tolerance
 
 
 # ------------------------------------------------------------------------ structure
@@ -96,14 +96,14 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
         linear = (flat @ w["fc1.weight"].T + w["fc1.bias"]) @ w["fc2.weight"].T + w["fc2.bias"]
         return first_match(value, [(linear.numpy(), "there is no ReLU between fc1 and fc2")], rtol=1e-4, atol=1e-5)
 
-    close(got["out"], out.detach().cpu().numpy(), rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
+    expect_close(got["out"], out.detach().cpu().numpy(), rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
     describe(student, f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
-    close(got["grad_x"], xt.grad.cpu().numpy(), rtol=rtol, atol=atol, what="entries of x.grad")
+    expect_close(got["grad_x"], xt.grad.cpu().numpy(), rtol=rtol, atol=atol, what="entries of x.grad")
     for name, p in reference.named_parameters():
         describe(student, f"{call}, then backward of (out * g).sum(): {name}.grad")
         if name not in got["grads"]:
             fail(f"{call}: the model has no parameter {name}.")
-        close(got["grads"][name], p.grad.cpu().numpy(), rtol=rtol, atol=atol, what=f"entries of {name}.grad")
+        expect_close(got["grads"][name], p.grad.cpu().numpy(), rtol=rtol, atol=atol, what=f"entries of {name}.grad")
 
 
 # ------------------------------------------------------------------------ count_parameters

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import expect_equal, expect_raises, fail, question
-from reference import (VALUE_DEVICES, RefMLP, call_student, close, describe, first_match, is_close, load_ref,
+from checks.suite import expect_close, expect_equal, expect_raises, fail, question
+from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, is_close, load_ref,
                        mlp_state, number, run_driver, tolerance)
 
 
@@ -136,7 +136,7 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
                             "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
             extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
             describe(student, f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
-            close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
+            expect_close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
 
 
 SGD_SETTINGS = [(0.1, 0.0, 0.0), (0.1, 0.9, 0.0), (0.05, 0.0, 0.1), (0.05, 0.9, 0.01)]
@@ -209,7 +209,7 @@ def test_sgd_zero_grad(student, set_to_none):
                 fail(f"after {call}, parameter {i}'s .grad is None; expected a tensor of zeros "
                      "(set_to_none=False zeroes the gradient instead of dropping it).")
             describe(student, f"after {call}, parameter {i}'s .grad")
-            close(g, p.grad.numpy(), rtol=0, atol=0, what="entries")
+            expect_close(g, p.grad.numpy(), rtol=0, atol=0, what="entries")
 
 
 # ------------------------------------------------------------------------ steps_per_epoch
@@ -330,7 +330,7 @@ def test_train_epoch_parameters(student, device, momentum, batching):
     for k, (mine, ref) in enumerate(zip(got["snapshots"], snapshots)):
         for key, value in ref.items():
             describe(student, f"{call}: {key} after step {k + 1}")
-            close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
+            expect_close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
 
 
 @question("training.train_epoch", points=4, use_reference=("torch_mlp.py",))

@@ -8,44 +8,112 @@ expected and, when a `diagnose` function recognises it, the likely mistake.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import os
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+import string
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 import pytest
-from _pytest.mark.structures import ParameterSet
 
 from checks.sandbox.codec import TensorData
-from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised, StudentTimeout,
-                            UnsupportedReturn)
 from checks.suites.describe import summarize
+from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised,
+                                   StudentTimeout, UnsupportedReturn)
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
-           "TensorData", "UnsupportedReturn", "as_index_tuple", "cases", "expect_close", "expect_equal", "expect_raises", "fail",
-           "grading_devices", "question"]
+           "TensorData", "UnsupportedReturn", "Refusal", "as_index_tuple", "ask_reference", "cases", "expect_close",
+           "expect_equal", "expect_raises", "fail", "grading_devices", "question", "question_defaults",
+           "reference_or_refusal"]
 
 Diagnose = Callable[[Any], "str | None"]
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
+CaseSink = Callable[[str, dict[str, Any], "Exception | None"], None]
 QUESTION_MARK = "checks_question"
+DEFAULTS_MARK = "checks_question_defaults"
+QUESTION_DEFAULTS: dict[str, Any] = {"all_or_nothing": False, "use_reference": (), "block_imports": (),
+                                     "timeout": 10.0}
+ParameterSet = type(pytest.param())  # what pytest.param(...) returns; pytest has no public name for it
 
-_current: Student | None = None  # set by the plugin for the test that is running
-# Set by the plugin around a test made with @cases: called with (label, arguments, error or None)
-# once per case, so that each case is scored on its own.
-_case_sink: Callable[[str, dict[str, Any], "Exception | None"], None] | None = None
+# Per-run state, set by the plugin around each test (context variables, not module globals):
+# the student of the running test, and where a test made with @cases reports each case.
+current_student: contextvars.ContextVar[Student | None] = contextvars.ContextVar("current_student", default=None)
+case_sink: contextvars.ContextVar[CaseSink | None] = contextvars.ContextVar("case_sink", default=None)
 
 
 class CheckFailed(AssertionError):
     """A check failed; str() is the feedback for the student."""
 
 
-def question(qid: str, points: float, *, all_or_nothing: bool = False, use_reference: tuple[str, ...] = (),
-             block_imports: tuple[str, ...] = (), timeout: float = 10.0) -> pytest.MarkDecorator:
-    """Mark a test function as (part of) question `qid`, worth `points` over all its cases."""
-    return getattr(pytest.mark, QUESTION_MARK)(
-        qid=qid, points=points, all_or_nothing=all_or_nothing, use_reference=tuple(use_reference),
-        block_imports=tuple(block_imports), timeout=timeout)
+class CaseSettled(Exception):
+    """Ends the running case early as passed (reference_or_refusal: the student refused as PyTorch did)."""
+
+
+def question(qid: str, points: float | Mapping[str, float], *, all_or_nothing: bool | None = None,
+             use_reference: tuple[str, ...] | None = None, block_imports: tuple[str, ...] | None = None,
+             timeout: float | None = None) -> pytest.MarkDecorator:
+    """Mark a test function as (part of) question `qid`, worth `points` over all its cases.
+
+    `qid` may name a parameter of the test, as in "rules.{op}_backward": each value of `op` is then
+    a question of its own, and `points` a mapping from that value to the question's points. Options
+    not given come from the file's `question_defaults(...)`, then from QUESTION_DEFAULTS.
+    """
+    given = {"all_or_nothing": all_or_nothing, "use_reference": use_reference, "block_imports": block_imports,
+             "timeout": timeout}
+    _check_options(given)
+    return getattr(pytest.mark, QUESTION_MARK)(qid=qid, points=points, **{
+        name: (tuple(value) if isinstance(value, (list, tuple)) else value)
+        for name, value in given.items() if value is not None})
+
+
+def question_defaults(**options: Any) -> pytest.MarkDecorator:
+    """Options for every question of a file: `pytestmark = question_defaults(block_imports=("torch",))`,
+    so that a new question cannot forget them. A question's own options win."""
+    _check_options(options)
+    return getattr(pytest.mark, DEFAULTS_MARK)(**{
+        name: (tuple(value) if isinstance(value, (list, tuple)) else value) for name, value in options.items()})
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - set(QUESTION_DEFAULTS))
+    if unknown:
+        raise TypeError(f"unknown question option {', '.join(unknown)}; the options are "
+                        f"{', '.join(QUESTION_DEFAULTS)}")
+
+
+def question_options(item: pytest.Item) -> dict[str, Any] | None:
+    """The resolved options of the question a collected test belongs to: its qid (a template
+    filled from the test's parameters), its points, and every option. None without @question."""
+    mark = item.get_closest_marker(QUESTION_MARK)
+    if mark is None:
+        return None
+    options = dict(QUESTION_DEFAULTS)
+    defaults = item.get_closest_marker(DEFAULTS_MARK)
+    if defaults is not None:
+        options.update(defaults.kwargs)
+    options.update(mark.kwargs)
+    template, points = options["qid"], options["points"]
+    fields = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    if fields:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        missing = [name for name in fields if name not in params]
+        if missing:
+            raise pytest.UsageError(f"{item.nodeid}: question id {template!r} names {', '.join(missing)}, "
+                                    "which is not a parameter of the test")
+        values = {name: str(params[name]) for name in fields}
+        options["qid"] = template.format(**values)
+        if isinstance(points, Mapping):
+            key = values[fields[0]] if len(fields) == 1 else options["qid"]
+            if key not in points:
+                raise pytest.UsageError(f"{item.nodeid}: question {options['qid']!r} has no entry {key!r} "
+                                        "in its points")
+            options["points"] = points[key]
+    elif isinstance(points, Mapping):
+        raise pytest.UsageError(f"{item.nodeid}: points per value need a question id that names a parameter, "
+                                f"such as \"rules.{{op}}_backward\"")
+    return options
 
 
 def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
@@ -85,17 +153,20 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         @functools.wraps(function)
         def run_cases(**fixtures: Any) -> None:
             failures: list[tuple[str, Exception]] = []
+            student, sink = current_student.get(), case_sink.get()
             for label, row in zip(labels, rows):
-                if _current is not None:
-                    _current.last_call, _current.last_result = "", None
+                if student is not None:
+                    student.last_call, student.last_result = "", None
                 arguments = dict(zip(names, row))
                 try:
                     function(**fixtures, **arguments)
                     error = None
+                except CaseSettled:
+                    error = None
                 except Exception as raised:  # noqa: BLE001 - pytest's skip and exit are BaseExceptions
                     error = raised
-                if _case_sink is not None:
-                    _case_sink(label, arguments, error)
+                if sink is not None:
+                    sink(label, arguments, error)
                 elif error is not None:
                     failures.append((label, error))
             if failures:  # run without the checks plugin: fail with the first failure
@@ -135,17 +206,31 @@ def fail(message: str) -> None:
 
 
 def _call() -> str:
-    return _current.last_call if _current is not None and _current.last_call else "the call"
+    student = current_student.get()
+    return student.last_call if student is not None and student.last_call else "the call"
 
 
-def _failed(got: Any, expected_text: str, diagnose: Diagnose | None, detail: str = "") -> None:
-    message = f"{_call()} returned {summarize(got)}; expected {expected_text}."
+def _failed(got: Any, expected_text: str, diagnose: Diagnose | None, detail: str = "", *,
+            subject: str | None = None) -> None:
+    opening = f"{subject} is" if subject else f"{_call()} returned"
+    message = f"{opening} {summarize(got)}; expected {expected_text}."
     if detail:
         message += f" {detail}"
-    hint = diagnose(got) if diagnose is not None else None
+    hint = _diagnosis(diagnose, got)
     if hint:
         message += f" Likely mistake: {hint}"
     fail(message)
+
+
+def _diagnosis(diagnose: Diagnose | None, got: Any) -> str | None:
+    """What `diagnose` says of `got`; a diagnosis that breaks on an odd value says nothing, so
+    that it never turns the student's failure into a grader error."""
+    if diagnose is None:
+        return None
+    try:
+        return diagnose(got)
+    except Exception:  # noqa: BLE001 - a suite's diagnosis, run on whatever the student returned
+        return None
 
 
 def _is_int(value: Any) -> bool:
@@ -188,34 +273,63 @@ def expect_equal(got: Any, expected: Any, *, diagnose: Diagnose | None = None) -
 
 
 def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1e-9,
-                 diagnose: Diagnose | None = None, what: str = "values") -> None:
-    """Numerical closeness of arrays, tensors or numbers, with feedback on where they differ."""
+                 diagnose: Diagnose | None = None, what: str = "values", subject: str | None = None,
+                 shape_hint: Callable[[tuple[int, ...]], "str | None"] | None = None,
+                 alternatives: Iterable[tuple[Any, str]] = (), dtype: str | None = None, note: str = "") -> None:
+    """Numerical closeness of arrays, tensors or numbers, with feedback on where they differ.
+
+    `subject` names the value in the feedback ("add_backward(...): grad_a"; default: what the last
+    call returned). `shape_hint(shape)` explains a wrong shape. `alternatives` are (value, sentence)
+    pairs, each what a known mistake would give: a result close to one names that mistake. `dtype`
+    is required of a close result ("float64"). `note` is added when the values differ.
+    """
     want = _as_array(expected)
     have = _as_array(got)
     if want is None:
         raise TypeError(f"expect_close cannot compare against {type(expected).__name__}")
-    if have is None:
-        _failed(got, f"an array of shape {tuple(want.shape)}", diagnose)
+    if have is None or have.dtype.kind not in "biufc":
+        _failed(got, f"an array of {what} of shape {tuple(want.shape)}", diagnose, subject=subject)
+    if dtype is not None and not isinstance(got, (np.ndarray, np.generic, int, float)):
+        _failed(got, f"a NumPy {dtype} array", None, subject=subject)
     if have.shape != want.shape:
-        _failed(got, f"shape {tuple(want.shape)}", diagnose, f"It has shape {tuple(have.shape)}.")
-    if have.dtype.kind not in "biufc":
-        _failed(got, "numbers", diagnose)
-    have, want = have.astype(np.result_type(have.dtype, want.dtype, np.float64)), want.astype(np.float64)
-    if np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True):
+        hint = _diagnosis(shape_hint, tuple(have.shape))
+        _failed(got, f"shape {tuple(want.shape)}", diagnose if hint is None else (lambda _: hint),
+                f"It has shape {tuple(have.shape)}.", subject=subject)
+    values = have.astype(np.result_type(have.dtype, want.dtype, np.float64))
+    want = want.astype(np.float64)
+
+    def close(a: np.ndarray, b: np.ndarray) -> bool:
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+
+    shown = summarize(expected) if want.size <= 8 else f"{what} of shape {tuple(want.shape)}"
+    if close(values, want):
+        if dtype is not None and have.dtype != np.dtype(dtype):
+            _failed(got, f"{what} of dtype {dtype}", None, f"It has dtype {have.dtype}.", subject=subject)
         return
-    detail = _difference(have, want, rtol, atol, what)
-    _failed(got, summarize(expected) if want.size <= 8 else f"{what} of shape {tuple(want.shape)}", diagnose, detail)
+    detail = _difference(values, want, rtol, atol, what)
+    if np.abs(want).max(initial=0.0) > atol:
+        for value, sentence in alternatives:
+            candidate = _as_array(value)
+            if candidate is not None and close(values, candidate.astype(np.float64)) \
+                    and not close(candidate.astype(np.float64), want):
+                _failed(got, shown, lambda _: sentence, detail, subject=subject)
+    if dtype is not None and have.dtype != np.dtype(dtype):
+        detail += f" It came back as {have.dtype}: keep everything in {dtype}."
+    if note and _diagnosis(diagnose, got) is None:
+        detail += f" {note}"
+    _failed(got, shown, diagnose, detail, subject=subject)
 
 
 def _difference(have: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> str:
     if np.isnan(have).any() and not np.isnan(want).any():
         return f"Some {what} are NaN (overflow, log of a non-positive number or 0/0?)."
-    error = np.abs(have - want)
+    error = np.array(np.abs(have - want), dtype=np.float64)  # an array even when 0-d
     error[np.isnan(error)] = np.inf
-    where = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
+    bad = ~np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+    where = np.unravel_index(int(np.argmax(np.where(bad, error, -1.0))), error.shape) if error.ndim else ()
     index = list(map(int, where))
-    bad = int((~np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)).sum())
-    text = (f"{bad} of {want.size} {what} differ; max abs error {float(error[where]):.3g} at {index} "
+    at = f" at {index}" if index else ""
+    text = (f"{int(bad.sum())} of {want.size} {what} differ; max abs error {float(error[where]):.3g}{at} "
             f"(got {have[where].item():.6g}, expected {want[where].item():.6g}).")
     if np.allclose(have, -want, rtol=rtol, atol=atol) and np.abs(want).max() > atol:
         text += " The values have the opposite sign."
@@ -257,5 +371,44 @@ def expect_raises(exception_type: type[BaseException] = ValueError, *, because: 
         fail(f"{raised.call} raised {raised.type_name}: {raised.message}; expected "
              f"{exception_type.__name__}{reason}.{advice}")
     else:
-        got = _current.last_result if _current is not None else None
+        student = current_student.get()
+        got = student.last_result if student is not None else None
         fail(f"{_call()} returned {summarize(got)}; expected it to raise {exception_type.__name__}{reason}.")
+
+
+# ---- references from PyTorch, refusals included ------------------------------------------------
+
+# What PyTorch raises when it rejects an input (a shape, an index, a layout).
+TORCH_REFUSALS = (RuntimeError, IndexError, ValueError, TypeError, OverflowError)
+
+
+class Refusal:
+    """PyTorch rejected the input; keeps the first sentence of its message for the feedback."""
+
+    def __init__(self, error: BaseException) -> None:
+        text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if len(text) > 100 and ". " in text:  # PyTorch's first sentence says it
+            text = text[:text.index(". ") + 1]
+        self.message = text if len(text) <= 160 else text[:157] + "..."
+
+
+def ask_reference(compute: Callable[[], Any]) -> Any:
+    """What `compute()` (a PyTorch reference) returns, or a Refusal where PyTorch rejects the input."""
+    try:
+        return compute()
+    except TORCH_REFUSALS as error:
+        return Refusal(error)
+
+
+def reference_or_refusal(compute: Callable[[], Any], call: Callable[[], Any],
+                         because: str | Callable[[], str]) -> Any:
+    """PyTorch's answer for this case. Where PyTorch rejects the input, the student's `call` must
+    raise ValueError as well (the feedback says `because` and PyTorch's own words), and the case
+    ends there: passed if it did, failed if not."""
+    expected = ask_reference(compute)
+    if not isinstance(expected, Refusal):
+        return expected
+    why = because() if callable(because) else because
+    with expect_raises(ValueError, because=f"{why}; PyTorch refuses it too: {expected.message}"):
+        call()
+    raise CaseSettled

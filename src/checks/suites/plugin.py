@@ -12,13 +12,11 @@ import os
 from typing import Any, Iterator
 
 import pytest
-from _pytest.outcomes import skip
-from _pytest.reports import TestReport
 
-from checks.suites import api as suite
 from checks.course.assignment import Assignment
 from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.supervisor import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
+from checks.suites import api
 from checks.suites.scoring import CaseResult
 from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
 
@@ -62,9 +60,11 @@ class ChecksPlugin:
     def student(self, request: pytest.FixtureRequest) -> Iterator[Student]:
         options, _ = self._item_info(request.node)
         reached = Student(self._sandbox_for(options), self.assignment.modules)
-        suite._current = reached
-        yield reached
-        suite._current = None
+        token = api.current_student.set(reached)
+        try:
+            yield reached
+        finally:
+            api.current_student.reset(token)
 
     def _sandbox_for(self, options: dict[str, Any]) -> QuestionSandbox:
         """One sandbox per question. Its worker may be the last question's (SubmissionWorkers),
@@ -100,7 +100,8 @@ class ChecksPlugin:
     # ------------------------------------------------------------ recording
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", f"{suite.QUESTION_MARK}: the question a test belongs to")
+        config.addinivalue_line("markers", f"{api.QUESTION_MARK}: the question a test belongs to")
+        config.addinivalue_line("markers", f"{api.DEFAULTS_MARK}: options for every question of a file")
         config.addinivalue_line("markers", "cuda: needs a CUDA device")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -110,8 +111,11 @@ class ChecksPlugin:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            if item.get_closest_marker(suite.QUESTION_MARK) is None:
-                self.errors.append(f"{item.nodeid} has no @question(...) marker")
+            try:
+                if api.question_options(item) is None:
+                    self.errors.append(f"{item.nodeid} has no @question(...) marker")
+            except pytest.UsageError as error:
+                self.errors.append(str(error))
 
     def pytest_runtest_logstart(self) -> None:  # before each test's set-up, whatever happens in it
         self._first_case_of_item = len(self.cases)
@@ -119,23 +123,24 @@ class ChecksPlugin:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
         """A test made with @cases reports each of its cases here, as it finishes."""
-        suite._case_sink = lambda label, arguments, error: self._record_case_of_loop(item, label, arguments, error)
+        token = api.case_sink.set(lambda label, arguments, error: self._record_case_of_loop(item, label, arguments,
+                                                                                           error))
         try:
             yield
         finally:
-            suite._case_sink = None
+            api.case_sink.reset(token)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> TestReport | None:
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport | None:
         """Record the case and answer with a cheap report: pytest's own traceback formatting
         re-parses the test source for every failure (about 100 ms each)."""
-        if call.excinfo is not None and call.excinfo.errisinstance(skip.Exception):
+        if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
             if call.when == "call":
                 del self.cases[self._first_case_of_item:]  # a skip inside @cases skips its earlier cases too
             return None  # pytest's own report for skips
-        if item.get_closest_marker(suite.QUESTION_MARK) is None:
+        if item.get_closest_marker(api.QUESTION_MARK) is None:
             return None
-        passed = call.excinfo is None
+        passed = call.excinfo is None or call.excinfo.errisinstance(api.CaseSettled)
         error = None if passed else call.excinfo.value
         message, grader_error = ("", False) if passed else _describe_failure(error, item.nodeid)
         if not passed and call.when == "teardown" and len(self.cases) > self._first_case_of_item:
@@ -143,7 +148,7 @@ class ChecksPlugin:
                 case.passed, case.message = False, case.message or message
         elif not passed or (call.when == "call" and not _is_case_loop(item)):
             self._record(item, item.nodeid, passed, message, grader_error)
-        return TestReport(item.nodeid, item.location, {}, "passed" if passed else "failed",
+        return pytest.TestReport(item.nodeid, item.location, {}, "passed" if passed else "failed",
                           None if passed else message, call.when, [], call.duration, call.start, call.stop)
 
     def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
@@ -173,10 +178,10 @@ class ChecksPlugin:
 
 
 def _question_options(node: pytest.Item) -> dict[str, Any]:
-    mark = node.get_closest_marker(suite.QUESTION_MARK)
-    if mark is None:
+    options = api.question_options(node)
+    if options is None:
         raise pytest.UsageError(f"{node.nodeid} uses the student fixture but has no @question(...) marker")
-    return mark.kwargs
+    return options
 
 
 def _test_key(item: pytest.Item) -> str:
@@ -189,7 +194,7 @@ def _is_case_loop(item: pytest.Item) -> bool:
 
 def _describe_failure(error: BaseException | None, nodeid: str) -> tuple[str, bool]:
     """(feedback, whether the grader itself is at fault)."""
-    if isinstance(error, (suite.CheckFailed, StudentFault)):
+    if isinstance(error, (api.CheckFailed, StudentFault)):
         return str(error), False
     if isinstance(error, AssertionError):
         return f"check failed: {error}".strip(), False
