@@ -203,7 +203,7 @@ class QuestionSandbox:
         except StudentFault:
             self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
             raise
-        except Exception as error:  # noqa: BLE001 - any reply the parser cannot read is forged: refused, never a grader error
+        except Exception as error:  # noqa: BLE001 - a reply the parser cannot read was forged: the student's fault
             self.worker.kill()
             detail = str(error) if isinstance(error, MalformedReply) else type(error).__name__
             raise StudentCrashed(describe, f"sent back a malformed reply ({detail}); it was refused, and the calls "
