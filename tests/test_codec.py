@@ -1,3 +1,4 @@
+import base64
 import json
 import math
 
@@ -73,3 +74,38 @@ def test_oversized_payloads_are_refused(monkeypatch):
     monkeypatch.setattr(codec, "MAX_PAYLOAD_BYTES", 100)
     with pytest.raises(UnsupportedType, match="limit"):
         decode(encode(list(range(100))))
+
+
+def array_payload(dtype: str, shape: list, data: bytes) -> dict:
+    return {"dtype": dtype, "shape": shape, "b64": base64.b64encode(data).decode()}
+
+
+# what a student's code can write to the worker's socket in place of an honest reply: each must
+# be refused as UnsupportedType (the student's fault), never escape as another exception
+FORGED = {
+    "invalid base64": {"a": {"dtype": "float64", "shape": [1], "b64": "!!!!!!!!"}},
+    "bad base64 padding": {"a": {"dtype": "float64", "shape": [1], "b64": "AAAAAAAAAAA"}},
+    "tensor values as a list": {"T": {"array": [1, 2], "dtype": "torch.float32", "device": "cpu", "shape": [2]}},
+    "tensor values as a string": {"T": {"array": "AAAA", "dtype": "torch.float32", "device": "cpu", "shape": [1]}},
+    "an empty shape too large to exist": {"a": {"dtype": "float64", "shape": [2**39, 2**39, 0], "b64": ""}},
+    "a scalar of such a shape": {"s": {"dtype": "complex128", "shape": [2**39, 2**20, 0], "b64": ""}},
+    "shape as a dict": {"a": {"dtype": "float64", "shape": {"0": 1}, "b64": "AAAAAAAAAAA="}},
+    "dict with a list as its body": {"d": [1, 2]},
+    "non-finite float tag with a number": {"f": 1.5},
+}
+
+
+@pytest.mark.parametrize("payload", FORGED.values(), ids=FORGED.keys())
+def test_forged_payloads_are_refused_as_unsupported(payload):
+    with pytest.raises(UnsupportedType):
+        decode(json.dumps(payload).encode())
+
+
+@pytest.mark.parametrize("dtype, data", [("<U1", "a".encode("utf-32-le")), ("S4", b"abcd"), ("V8", bytes(8)),
+                                         ("datetime64[s]", bytes(8)), ("object", bytes(8))],
+                         ids=["str", "bytes", "void", "datetime", "object"])
+def test_only_numeric_and_bool_dtypes_cross_even_at_the_right_size(dtype, data):
+    assert np.dtype(dtype).itemsize == len(data)  # refused for its dtype, not its size
+    for tag in ("a", "s"):
+        with pytest.raises(UnsupportedType, match="dtype"):
+            decode(json.dumps({tag: array_payload(dtype, [1] if tag == "a" else [], data)}).encode())

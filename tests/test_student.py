@@ -12,7 +12,8 @@ import pytest
 from checks.sandbox import jail
 from checks.course.assignment import CourseError, load_assignment
 from checks.sandbox.supervisor import WorkerConfig, Zygote
-from checks.suites.student import QuestionSandbox, Student, StudentRaised, SubmissionWorkers
+from checks.suites.student import (MAX_HANGS, QuestionSandbox, Student, StudentCrashed, StudentRaised, StudentTimeout,
+                                   SubmissionWorkers, UnsupportedReturn)
 
 PROBE = b"""
 import os
@@ -121,7 +122,7 @@ def test_sandbox_imports_must_be_a_list_of_names(make_course):
     root = make_course({"autograder/toy/assignment.toml": 'files = ["a.py"]\nsandbox_imports = ["wave"]\n'})
     assert load_assignment(root, "toy").sandbox_imports == ("wave",)
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nsandbox_imports = "wave"\n')
-    with pytest.raises(CourseError, match="sandbox_imports must be a list of module names"):
+    with pytest.raises(CourseError, match="`sandbox_imports` must be a list of module names"):
         load_assignment(root, "toy")
 
 
@@ -153,7 +154,7 @@ def test_fresh_worker_per_question_forks_one_each(zygote, make_course):
     root = make_course({"autograder/toy/assignment.toml": 'files = ["a.py"]\nfresh_worker_per_question = true\n'})
     assert load_assignment(root, "toy").fresh_worker_per_question is True
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nfresh_worker_per_question = "yes"\n')
-    with pytest.raises(CourseError, match="fresh_worker_per_question must be true or false"):
+    with pytest.raises(CourseError, match="`fresh_worker_per_question` must be true or false"):
         load_assignment(root, "toy")
 
 
@@ -167,3 +168,62 @@ def test_a_dead_workers_home_is_removed(zygote):
     while os.path.exists(home) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(home)
+
+
+FORGER = b'''
+import base64, gc, json, socket, struct, time
+
+
+def forge(header, payload):
+    """Write a whole reply of our own to the worker's socket, in its framing, then return honestly."""
+    sock = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
+    frames = [json.dumps(header).encode()] + ([] if payload is None else [json.dumps(payload).encode()])
+    sock.sendall(b"".join(struct.pack("!Q", len(frame)) + frame for frame in frames))
+    return "the honest reply"
+
+
+def echo(value):
+    return value
+
+
+def hang():
+    while True:
+        time.sleep(0.01)
+'''
+RETURNED = {"status": "returned"}
+FORGED_REPLIES = {
+    "invalid base64": (RETURNED, {"a": {"dtype": "float64", "shape": [1], "b64": "!!!!!!!!"}}),
+    "tensor values as a list": (RETURNED, {"T": {"array": [1, 2], "dtype": "torch.float32", "device": "cpu",
+                                                 "shape": [2]}}),
+    "empty shape too large": (RETURNED, {"a": {"dtype": "float64", "shape": [2**39, 2**39, 0], "b64": ""}}),
+    "str dtype": (RETURNED, {"a": {"dtype": "<U1", "shape": [1], "b64": "YQAAAA=="}}),
+    "raised, where an int": ({"status": "raised", "type": "ValueError", "where": 5}, None),
+    "raised, bases a str": ({"status": "raised", "type": "ValueError", "bases": "ValueError"}, None),
+    "unknown status": ({"status": "afresh"}, None),
+}
+
+
+@pytest.mark.parametrize("header, payload", FORGED_REPLIES.values(), ids=FORGED_REPLIES.keys())
+def test_a_forged_reply_is_refused_and_its_worker_replaced(zygote, header, payload):
+    student = Student(QuestionSandbox(SubmissionWorkers(zygote), WorkerConfig(files={"forger.py": FORGER}), timeout=30),
+                      frozenset({"forger"}))
+    with pytest.raises((StudentCrashed, UnsupportedReturn)) as refused:
+        student.forger.forge(header, payload)
+    assert "malformed" in str(refused.value) or "dtype" in str(refused.value), str(refused.value)
+    assert not student._sandbox.worker.alive  # killed: the frames queued behind the forged ones are never read
+    assert student.forger.echo(7) == 7  # the next call, in a fresh worker, gets its own reply
+
+
+def test_a_function_that_hangs_twice_is_not_called_again_in_that_question(zygote):
+    student = Student(QuestionSandbox(SubmissionWorkers(zygote), WorkerConfig(files={"forger.py": FORGER}),
+                                      timeout=0.5), frozenset({"forger"}))
+    for _ in range(MAX_HANGS):
+        started = time.monotonic()
+        with pytest.raises(StudentTimeout, match="did not finish within 0.5 s"):
+            student.forger.hang()
+        assert time.monotonic() - started >= 0.5  # a real hang, stopped at the limit
+    started = time.monotonic()
+    with pytest.raises(StudentTimeout, match=f"was not run: {MAX_HANGS} earlier calls"):
+        student.forger.hang()
+    assert time.monotonic() - started < 0.4  # not called: no third wait
+    assert student.forger.echo(3) == 3  # other functions still run in that question

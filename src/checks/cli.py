@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from checks import __version__
@@ -32,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         root = args.course.resolve() if args.course else find_course_root()
         return args.run(root, args)
     except (CourseError, BuildError, ValueError) as error:
-        console.print(f"[red]error:[/red] {error}", markup=True)
+        # escaped: course errors name TOML tables ([quiz.a_grad]); one line, however wide
+        console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")

@@ -7,11 +7,12 @@ for nothing.
 
 from __future__ import annotations
 
-import tomllib
+import difflib
 from dataclasses import dataclass
 
 from checks.authoring.build import release_files
-from checks.course.assignment import Assignment, CourseError
+from checks.course.assignment import Assignment, CourseError, read_course_toml
+from checks.course.schema import MUTANTS_TOML
 from checks.grading.session import Source, grade_sources
 from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import read_submission
@@ -45,14 +46,27 @@ class Verdict:
 
 
 def load_mutants(assignment: Assignment) -> list[Mutant]:
+    """The mutants of mutants.toml, or a CourseError naming every mistake in it: keys (schema),
+    names used twice, a file that is not in the reference, a `find` that does not occur once."""
     path = assignment.autograder_dir / "mutants.toml"
     if not path.is_file():
         return []
-    try:
-        entries = tomllib.loads(path.read_text()).get("mutant", [])
-        return [Mutant(e["name"], e["question"], e["file"], e["find"], e["replace"]) for e in entries]
-    except (tomllib.TOMLDecodeError, KeyError, TypeError) as error:
-        raise CourseError(f"{path}: {error}") from None
+    mutants = [Mutant(**entry) for entry in read_course_toml(path, MUTANTS_TOML).get("mutant", [])]
+    found, seen = [], set()
+    for mutant in mutants:
+        if mutant.name in seen:
+            found.append(f"two mutants are named {mutant.name!r}")
+        seen.add(mutant.name)
+        reference = assignment.solution_dir / mutant.file
+        if not reference.is_file():
+            found.append(f"mutant {mutant.name}: `file` {mutant.file!r} is not in {assignment.solution_dir}")
+            continue
+        count = reference.read_text(encoding="utf-8", errors="replace").count(mutant.find)
+        if count != 1:
+            found.append(f"mutant {mutant.name}: `find` occurs {count} times in {mutant.file}; it must occur once")
+    if found:
+        raise CourseError(f"{path}: " + "; ".join(found))
+    return mutants
 
 
 def verify(assignment: Assignment, *, jobs: int | None = None) -> list[Verdict]:
@@ -96,7 +110,9 @@ def _only_question(result: SubmissionResult, mutant: Mutant, questions: set[str]
     if result.error:
         return Verdict(result.name, expectation, False, _grader_error(result))
     if mutant.question not in questions:
-        return Verdict(result.name, expectation, False, f"the suite has no question {mutant.question}")
+        close = difflib.get_close_matches(mutant.question, sorted(questions), n=1)
+        return Verdict(result.name, expectation, False, f"mutants.toml names question {mutant.question!r}, which the suite "
+                       "does not have" + (f" (did you mean {close[0]!r}?)" if close else ""))
     if mutant.question not in {q.qid for q in result.questions}:
         return Verdict(result.name, expectation, False, f"{mutant.question} is missing from this mutant's results")
     target = result.question(mutant.question)

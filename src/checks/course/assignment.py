@@ -6,6 +6,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from checks.course.schema import ASSIGNMENT_TOML, Schema, problems
 
 
 class CourseError(Exception):
@@ -95,20 +98,27 @@ def load_assignment(root: Path, name: str) -> Assignment:
             raise CourseError(f"no assignment {name!r} in {root} (known: {', '.join(known) or 'none'})")
         files = tuple(sorted(p.name for p in release.glob("*.py")))
         return Assignment(name=name, root=root, title=name, files=files)
-    try:
-        config = tomllib.loads(config_path.read_text())
-    except tomllib.TOMLDecodeError as error:
-        raise CourseError(f"{config_path}: {error}") from None
+    config = read_course_toml(config_path, ASSIGNMENT_TOML)
     quiz = tuple(QuizItem(key, spec["answer"], float(spec["points"])) for key, spec in config.get("quiz", {}).items())
-    sandbox_imports = config.get("sandbox_imports", [])
-    if not isinstance(sandbox_imports, list) or not all(isinstance(name, str) for name in sandbox_imports):
-        raise CourseError(f"{config_path}: sandbox_imports must be a list of module names")
-    fresh_worker_per_question = config.get("fresh_worker_per_question", False)
-    if not isinstance(fresh_worker_per_question, bool):
-        raise CourseError(f"{config_path}: fresh_worker_per_question must be true or false")
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
-                      provided=tuple(config.get("provided", ())), quiz=quiz, sandbox_imports=tuple(sandbox_imports),
-                      fresh_worker_per_question=fresh_worker_per_question)
+                      provided=tuple(config.get("provided", ())), quiz=quiz,
+                      sandbox_imports=tuple(config.get("sandbox_imports", ())),
+                      fresh_worker_per_question=config.get("fresh_worker_per_question", False))
+
+
+def read_course_toml(path: Path, schema: Schema) -> dict[str, Any]:
+    """A course file's contents, checked against its schema (course/schema.py): a CourseError
+    names the file and every mistake in it, in one line."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise CourseError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CourseError(f"{path}: not valid TOML ({error})") from None
+    found = problems(data, schema)
+    if found:
+        raise CourseError(f"{path}: " + "; ".join(found))
+    return data
 
 
 def list_assignments(root: Path) -> list[str]:

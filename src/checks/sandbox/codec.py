@@ -9,6 +9,7 @@ limits on size and depth. Nothing is unpickled or evaluated.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import math
 from dataclasses import dataclass
@@ -116,7 +117,13 @@ def decode(payload: bytes) -> Any:
     except (ValueError, RecursionError) as error:
         raise UnsupportedType(f"malformed payload ({error.__class__.__name__})") from None
     budget = [MAX_ITEMS]
-    return _from_json(tree, 0, budget)
+    try:
+        return _from_json(tree, 0, budget)
+    except UnsupportedType:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, OverflowError, MemoryError, RecursionError) as error:
+        # a forged payload that slipped past the checks below: refused all the same, never a grader error
+        raise UnsupportedType(f"malformed payload ({error.__class__.__name__})") from None
 
 
 def _from_json(node: Any, depth: int, budget: list[int]) -> Any:
@@ -148,9 +155,16 @@ def _from_json(node: Any, depth: int, budget: list[int]) -> Any:
 
 def _array_from_json(body: dict) -> np.ndarray:
     dtype, shape, data = body.get("dtype"), body.get("shape"), body.get("b64")
-    if dtype not in ALLOWED_DTYPES or type(data) is not str or not _is_shape(shape):
+    if dtype not in ALLOWED_DTYPES:  # never object, str, void or datetime arrays, whatever their size
+        raise UnsupportedType(f"an array of dtype {str(dtype)[:40]!r}")
+    if type(data) is not str or not _is_shape(shape):
         raise UnsupportedType("malformed array")
-    raw = base64.b64decode(data, validate=True)
+    if math.prod(size for size in shape if size) * np.dtype(dtype).itemsize > np.iinfo(np.intp).max:
+        raise UnsupportedType("malformed array (a shape too large to exist, even empty)")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except binascii.Error:
+        raise UnsupportedType("malformed array (not base64)") from None
     expected = math.prod(shape) * np.dtype(dtype).itemsize
     if len(raw) != expected:
         raise UnsupportedType("malformed array (size does not match its shape)")
@@ -161,6 +175,8 @@ def _tensor_from_json(body: dict) -> TensorData:
     shape, dtype, device = body.get("shape"), body.get("dtype"), body.get("device")
     if not _is_shape(shape) or type(dtype) is not str or type(device) is not str:
         raise UnsupportedType("malformed tensor")
+    if body.get("array") is not None and type(body["array"]) is not dict:
+        raise UnsupportedType("malformed tensor (its values are not an array)")
     array = None if body.get("array") is None else _array_from_json(body["array"])
     if array is not None and list(array.shape) != shape:
         raise UnsupportedType("malformed tensor (values do not match its shape)")

@@ -46,13 +46,14 @@ class StudentFault(Exception):
 
 class StudentRaised(StudentFault):
     def __init__(self, call: str | Callable[[], str], header: dict) -> None:
-        self.type_name = _text(header.get("type"), 100) or "Exception"
-        bases = header.get("bases") if isinstance(header.get("bases"), list) else []
-        self.bases = frozenset(name for name in bases if isinstance(name, str))
-        self.message = _text(header.get("message"), 1000)
-        self.context = _text(header.get("context"), 200)
-        self.where = [_text(line, 300) for line in header.get("where") or [] if isinstance(line, str)][-3:]
-        self.output = _text(header.get("output"), 2000)
+        """`header` as the worker writes it (worker._Session._raised); MalformedReply when a field
+        is not what the worker sends: student code wrote that reply itself."""
+        self.type_name = _text(header, "type", 100) or "Exception"
+        self.bases = frozenset(_texts(header, "bases", 100))
+        self.message = _text(header, "message", 1000)
+        self.context = _text(header, "context", 200)
+        self.where = _texts(header, "where", 300)[-3:]
+        self.output = _text(header, "output", 2000)
         super().__init__(call, self._describe())
 
     @property
@@ -102,8 +103,28 @@ def _excerpt(output: str, limit: int = 300) -> str:
     return output if len(output) <= limit else "..." + output[-limit:]
 
 
-def _text(value: Any, limit: int) -> str:
-    return value[:limit] if isinstance(value, str) else ""
+class MalformedReply(ValueError):
+    """A reply the worker never sends: the student's code wrote it to the worker's socket."""
+
+
+def _text(header: dict, key: str, limit: int) -> str:
+    """A str field of a reply header ("" when absent), cut to `limit`."""
+    value = header.get(key)
+    if value is None:
+        return ""
+    if type(value) is not str:
+        raise MalformedReply(f"its `{key}` is {type(value).__name__}, not text")
+    return value[:limit]
+
+
+def _texts(header: dict, key: str, limit: int) -> list[str]:
+    """A list-of-str field of a reply header ([] when absent), each cut to `limit`."""
+    value = header.get(key)
+    if value is None:
+        return []
+    if type(value) is not list or not all(type(item) is str for item in value):
+        raise MalformedReply(f"its `{key}` is not a list of text")
+    return [item[:limit] for item in value]
 
 
 class SubmissionWorkers:
@@ -177,9 +198,16 @@ class QuestionSandbox:
                                      "or CPU limit; the calls after it ran in a fresh one") from None
         try:
             return _value_or_fault(describe, header, payload)
-        except (UnsupportedReturn, StudentCrashed):
+        except (StudentRaised, MissingFunction):
+            raise  # honest answers: the worker serves the next call
+        except StudentFault:
             self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
             raise
+        except Exception as error:  # noqa: BLE001 - a reply the parser cannot read was forged: the student's fault
+            self.worker.kill()
+            detail = str(error) if isinstance(error, MalformedReply) else type(error).__name__
+            raise StudentCrashed(describe, f"sent back a malformed reply ({detail}); it was refused, and the calls "
+                                           "after it ran in a fresh sandbox process") from None
 
     def close(self) -> None:
         if self.worker is not None:
@@ -197,9 +225,9 @@ def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | 
     if status == "raised":
         raise StudentRaised(describe, header)
     if status == "missing":
-        raise MissingFunction(describe, f"could not run: {_text(header.get('message'), 300)}")
+        raise MissingFunction(describe, f"could not run: {_text(header, 'message', 300)}")
     if status == "unsupported":
-        raise UnsupportedReturn(describe, f"returned an unsupported type: {_text(header.get('message'), 300)} "
+        raise UnsupportedReturn(describe, f"returned an unsupported type: {_text(header, 'message', 300)} "
                                           "(return plain Python values, NumPy arrays or tensors)")
     raise StudentCrashed(describe, "sent back a malformed reply")
 

@@ -1,0 +1,137 @@
+"""The keys a course's TOML files may hold, and the one check every such file goes through
+(course/assignment.py read_course_toml).
+
+An author's misspelt key or wrong kind of value is an error that names the key and the file,
+never a setting silently ignored or a traceback later. Each file's keys are one declarative
+table below: a new key is one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a value must be: in words, for the message, and as a test."""
+
+    words: str
+    accepts: Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One allowed key. `entries`: the value is a set of tables ([quiz.<key>], [[mutant]]), each
+    checked against that schema."""
+
+    kind: Kind
+    required: bool = False
+    entries: "Schema | None" = None
+
+
+Schema = Mapping[str, Key]
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _is_list_of_text(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str and item for item in value)
+
+
+TEXT = Kind("a string", lambda value: type(value) is str)
+NON_EMPTY_TEXT = Kind("a non-empty string", lambda value: type(value) is str and value != "")
+FILE_NAMES = Kind('a list of file names, such as ["strides.py"]', _is_list_of_text)
+MODULE_NAMES = Kind('a list of module names, such as ["torch._dynamo"]', _is_list_of_text)
+BOOLEAN = Kind("true or false", lambda value: type(value) is bool)
+POINTS = Kind("a number of points (0 or more)", lambda value: _is_number(value) and value >= 0)
+ANSWER = Kind("a number or true/false", lambda value: type(value) is bool or _is_number(value))
+TABLES = Kind("tables, one per entry", lambda value: type(value) is dict)
+ARRAY_OF_TABLES = Kind("an array of tables, each under its own [[...]] header", lambda value: type(value) is list)
+
+QUIZ_ENTRY: Schema = {
+    "answer": Key(ANSWER, required=True),
+    "points": Key(POINTS, required=True),
+}
+
+ASSIGNMENT_TOML: Schema = {
+    "title": Key(TEXT),
+    "files": Key(FILE_NAMES),
+    "provided": Key(FILE_NAMES),
+    "sandbox_imports": Key(MODULE_NAMES),
+    "fresh_worker_per_question": Key(BOOLEAN),
+    "quiz": Key(TABLES, entries=QUIZ_ENTRY),
+}
+
+MUTANT_ENTRY: Schema = {
+    "name": Key(NON_EMPTY_TEXT, required=True),
+    "question": Key(NON_EMPTY_TEXT, required=True),
+    "file": Key(NON_EMPTY_TEXT, required=True),
+    "find": Key(NON_EMPTY_TEXT, required=True),
+    "replace": Key(TEXT, required=True),
+}
+
+MUTANTS_TOML: Schema = {
+    "mutant": Key(ARRAY_OF_TABLES, entries=MUTANT_ENTRY),
+}
+
+
+def problems(table: Mapping[str, Any], schema: Schema, within: str = "") -> list[str]:
+    """Every mistake in `table` against `schema`, one sentence each. `within` names the table
+    ("[quiz.a_grad]") for keys below the top level."""
+    where = f" in {within}" if within else ""
+    found = []
+    for key, value in table.items():
+        spec = schema.get(key)
+        if spec is None:
+            close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.7)
+            found.append(f"unknown key `{key}`{where}" + (f" (did you mean `{close[0]}`?)" if close
+                                                         else f" (known: {', '.join(schema)})"))
+        elif not spec.kind.accepts(value):
+            found.append(f"`{key}`{where} must be {spec.kind.words}, not {_describe(value)}")
+        elif spec.entries is not None:
+            for label, entry in _entries(key, value):
+                if type(entry) is not dict:
+                    found.append(f"{label} must be a table, not {_describe(entry)}")
+                else:
+                    found += problems(entry, spec.entries, label)
+    for key, spec in schema.items():
+        if spec.required and key not in table:
+            found.append(f"{within or 'the file'} has no `{key}` ({spec.kind.words})")
+    return found
+
+
+def _entries(key: str, value: dict | list) -> list[tuple[str, Any]]:
+    """Each table of a set, with the header an author would look for: [quiz.a_grad], or the
+    n-th [[mutant]] (with its name where it has one)."""
+    if type(value) is dict:
+        return [(f"[{key}.{name}]", entry) for name, entry in value.items()]
+    labelled = []
+    for number, entry in enumerate(value, start=1):
+        name = entry.get("name") if type(entry) is dict else None
+        labelled.append((f"[[{key}]] number {number}" + (f" ({name!r})" if type(name) is str else ""), entry))
+    return labelled
+
+
+def _describe(value: Any) -> str:
+    """A value as an author would recognise it in their file."""
+    if type(value) is str:
+        return f"the string {value!r}"
+    if type(value) is bool:
+        return f"the boolean {str(value).lower()}"
+    if type(value) in (int, float):
+        return f"the number {value!r}"
+    if type(value) is list:
+        return f"the list {_short(value)}"
+    if type(value) is dict:
+        return "a table"
+    return f"the {type(value).__name__} {_short(value)}"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
