@@ -1,4 +1,4 @@
-"""The `checks` command: a thin layer over the library (grading, batch, build, verify)."""
+"""The `checks` command: a thin layer over the library (test, pack, grade, build, verify)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,10 @@ COURSE_HELP = ("the course folder (default: the nearest folder at or above the c
 
 
 def _parser() -> argparse.ArgumentParser:
-    known = _known_assignments()
+    try:
+        known = _known_assignments()
+    except OSError:  # the current folder is gone, say: the help goes on without the names
+        known = []
     assignment_help = (f"the assignment: {', '.join(known)}" if known
                        else "the assignment's name, e.g. 01_tensors (none found around this folder)")
     parser = argparse.ArgumentParser(
@@ -94,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"checks {__version__}")
     parser.add_argument("--course", type=Path, metavar="DIR", help=COURSE_HELP)
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND", help="what to do; each has its own --help")
 
     test = _command(commands, "test", "run the public checks on your work",
                     "Run an assignment's public checks on your files: a row per question (passed, not started, "

@@ -1,8 +1,8 @@
 """`checks pack`: the zip a student uploads, holding exactly what the grader reads.
 
 Only the files the assignment takes, and quiz.toml, go in (no notebooks, caches or data): what the
-student checked is what gets graded. A missing or misnamed file, or a quiz.toml that cannot be
-read, stops it before anything is written. The zip is the same for the same files (fixed dates),
+student checked is what gets graded. A missing, misnamed or oversized file, or a quiz.toml that
+cannot be read, stops it before anything is written. The zip is the same for the same files (fixed dates),
 so a re-packed, unchanged submission is not graded again.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks.course.assignment import Assignment
-from checks.course.submissions import SKIPPED_DIRS, missing_files
+from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, missing_files
 from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same files give the same bytes
@@ -41,6 +41,9 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
     names = submission_file_names(assignment)
     present = {name: b"" for name in _relative_files(folder)}
     packing.problems += missing_files(tuple(names), present)
+    packing.problems += [f"{name} is {(folder / name).stat().st_size // 2**20} MiB; the grader reads files up to "
+                         f"{MAX_FILE_BYTES // 2**20} MiB" for name in names
+                         if name in present and (folder / name).stat().st_size > MAX_FILE_BYTES]
     kinds = answer_kinds(assignment)
     if kinds and QUIZ_FILE in present:
         forms, unreadable = check_answers(kinds, (folder / QUIZ_FILE).read_bytes())
