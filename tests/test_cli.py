@@ -276,3 +276,12 @@ def test_feedback_html_keeps_student_text_as_text():
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;b&gt;ben&lt;/b&gt;" in page
     raw = feedback_html("<script>x</script>\n", title="t")  # raw HTML in the markdown itself is not passed on
     assert "<script>x" not in raw
+
+
+def test_pack_refuses_a_file_the_grader_would_not_read(tmp_path, monkeypatch):
+    copy = student_copy(tmp_path)
+    with (copy / "strides.py").open("a") as source:
+        source.write("# padding\n" * 700_000)  # about 7 MiB: over the grader's 5 MiB a file
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    assert code == 1 and "strides.py is 6 MiB; the grader reads files up to 5 MiB" in out
+    assert not (copy / "01_tensors.zip").exists()
