@@ -141,6 +141,12 @@ def test_a_copy_outside_the_course_is_checked_from_inside_it(tmp_path):
     assert elsewhere.returncode == 2 and "no course found" in elsewhere.stdout and "--course" in elsewhere.stdout
 
 
+def test_a_copy_of_another_assignment_says_which_it_is(tmp_path, monkeypatch):
+    copy = student_copy(tmp_path)
+    code, out = run(monkeypatch, "pack", "02_autograd", cwd=copy)
+    assert code == 2 and f"{copy} is a copy of 01_tensors, not of 02_autograd: here, use `checks pack 01_tensors`" in out
+
+
 def test_build_writes_a_marker_with_the_files_and_answer_kinds_never_the_answers(make_course):
     from checks.authoring.build import build
 

@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     test.add_argument("path", nargs="?", type=Path, metavar="PATH",
                       help="your folder or .zip (default: the copy of the assignment the current folder is in, "
                            "else assignments/ASSIGNMENT)")
-    test.set_defaults(run=_test, without_course=True)
+    test.set_defaults(run=_test, run_name="test", without_course=True)
 
     pack_cmd = _command(commands, "pack", "write the zip you upload",
                         "Write the submission zip: exactly the files the assignment takes and quiz.toml, "
@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
                           help="your folder (default: as for `checks test`)")
     pack_cmd.add_argument("--out", type=Path, metavar="ZIP",
                           help="where to write the zip (default: ASSIGNMENT.zip in the current folder)")
-    pack_cmd.set_defaults(run=_pack, without_course=True)
+    pack_cmd.set_defaults(run=_pack, run_name="pack", without_course=True)
 
     grade = _command(commands, "grade", "grade submissions with the hidden suite",
                      "Grade submissions with the hidden suite, each in its own sandbox, into an output folder: "
@@ -170,15 +170,19 @@ def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[As
     if args.path is not None and not args.path.exists():
         raise CourseError(f"{args.path} does not exist")
     start = args.path if args.path is not None else Path.cwd()
-    copy = find_assignment_copy(start if start.is_dir() else start.parent)
-    if copy is not None and read_marker(copy)["assignment"] != args.assignment:
-        copy = None
+    found = find_assignment_copy(start if start.is_dir() else start.parent)
+    copy = found if found is not None and read_marker(found)["assignment"] == args.assignment else None
     if root is not None:
         assignment = load_assignment(root, args.assignment)
     elif copy is not None:
         assignment = load_copy(copy)
+    elif found is not None:
+        other = read_marker(found)["assignment"]
+        raise CourseError(f"{found} is a copy of {other}, not of {args.assignment}: here, use `checks "
+                          f"{args.run_name} {other}`; for {args.assignment}, work in a copy of it or name the "
+                          "course with --course DIR")
     else:
-        find_course_root()  # raises: no course, and no copy of this assignment here
+        find_course_root()  # raises: no course, and no copy of an assignment here
         raise CourseError(f"no copy of {args.assignment} found")
     return assignment, (args.path or copy or assignment.release_dir).resolve()
 
