@@ -16,7 +16,9 @@ from rich.console import Console
 
 from checks.reports.gradebook import Graded
 from checks.reports.html import histogram, render_report
-from checks.reports.render import feedback_markdown, gradebook_csv, gradescope_results, question_table
+from checks.reports.render import (feedback_html, feedback_markdown, gradebook_csv, gradescope_results, print_failures,
+                                   question_table)
+from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
 HOSTILE = ("3 of 4 checks failed.\n"
@@ -93,8 +95,11 @@ def test_results_json_keeps_the_feedback_raw_for_gradescope():
 
 def test_terminal_tables_print_messages_that_look_like_markup():
     console = Console(file=io.StringIO(), width=200)
-    console.print(question_table(result(feedback="1 of 2 checks failed.\n- f() returned [/x] and [bold]y")))
+    shown = result(feedback="1 of 2 checks failed.\n- f() returned [/x] and [bold]y")
+    console.print(question_table(shown, quiz=[AnswerForm("k", False, "expected a number, got '[/x] [bold]'")]))
+    print_failures(console, shown)
     assert "f() returned [/x] and [bold]y" in console.file.getvalue()  # this raised MarkupError
+    assert "expected a number, got '[/x] [bold]'" in console.file.getvalue()
 
 
 def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_and_the_total():
@@ -136,7 +141,7 @@ def test_the_report_has_the_figures_questions_submissions_and_escapes_names():
     html = render_report("demo", made, title="Demo <b>assignment</b>")
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "Demo &lt;b&gt;assignment&lt;/b&gt;" in html
-    assert 'href="%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E/feedback.md"' in html
+    assert 'href="%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E/feedback.html"' in html
     assert html.count('class="bar"') == 10 and "<svg" in html
     assert "MemoryError: out of memory" in html and "zz_broken0" in html
     assert "<script" not in html and "default-src 'none'" in html  # self-contained, nothing fetched or run

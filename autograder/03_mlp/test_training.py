@@ -432,7 +432,7 @@ def test_evaluate_eval_mode_no_graph(student, device, start_training):
              "the loop.")
     if any(c["grad"] for c in calls):
         fail(f"{call}: gradients were enabled during the forward passes, so autograd built a graph for "
-             "nothing. Run the loop inside `with torch.no_grad():`.")
+             "nothing. Run the loop inside a with torch.no_grad(): block.")
     if any(c["device"] != torch.device(device).type for c in calls):
         fail(f"{call}: the batches reached the model on {calls[0]['device']}; move them with x.to(device).")
 

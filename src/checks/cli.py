@@ -1,24 +1,30 @@
-"""The `checks` command: a thin layer over the library (grading, batch, build, verify)."""
+"""The `checks` command: a thin layer over the library (test, pack, grade, build, verify)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from checks import __version__
-from checks.grading.batch import expand_submission_paths, grade_to_folder
+from checks.grading.batch import BatchSummary, expand_submission_paths, grade_to_folder
 from checks.authoring.build import BuildError, build
-from checks.course.assignment import CourseError, find_course_root, list_assignments, load_assignment
+from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
+                                     list_assignments, load_assignment, load_copy, read_marker)
+from checks.course.submissions import SubmissionError, read_submission
 from checks.grading.session import Source, grade_sources
 from checks.sandbox.jail import choose as choose_isolation
 from checks.progress import GradeProgress, print_summary
+from checks.pack import pack, submission_file_names
 from checks.reports.render import print_failures, question_table
+from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 from checks.suites.scoring import SubmissionResult
 from checks.authoring.verify import verify
 
@@ -30,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "device", None):
         os.environ["CHECKS_DEVICE"] = args.device
     try:
-        root = args.course.resolve() if args.course else find_course_root()
-        return args.run(root, args)
+        return args.run(_course_root(args), args)
     except (CourseError, BuildError, ValueError) as error:
         # escaped: course errors name TOML tables ([quiz.a_grad]); one line, however wide
         console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
@@ -41,62 +46,209 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _course_root(args: argparse.Namespace) -> Path | None:
+    """--course, else the course around the current folder; None where a command can do without one
+    (a student's copy of an assignment folder) and none is found."""
+    if args.course:
+        return args.course.resolve()
+    try:
+        return find_course_root()
+    except CourseError:
+        if getattr(args, "without_course", False):
+            return None
+        raise
+
+
+def _known_assignments() -> list[str]:
+    """The assignment names to list in --help, from the course around the current folder (if any)."""
+    try:
+        root = find_course_root()
+    except CourseError:
+        copy = find_assignment_copy(Path.cwd())
+        return [read_marker(copy)["assignment"]] if copy else []
+    release = root / "assignments"
+    released = sorted(p.name for p in release.iterdir() if p.is_dir()) if release.is_dir() else []
+    return sorted(set(released) | set(list_assignments(root)))
+
+
+def _command(commands: argparse._SubParsersAction, name: str, summary: str, description: str,
+             examples: str) -> argparse.ArgumentParser:
+    parser = commands.add_parser(name, help=summary, description=textwrap.fill(description, 78),
+                                 epilog="examples:\n" + examples,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    # also after the subcommand (`checks test 01_tensors --course ~/course`); SUPPRESS keeps the one before it
+    parser.add_argument("--course", type=Path, default=argparse.SUPPRESS, metavar="DIR", help=COURSE_HELP)
+    return parser
+
+
+COURSE_HELP = ("the course folder (default: the nearest folder at or above the current one with assignments/ "
+               "or solutions/; CHECKS_COURSE also sets it)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="checks", description="Sandboxed, question-by-question grading.")
+    try:
+        known = _known_assignments()
+    except OSError:  # the current folder is gone, say: the help goes on without the names
+        known = []
+    assignment_help = (f"the assignment: {', '.join(known)}" if known
+                       else "the assignment's name, e.g. 01_tensors (none found around this folder)")
+    parser = argparse.ArgumentParser(
+        prog="checks", description="Sandboxed, question-by-question checks and grading of a PyTorch course.",
+        epilog="examples:\n  checks test 01_tensors\n  checks grade 01_tensors submissions/* --out grades/\n\n"
+               "`checks COMMAND --help` says more about each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"checks {__version__}")
-    parser.add_argument("--course", type=Path, help="course folder (default: the nearest one with assignments/)")
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    parser.add_argument("--course", type=Path, metavar="DIR", help=COURSE_HELP)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND", help="what to do; each has its own --help")
 
-    test = commands.add_parser("test", help="run the public checks on your work")
-    test.add_argument("assignment")
-    test.add_argument("path", nargs="?", type=Path, help="your folder (default: assignments/ASSIGNMENT)")
-    test.set_defaults(run=_test)
+    test = _command(commands, "test", "run the public checks on your work",
+                    "Run an assignment's public checks on your files: a row per question (passed, not started, "
+                    "or how many checks failed), a row per quiz answer (present and well-formed; it is marked "
+                    "only when graded), then each failing question's first failures. Exit status 0 only when "
+                    "every public check passes and every quiz answer is well-formed.",
+                    "  checks test 01_tensors               # assignments/01_tensors, or the copy you are in\n"
+                    "  checks test 01_tensors ~/my-copy     # another folder, or a .zip")
+    test.add_argument("assignment", help=assignment_help)
+    test.add_argument("path", nargs="?", type=Path, metavar="PATH",
+                      help="your folder or .zip (default: the copy of the assignment the current folder is in, "
+                           "else assignments/ASSIGNMENT)")
+    test.set_defaults(run=_test, run_name="test", without_course=True)
 
-    grade = commands.add_parser("grade", help="grade submissions with the hidden suite")
-    grade.add_argument("assignment")
-    grade.add_argument("submissions", nargs="+", type=Path, help="folders or .zip files (or a folder of them)")
-    grade.add_argument("--out", type=Path, required=True, help="output folder")
-    grade.add_argument("--jobs", type=int, default=None, help="parallel submissions (default: all cores)")
-    grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    pack_cmd = _command(commands, "pack", "write the zip you upload",
+                        "Write the submission zip: exactly the files the assignment takes and quiz.toml, "
+                        "nothing else, so what you upload is what the grader reads. Refuses (and writes "
+                        "nothing) while a file is missing or misnamed, or quiz.toml cannot be read.",
+                        "  checks pack 01_tensors                       # writes 01_tensors.zip here\n"
+                        "  checks pack 01_tensors ~/my-copy --out ~/upload/01_tensors.zip")
+    pack_cmd.add_argument("assignment", help=assignment_help)
+    pack_cmd.add_argument("path", nargs="?", type=Path, metavar="PATH",
+                          help="your folder (default: as for `checks test`)")
+    pack_cmd.add_argument("--out", type=Path, metavar="ZIP",
+                          help="where to write the zip (default: ASSIGNMENT.zip in the current folder)")
+    pack_cmd.set_defaults(run=_pack, run_name="pack", without_course=True)
+
+    grade = _command(commands, "grade", "grade submissions with the hidden suite",
+                     "Grade submissions with the hidden suite, each in its own sandbox, into an output folder: "
+                     "results.json and feedback.md (and .html) per submission, gradebook.csv, "
+                     "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
+                     "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
+                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade")
+    grade.add_argument("assignment", help=assignment_help)
+    grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
+                       help="a folder or .zip per student (or a folder that holds only them)")
+    grade.add_argument("--out", type=Path, required=True, metavar="DIR",
+                       help="output folder (one assignment per folder; an earlier run's is resumed)")
+    grade.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="submissions graded at once (default: all cores)")
+    grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                       help="where hidden checks that take a device run (default: auto, the GPU too when there is one)")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
     grade.set_defaults(run=_grade)
 
-    build_cmd = commands.add_parser("build", help="regenerate assignments/ from solutions/")
-    build_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
+    build_cmd = _command(commands, "build", "regenerate assignments/ from solutions/",
+                         "Regenerate the student release assignments/<name>/ from solutions/<name>/: solution "
+                         "regions become stubs, quiz answers are emptied, and a marker lets a copy of the "
+                         "folder be checked anywhere.",
+                         "  checks build\n  checks build --check      # in CI: fail when assignments/ is out of date")
+    build_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
     build_cmd.add_argument("--check", action="store_true", help="change nothing; fail if assignments/ is out of date")
     build_cmd.set_defaults(run=_build)
 
-    verify_cmd = commands.add_parser("verify", help="prove a hidden suite sound with the reference, stubs and mutants")
-    verify_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
-    verify_cmd.add_argument("--jobs", type=int, default=None)
+    verify_cmd = _command(commands, "verify", "prove a hidden suite sound with the reference, stubs and mutants",
+                          "Grade the reference (it must score 100), the stubs (0) and every mutant in "
+                          "mutants.toml (each must lose points on its own question only). Ends with one line "
+                          "per assignment; exit status 1 when any expectation does not hold.",
+                          "  checks verify 01_tensors\n  checks verify            # every assignment")
+    verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
+    verify_cmd.add_argument("--jobs", type=int, default=None, metavar="N",
+                            help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
     return parser
 
 
-def _test(root: Path, args: argparse.Namespace) -> int:
-    assignment = load_assignment(root, args.assignment)
-    path = (args.path or assignment.release_dir).resolve()
+def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[Assignment, Path]:
+    """The assignment and the folder to check or pack: PATH; else the copy of this assignment the
+    current folder is in; else the course's release. Without a course, a copy describes itself."""
+    if args.path is not None and not args.path.exists():
+        raise CourseError(f"{args.path} does not exist")
+    start = args.path if args.path is not None else Path.cwd()
+    found = find_assignment_copy(start if start.is_dir() else start.parent)
+    copy = found if found is not None and read_marker(found)["assignment"] == args.assignment else None
+    if root is not None:
+        assignment = load_assignment(root, args.assignment)
+    elif copy is not None:
+        assignment = load_copy(copy)
+    elif found is not None:
+        other = read_marker(found)["assignment"]
+        raise CourseError(f"{found} is a copy of {other}, not of {args.assignment}: here, use `checks "
+                          f"{args.run_name} {other}`; for {args.assignment}, work in a copy of it or name the "
+                          "course with --course DIR")
+    else:
+        find_course_root()  # raises: no course, and no copy of an assignment here
+        raise CourseError(f"no copy of {args.assignment} found")
+    return assignment, (args.path or copy or assignment.release_dir).resolve()
+
+
+def _test(root: Path | None, args: argparse.Namespace) -> int:
+    assignment, path = _student_assignment(root, args)
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
-    console.print(f"checks {__version__}: public checks of {assignment.name} on {path}")
+    console.print(Text(f"checks {__version__}: public checks of {assignment.name} on {path}"))
     (result,) = grade_sources(assignment, [Source.from_path(path)], public=True, jobs=1)
-    _show(result, show_points=False)
-    failed = [q for q in result.questions if not q.passed]
+    quiz, quiz_problem = check_answers(answer_kinds(assignment), _quiz_bytes(path))
+    _show(result, quiz)
+    if quiz_problem:
+        console.print(Text.assemble(("\nquiz: ", "bold"), quiz_problem))
     if result.error:
         return 2
-    console.print(f"\n{len(result.questions) - len(failed)} of {len(result.questions)} questions pass their public checks."
-                  + ("" if failed else " Public checks do not guarantee full marks: the hidden suite has many more cases."))
-    return 1 if failed else 0
+    failed = [q for q in result.questions if not q.passed]
+    quiz_ok = sum(form.ok for form in quiz)
+    line = f"\n{len(result.questions) - len(failed)} of {len(result.questions)} questions pass their public checks"
+    if quiz:
+        line += f"; {quiz_ok} of {len(quiz)} quiz answers present and well-formed"
+    all_ok = not failed and quiz_ok == len(quiz) and not quiz_problem
+    console.print(Text(line + "." + (" Public checks do not guarantee full marks: the hidden suite has many more "
+                                     "cases." if all_ok else "")))
+    return 0 if all_ok else 1
 
 
-def _show(result: SubmissionResult, *, show_points: bool) -> None:
+def _quiz_bytes(path: Path) -> bytes | None:
+    """quiz.toml as the grader would read it from this folder or zip (None when it has none)."""
+    try:
+        return read_submission(path).files.get(QUIZ_FILE)
+    except SubmissionError:
+        return None  # the checks above already said why the submission cannot be read
+
+
+def _show(result: SubmissionResult, quiz: list[AnswerForm]) -> None:
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
-    console.print(question_table(result, show_points=show_points))
+        console.print(Text.assemble(("warning: ", "yellow"), warning))
+    console.print(question_table(result, show_points=False, quiz=quiz))
     print_failures(console, result)
     if result.error:
         console.print("\nThe grader could not run these checks:", style="red")
         console.print(result.error, markup=False)
+
+
+def _pack(root: Path | None, args: argparse.Namespace) -> int:
+    assignment, folder = _student_assignment(root, args)
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder: `checks pack` packs the folder you worked in")
+    out = (args.out or Path(f"{assignment.name}.zip")).resolve()
+    packing = pack(assignment, folder, out)
+    if packing.problems:
+        console.print(Text(f"{out.name} was not written: fix these in {folder} first"), style="red")
+        for problem in packing.problems:
+            console.print(Text(f"  {problem}"))
+        return 1
+    console.print(Text(f"wrote {out}, with {len(packing.files)} files from {folder}:"))
+    for name in submission_file_names(assignment):
+        console.print(Text(f"  {name} ({packing.files[name]:,} bytes)"))
+    if packing.unanswered:
+        console.print(Text(f"quiz: no answer yet for {', '.join(packing.unanswered)} (packed anyway)"),
+                      style="yellow")
+    console.print("Upload this zip as it is. `checks test` on your folder shows what the public checks say.")
+    return 0
 
 
 def _grade(root: Path, args: argparse.Namespace) -> int:
@@ -112,7 +264,20 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                               listener=GradeProgress(console))
     print_summary(console, summary)
+    console.print(Text(_grade_line(assignment.name, summary)))
     return 1 if summary.failed else 0
+
+
+def _grade_line(name: str, summary: BatchSummary) -> str:
+    """The last line of `checks grade`: what this run did, and the class at a glance."""
+    graded = [r for r in summary.results if not r.error]
+    line = f"grade {name}: {len(summary.graded)} graded now, {len(summary.skipped)} already graded"
+    if graded:
+        line += (f"; mean {sum(r.score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
+                 f"over {len(graded)}")
+    if summary.failed:
+        line += f"; the grader failed on {len(summary.failed)} (above)"
+    return line
 
 
 def _build(root: Path, args: argparse.Namespace) -> int:
@@ -139,7 +304,9 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
         for v in verdicts:
             table.add_row(v.submission, v.expectation, "[green]yes[/green]" if v.ok else "[red]NO[/red]", v.detail)
         console.print(table)
-        all_ok &= all(v.ok for v in verdicts)
+        held = sum(v.ok for v in verdicts)
+        console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
+        all_ok &= held == len(verdicts)
     return 0 if all_ok else 1
 
 

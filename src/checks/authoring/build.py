@@ -1,7 +1,8 @@
 """`checks build`: the student release in assignments/ is generated from solutions/.
 
 Solution regions become `raise NotImplementedError("<function>: <hint>")`, quiz answers become
-empty strings, and every other file is copied as it is.
+empty strings, and every other file is copied as it is; each release also gets its marker
+(course/assignment.py), so that a student's copy of it can be checked anywhere.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
 from checks.suites.quiz import QUIZ_FILE
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")
@@ -89,12 +91,21 @@ def _current_files(release_dir: Path) -> dict[str, bytes]:
             if path.is_file() and not IGNORED.intersection(path.relative_to(release_dir).parts)}
 
 
+def _marker_assignment(root: Path, name: str) -> Assignment:
+    """What the marker records: the assignment.toml, or for a course without one the solution's modules."""
+    if (root / "autograder" / name / "assignment.toml").is_file():
+        return load_assignment(root, name)
+    files = tuple(sorted(path.name for path in (root / "solutions" / name).glob("*.py")))
+    return Assignment(name=name, root=root, title=name, files=files)
+
+
 def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
     """Regenerate assignments/<name> for each name; with check, change nothing and list what differs."""
     differences: list[str] = []
     for name in names:
         release_dir = root / "assignments" / name
         wanted = release_files(root / "solutions" / name)
+        wanted[MARKER_FILE] = marker_text(_marker_assignment(root, name)).encode()
         current = _current_files(release_dir)
         stale = sorted(set(current) - set(wanted))
         changed = sorted(f for f in wanted if current.get(f) != wanted[f])

@@ -1,10 +1,17 @@
-"""Where a course keeps its assignments, and what `autograder/<name>/assignment.toml` says."""
+"""Where a course keeps its assignments, and what `autograder/<name>/assignment.toml` says.
+
+`checks build` also writes a small marker, `.checks.toml`, into each assignments/<name>/: it names
+the assignment, its files and the kind of each quiz answer (never the answer), so that a student's
+copy of the folder, anywhere, can be checked and packed without the course around it.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +46,12 @@ class Assignment:
     sandbox_imports: tuple[str, ...] = ()
     # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
     fresh_worker_per_question: bool = False
+    # a student's copy of the release, checked without the course (see load_copy)
+    release: Path | None = None
 
     @property
     def release_dir(self) -> Path:
-        return self.root / "assignments" / self.name
+        return self.release or self.root / "assignments" / self.name
 
     @property
     def solution_dir(self) -> Path:
@@ -85,7 +94,68 @@ def find_course_root(start: Path | None = None) -> Path:
         if (folder / "assignments").is_dir() or (folder / "solutions").is_dir():
             return folder
     raise CourseError(f"no course found: neither {here} nor a folder above it has assignments/ or solutions/ "
-                      "(run from the course repository, or set CHECKS_COURSE)")
+                      f"or is a copy of an assignment (with its {MARKER_FILE}); run from the course repository or "
+                      "your copy of the assignment folder, or name the course with --course DIR or CHECKS_COURSE")
+
+
+MARKER_FILE = ".checks.toml"
+ANSWER_KINDS = ("number", "true or false")  # what a quiz answer must be; the marker records one per key
+
+
+def marker_text(assignment: Assignment) -> str:
+    """The marker `checks build` writes into assignments/<name>/: enough to check a copy of it."""
+    lines = ["# Written by `checks build`: it lets `checks test` and `checks pack` run from a copy of this",
+             "# folder, anywhere. It names the assignment and the kind of each quiz answer, never the answer.",
+             f"assignment = {_toml_string(assignment.name)}",
+             f"title = {_toml_string(assignment.title)}",
+             f"files = [{', '.join(_toml_string(name) for name in assignment.files)}]",
+             f"provided = [{', '.join(_toml_string(name) for name in assignment.provided)}]"]
+    if assignment.quiz:
+        lines += ["", "[quiz]"] + [f"{_toml_key(item.key)} = {_toml_string(answer_kind(item))}" for item in assignment.quiz]
+    return "\n".join(lines) + "\n"
+
+
+def answer_kind(item: QuizItem) -> str:
+    return ANSWER_KINDS[1] if isinstance(item.answer, bool) else ANSWER_KINDS[0]
+
+
+def _toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a TOML basic string
+
+
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_string(key)
+
+
+def read_marker(folder: Path) -> dict:
+    """The marker in an assignment folder as a dict ({} when there is none or it cannot be read)."""
+    try:
+        marker = tomllib.loads((folder / MARKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    return marker if isinstance(marker.get("assignment"), str) else {}
+
+
+def find_assignment_copy(start: Path) -> Path | None:
+    """The nearest folder at or above `start` that holds an assignment's marker (a release or a copy of one)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if read_marker(folder):
+            return folder
+    return None
+
+
+def load_copy(folder: Path) -> Assignment:
+    """An assignment from a student's copy of its release folder: its public tests, files and quiz keys
+    come from the copy and its marker (the hidden suite is not there, and not needed)."""
+    marker = read_marker(folder)
+    if not marker:
+        raise CourseError(f"{folder} has no readable {MARKER_FILE}: it is not a copy of an assignment folder")
+    def names(key: str) -> tuple[str, ...]:
+        value = marker.get(key, [])
+        return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+    return Assignment(name=marker["assignment"], root=folder.parent, title=str(marker.get("title", "")),
+                      files=names("files"), provided=names("provided"), release=folder.resolve())
 
 
 def load_assignment(root: Path, name: str) -> Assignment:
@@ -96,6 +166,8 @@ def load_assignment(root: Path, name: str) -> Assignment:
         if not release.is_dir():
             known = sorted(p.name for p in (root / "assignments").iterdir() if p.is_dir()) if (root / "assignments").is_dir() else []
             raise CourseError(f"no assignment {name!r} in {root} (known: {', '.join(known) or 'none'})")
+        if read_marker(release).get("assignment") == name:
+            return replace(load_copy(release), root=root, release=None)
         files = tuple(sorted(p.name for p in release.glob("*.py")))
         return Assignment(name=name, root=root, title=name, files=files)
     config = read_course_toml(config_path, ASSIGNMENT_TOML)

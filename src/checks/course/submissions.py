@@ -136,3 +136,25 @@ def _drop_enclosing_folder(files: dict[str, bytes]) -> dict[str, bytes]:
         top = tops.pop()
         return {name[len(top) + 1:]: data for name, data in files.items()}
     return files
+
+
+def missing_files(expected: tuple[str, ...], files: dict[str, bytes]) -> list[str]:
+    """A line for each expected file the submission lacks; where another file looks like it (other
+    case, an extra suffix, in a subfolder), the line names it and says what to do."""
+    notes = []
+    for name in expected:
+        if name in files:
+            continue
+        look_alike = next((path for path in sorted(files) if _looks_like(path, name)), None)
+        if look_alike is None:
+            notes.append(f"{name} is missing from the submission")
+        elif look_alike.rsplit("/", 1)[-1] == name:
+            notes.append(f"{name} is missing; found {look_alike}: move it to the top of the folder")
+        else:
+            notes.append(f"{name} is missing; found {look_alike}: rename it to {name}")
+    return notes
+
+
+def _looks_like(path: str, name: str) -> bool:
+    base, name = path.rsplit("/", 1)[-1].lower(), name.lower()
+    return base == name or base.startswith(name + ".")

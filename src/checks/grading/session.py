@@ -24,7 +24,8 @@ from checks.grading.pool import ChildFailed, run_forked, stream_forked
 from checks.suites.quiz import grade_quiz
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
-from checks.course.submissions import Submission, SubmissionError, read_submission, submission_name
+from checks.course.submissions import (Submission, SubmissionError, missing_files, read_submission,
+                                       submission_name)
 
 if TYPE_CHECKING:
     import pytest
@@ -158,8 +159,7 @@ def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlu
         unreadable = ""
     result.warnings += submission.warnings
     if not unreadable:
-        result.warnings += [f"{name} is missing from the submission" for name in assignment.files
-                            if name not in submission.files]
+        result.warnings += missing_files(assignment.files, submission.files)
     plugin.start_submission({**submission.files, **assignment.course_files()})
     try:
         for item, following in zip(items, [*items[1:], None]):

@@ -1,8 +1,9 @@
 """DIR/report.html: the batch for people, in one self-contained page (no script, nothing fetched).
 
 Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, every
-submission with a link to its feedback, and what the grader itself could not grade. Rendered
-from the gradebook with Jinja2 and autoescaping: names and messages come partly from students.
+submission with a link to its feedback (feedback.html, beside feedback.md), and what the grader
+itself could not grade. Rendered from the gradebook with Jinja2 and autoescaping: names and
+messages come partly from students.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import quote
 import jinja2
 
 from checks.reports.gradebook import Graded
-from checks.reports.render import FEEDBACK_FILE, RESULTS_FILE, error_summary, question_stats
+from checks.reports.render import FEEDBACK_HTML_FILE, RESULTS_FILE, error_summary, question_stats
 
 TEMPLATES = Path(__file__).parent / "templates"
 REPORT_FILE = "report.html"
@@ -91,6 +92,6 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "") ->
         versions=sorted({g.grader_version for g in records}),
         devices=sorted({d for r in results for d in r.devices}),
         last_graded=max((g.graded_at for g in records), default=""),
-        feedback_file=FEEDBACK_FILE,
+        feedback_file=FEEDBACK_HTML_FILE,
         results_file=RESULTS_FILE,
     )

@@ -1,5 +1,6 @@
-"""What a grade run leaves behind: results.json (Gradescope schema), feedback.md, gradebook.csv,
-and the tables printed on the terminal. Files are written atomically (temp file, then rename).
+"""What a grade run leaves behind: results.json (Gradescope schema), feedback.md (and the same
+rendered as feedback.html, which report.html links to), gradebook.csv, and the tables printed on
+the terminal. Files are written atomically (temp file, then rename).
 
 Names, feedback and messages come partly from student code (exception messages, printed output,
 folder names): they are shown as written, never read as markup, in markdown and on the terminal.
@@ -8,6 +9,7 @@ folder names): they are shown as written, never read as markup, in markdown and 
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -16,17 +18,20 @@ import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
+from markdown_it import MarkdownIt
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from checks import __version__
+from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import SubmissionResult
-from checks.suites.describe import elide_arguments
 
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
+FEEDBACK_HTML_FILE = "feedback.html"
 GRADEBOOK_FILE = "gradebook.csv"
 
 
@@ -54,7 +59,7 @@ def _umask() -> int:
 
 def remove_stale_temp_files(folder: Path) -> None:
     """Temp files of write_atomically that a killed run (kill -9) left behind in `folder`."""
-    for name in (RESULTS_FILE, FEEDBACK_FILE, GRADEBOOK_FILE, "report.html"):
+    for name in (RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE, GRADEBOOK_FILE, "report.html"):
         for stale in folder.glob(f".{name}.*.tmp"):
             stale.unlink(missing_ok=True)
 
@@ -163,13 +168,44 @@ def _feedback_block(feedback: str) -> str:
     return "\n".join(out)
 
 
+_FEEDBACK_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+  body {{ font: 15px/1.5 system-ui, sans-serif; color: #1d1d1f; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; }}
+  table {{ border-collapse: collapse; }}
+  th, td {{ text-align: left; padding: .25rem .6rem; border-bottom: 1px solid #eee; }}
+  code {{ font: .9em ui-monospace, monospace; }}
+  li {{ margin: .3rem 0; overflow-wrap: anywhere; }}
+  blockquote {{ border-left: 3px solid #b3261e; margin-left: 0; padding-left: 1rem; }}
+</style>
+</head>
+<body>
+{body}</body>
+</html>
+"""
+
+
+def feedback_html(markdown: str, *, title: str) -> str:
+    """feedback.md as a page of its own: rendered with raw HTML off (student text stays text), no
+    script, nothing fetched."""
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    return _FEEDBACK_PAGE.format(title=html.escape(title), body=renderer.render(markdown))
+
+
 def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_version: str = __version__,
                              graded_at: str | None = None) -> None:
-    """DIR/<name>/feedback.md and results.json, each rewritten only when its content changed."""
+    """DIR/<name>/feedback.md, feedback.html and results.json, each rewritten only when its content changed."""
     folder = out_dir / result.name
     remove_stale_temp_files(folder)
-    write_if_changed(folder / FEEDBACK_FILE, feedback_markdown(result, grader_version=grader_version,
-                                                               graded_at=graded_at))
+    feedback = feedback_markdown(result, grader_version=grader_version, graded_at=graded_at)
+    write_if_changed(folder / FEEDBACK_FILE, feedback)
+    write_if_changed(folder / FEEDBACK_HTML_FILE,
+                     feedback_html(feedback, title=f"{result.assignment}: feedback for {result.name}"))
     write_if_changed(folder / RESULTS_FILE, json.dumps(gradescope_results(result, grader_version=grader_version,
                                                                           graded_at=graded_at), indent=2) + "\n")
 
@@ -218,31 +254,36 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
     return buffer.getvalue()
 
 
-def question_table(result: SubmissionResult, *, show_points: bool = True) -> Table:
+def question_table(result: SubmissionResult, *, show_points: bool = True,
+                   quiz: Sequence[AnswerForm] = ()) -> Table:
+    """A row per question, short: passed, not started (still the stub), or how many checks failed
+    (the failures follow, once, from print_failures); then a row per quiz answer, on its form only."""
     table = Table(title=Text(f"{result.assignment} — {result.name}"), title_justify="left")
     table.add_column("question")
     if show_points:
         table.add_column("score", justify="right")
     table.add_column("checks", justify="right")
     table.add_column("", justify="center")
-    table.add_column("first problem", overflow="fold")
+    table.add_column("status", overflow="fold")
     for q in result.questions:
-        first = "" if q.passed else _first_problem(q.feedback)
-        mark = Text("✓", style="green") if q.passed else Text("✗", style="red")
+        if q.passed:
+            status = Text("passed")
+        elif q.not_started:
+            status = Text("not started", style="yellow")
+        else:
+            status = Text(f"{q.total_cases - q.passed_cases} of {q.total_cases} checks failed: see below")
         cells = [Text(q.qid)] + ([f"{q.score:g}/{q.max_score:g}"] if show_points else [])
-        table.add_row(*cells, f"{q.passed_cases}/{q.total_cases}", mark, Text(first))
+        table.add_row(*cells, f"{q.passed_cases}/{q.total_cases}", _mark(q.passed), status)
+    if quiz:
+        table.add_section()
+    for form in quiz:
+        note = form.note + ("; it is marked when graded" if form.ok else "")
+        table.add_row(Text(form.qid), *([""] if show_points else []), "", _mark(form.ok), Text(note))
     return table
 
 
-def _first_problem(feedback: str, limit: int = 160) -> str:
-    """The first failure, its long argument list elided: the outcome is what must fit a cell."""
-    lines = feedback.splitlines()
-    first = next((line[2:] for line in lines if line.startswith("- ")), lines[0] if lines else "")
-    return _shorten(elide_arguments(first), limit)
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _mark(ok: bool) -> Text:
+    return Text("✓", style="green") if ok else Text("✗", style="red")
 
 
 def submissions_table(results: list[SubmissionResult]) -> Table:
@@ -304,8 +345,18 @@ def error_summary(error: str, limit: int = 300) -> str:
     return _shorten(text, limit)
 
 
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def print_failures(console: Console, result: SubmissionResult) -> None:
+    """Each failing question's first failures, once; questions not started are left to one line."""
     for q in result.questions:
-        if not q.passed:
+        if not q.passed and not q.not_started:
             console.print(Text(f"\n{q.qid}", style="bold"))
             console.print(q.feedback, highlight=False, markup=False)
+    not_started = [q.qid for q in result.questions if q.not_started]
+    if not_started:
+        console.print(Text(f"\nNot started: {len(not_started)} question{'s' if len(not_started) != 1 else ''} "
+                           "still raise the stub's NotImplementedError. Its message, in your file, is a hint "
+                           "of where to begin."))

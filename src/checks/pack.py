@@ -1,0 +1,93 @@
+"""`checks pack`: the zip a student uploads, holding exactly what the grader reads.
+
+Only the files the assignment takes, and quiz.toml, go in (no notebooks, caches or data): what the
+student checked is what gets graded. A missing, misnamed or oversized file, or a quiz.toml that
+cannot be read, stops it before anything is written. The zip is the same for the same files (fixed dates),
+so a re-packed, unchanged submission is not graded again.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from checks.course.assignment import Assignment
+from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, missing_files
+from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
+
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same files give the same bytes
+
+
+@dataclass
+class Packing:
+    """What `pack` found: the files that go in, and what stops it (empty when the zip was written)."""
+
+    files: dict[str, int] = field(default_factory=dict)  # name -> size in bytes
+    problems: list[str] = field(default_factory=list)
+    unanswered: list[str] = field(default_factory=list)  # quiz keys with no answer yet (packed anyway)
+
+
+def submission_file_names(assignment: Assignment) -> list[str]:
+    """The files a submission of this assignment consists of: its code files, and quiz.toml if it has a quiz."""
+    return list(assignment.files) + ([QUIZ_FILE] if answer_kinds(assignment) else [])
+
+
+def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
+    """Write `out` from `folder` unless a file is missing or the quiz is malformed (then nothing is written)."""
+    packing = Packing()
+    names = submission_file_names(assignment)
+    present = {name: b"" for name in _relative_files(folder)}
+    packing.problems += missing_files(tuple(names), present)
+    packing.problems += [f"{name} is {(folder / name).stat().st_size // 2**20} MiB; the grader reads files up to "
+                         f"{MAX_FILE_BYTES // 2**20} MiB" for name in names
+                         if name in present and (folder / name).stat().st_size > MAX_FILE_BYTES]
+    kinds = answer_kinds(assignment)
+    if kinds and QUIZ_FILE in present:
+        forms, unreadable = check_answers(kinds, (folder / QUIZ_FILE).read_bytes())
+        if unreadable:
+            packing.problems.append(unreadable)
+        else:
+            packing.problems += [f"{QUIZ_FILE}: {form.key}: {form.note}" for form in forms if _malformed(form)]
+            packing.unanswered = [form.key for form in forms if not form.ok and not _malformed(form)]
+    if packing.problems:
+        return packing
+    contents = {name: (folder / name).read_bytes() for name in names}
+    packing.files = {name: len(data) for name, data in contents.items()}
+    _write_zip(out, contents)
+    return packing
+
+
+def _malformed(form: AnswerForm) -> bool:
+    return not form.ok and form.note != "no answer yet"
+
+
+def _relative_files(folder: Path, limit: int = 2000) -> list[str]:
+    """Files under `folder` (posix paths), enough of them to spot a misnamed one."""
+    found: list[str] = []
+    for here, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        found += [(Path(here) / name).relative_to(folder).as_posix() for name in sorted(names)]
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _write_zip(out: Path, contents: dict[str, bytes]) -> None:
+    """The zip, written to a temp file and renamed: an old zip is replaced whole or not at all."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, data in contents.items():
+                info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, data)
+        os.chmod(temp, 0o644)
+        os.replace(temp, out)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
