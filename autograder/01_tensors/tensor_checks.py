@@ -61,16 +61,6 @@ def fmt(values) -> str:
     return f"({values[0]},)" if len(values) == 1 else "(" + ", ".join(str(v) for v in values) + ")"
 
 
-def safe(diagnose):
-    """A diagnose function that can never break the check (odd student values make it say nothing)."""
-    def guarded(got):
-        try:
-            return diagnose(got)
-        except Exception:
-            return None
-    return guarded
-
-
 def _hint(diagnose, got) -> str:
     if diagnose is None:
         return ""

@@ -4,7 +4,7 @@ import torch
 
 import tensor_cases
 from checks.suite import cases, expect_equal, question, reference_or_refusal
-from tensor_checks import expect_strides, expect_value_error, fmt, ints, safe, safe_tuple, value_of
+from tensor_checks import expect_strides, expect_value_error, fmt, ints, safe_tuple, value_of
 
 
 def _left_aligned(shapes):
@@ -50,7 +50,7 @@ def test_broadcast_shape(student, shapes):
 
     hint = ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
             "front), not on their first." if _left_aligned(plain) != expected else None)
-    expect_equal(value_of(call, expected, hint), expected, diagnose=safe(diagnose))
+    expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
 
 
 # ---- broadcast_strides ------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def test_broadcast_strides(student, shape, strides, target_shape):
 
     hint = ("match the dims from the right: the last dim of the shape goes with the last dim of the target."
             if lead else None)
-    expect_strides(student, value_of(call, expected, hint), expected, target, diagnose=safe(diagnose))
+    expect_strides(student, value_of(call, expected, hint), expected, target, diagnose=diagnose)
 
 
 # ---- broadcast_index --------------------------------------------------------------------------
@@ -133,4 +133,4 @@ def test_broadcast_index(student, out_index, out_shape, shape):
 
     hint = ("match the dims from the right: the last dim of shape goes with the last dim of out_shape."
             if len(sizes) < len(full) else None)
-    expect_equal(value_of(call, expected, hint), expected, diagnose=safe(diagnose))
+    expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)

@@ -5,7 +5,7 @@ import torch
 
 import tensor_cases
 from checks.suite import Refusal, ask_reference, cases, expect_equal, fail, question, reference_or_refusal
-from tensor_checks import (safe, column_major, expect_array, expect_layout, expect_strides,
+from tensor_checks import (column_major, expect_array, expect_layout, expect_strides,
                            expect_value_error, fmt, inclusive_row_major, ints, plural, row_major, safe_tuple,
                            same_ignoring_size1, strided, unclamped_row_major, value_of)
 
@@ -29,7 +29,7 @@ def test_numel(student, shape):
             return "a dim of size 0 makes the whole tensor empty (0 elements), however big the other dims are."
         return None
 
-    expect_equal(value_of(lambda: student.strides.numel(shape), expected), expected, diagnose=safe(diagnose))
+    expect_equal(value_of(lambda: student.strides.numel(shape), expected), expected, diagnose=diagnose)
 
 
 # ---- contiguous_strides -----------------------------------------------------------------------
@@ -65,7 +65,7 @@ def test_contiguous_strides(student, shape):
         return None
 
     expect_equal(value_of(lambda: student.strides.contiguous_strides(shape), expected), expected,
-                 diagnose=safe(diagnose))
+                 diagnose=diagnose)
 
 
 # ---- offset -----------------------------------------------------------------------------------
@@ -101,7 +101,7 @@ def test_offset(student, index, strides, storage_offset, keyword):
             return "each index must be multiplied by its stride before adding."
         return None
 
-    expect_equal(value_of(call, expected), expected, diagnose=safe(diagnose))
+    expect_equal(value_of(call, expected), expected, diagnose=diagnose)
 
 
 # ---- unravel ----------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_unravel(student, flat, shape):
             return "this is column-major order; in row-major order the LAST dim moves fastest."
         return None
 
-    expect_equal(value_of(lambda: student.strides.unravel(flat, shape), expected), expected, diagnose=safe(diagnose))
+    expect_equal(value_of(lambda: student.strides.unravel(flat, shape), expected), expected, diagnose=diagnose)
 
 
 # ---- transpose --------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ def test_transpose(student, shape, strides, dim0, dim1):
         return None
 
     expect_layout(student, value_of(call, f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"), *expected,
-                  diagnose=safe(diagnose))
+                  diagnose=diagnose)
 
 
 # ---- permute ----------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_permute(student, shape, strides, dims):
         return None
 
     expect_layout(student, value_of(call, f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"), *expected,
-                  diagnose=safe(diagnose))
+                  diagnose=diagnose)
 
 
 # ---- is_contiguous ----------------------------------------------------------------------------
@@ -245,7 +245,7 @@ def test_is_contiguous(student, shape, strides):
     got = value_of(call, expected)
     if not isinstance(got, (bool, np.bool_)):
         fail(f"{student.last_call} returned {got!r}; expected a bool ({expected}).")
-    expect_equal(got, expected, diagnose=safe(diagnose))
+    expect_equal(got, expected, diagnose=diagnose)
 
 
 # ---- view -------------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def test_view(student, shape, strides, new_shape):
     else:
         hint = None
     expect_strides(student, value_of(call, f"strides {fmt(out_strides)}", hint), out_strides, out_shape,
-                   diagnose=safe(diagnose))
+                   diagnose=diagnose)
 
 
 # ---- gather -----------------------------------------------------------------------------------
@@ -352,4 +352,4 @@ def test_gather(student, storage, shape, strides, storage_offset):
                 return "strides were applied to the dims in reverse order: stride k belongs to dim k."
         return None
 
-    expect_array(student, value_of(call, f"an array of shape {fmt(expected.shape)}"), expected, diagnose=safe(diagnose))
+    expect_array(student, value_of(call, f"an array of shape {fmt(expected.shape)}"), expected, diagnose=diagnose)
