@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -46,7 +47,6 @@ def test_a_bad_zip_costs_only_that_submission_and_says_why(tmp_path):
     shutil.copytree(ASSIGNMENT.solution_dir, subs / "good")
     (subs / "junk.zip").write_bytes(b"this is not a zip file")
     write_zip(subs / "escapes.zip", {**SOLUTION_FILES, "../../evil.py": b"import os"})
-    write_zip(subs / "huge.zip", {**SOLUTION_FILES, "data.bin": b"\0" * (6 * 2**20)})
     write_zip(subs / "many.zip", {f"f{k}.py": b"" for k in range(201)})
     write_zip(subs / "linked.zip", {f"linked/{name}": data for name, data in SOLUTION_FILES.items()},
               symlink="linked/secret.py")
@@ -54,20 +54,61 @@ def test_a_bad_zip_costs_only_that_submission_and_says_why(tmp_path):
     summary = grade_to_folder(ASSIGNMENT, expand_submission_paths([subs]), out, jobs=2)
 
     assert not summary.failed, [r.error for r in summary.failed]  # the student's problem, not the grader's
-    scores = {row["submission"]: float(row["total"]) for row in csv.DictReader((out / "gradebook.csv").open())}
-    assert scores == {"good": 100, "linked": 100, "junk": 0, "escapes": 0, "huge": 0, "many": 0}
-    reasons = {"junk": "junk.zip is not a readable zip file", "escapes": "would land outside the submission folder",
-               "huge": "data.bin is 6 MiB; the limit is 5 MiB", "many": "more than 200 files"}
+    rows = {row["submission"]: row for row in csv.DictReader((out / "gradebook.csv").open())}
+    assert {name: float(row["total"]) for name, row in rows.items()} == {
+        "good": 100, "linked": 100, "junk": 0, "escapes": 0, "many": 0}
+    assert {name: row["status"] for name, row in rows.items()} == {
+        "good": "graded", "linked": "graded", "junk": "refused", "escapes": "refused", "many": "graded"}
+    reasons = {"junk": "junk.zip is not a readable zip file", "escapes": "would land outside the submission folder"}
     for name, reason in reasons.items():
+        assert reason in rows[name]["reason"]
         results = json.loads((out / name / "results.json").read_text())
         assert results["score"] == 0 and any(reason in w for w in results["extra_data"]["warnings"]), results
         assert "could not be read" in results["output"] and reason in results["output"]
         feedback = (out / name / "feedback.md").read_text()
         assert f"About your submission:\n\n- The submission could not be read: " in feedback and reason in feedback
+    many = json.loads((out / "many" / "results.json").read_text())["extra_data"]["warnings"]
+    assert "strides.py is missing from the submission" in many  # 201 files no longer refuse it: it has none of ours
     linked = json.loads((out / "linked" / "results.json").read_text())
     assert any("secret.py: a symlink, ignored" in w for w in linked["extra_data"]["warnings"])
     assert not (tmp_path / "evil.py").exists() and not (out.parent / "evil.py").exists()
-    assert "junk" in (out / "report.html").read_text()
+    report = (out / "report.html").read_text()
+    assert re.search(r'<table id="refused">.*escapes.*junk.*</table>', report, re.S)
+
+
+def test_junk_is_skipped_and_an_oversized_file_costs_only_the_questions_that_read_it(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    venv = {f"cluttered/.venv/lib/python3.11/site-packages/pkg/m{k}.py": b"raise SystemExit" for k in range(300)}
+    write_zip(subs / "cluttered.zip", {**{f"cluttered/{n}": d for n, d in SOLUTION_FILES.items()}, **venv,
+                                       "cluttered/data.bin": b"\0" * (30 * 10**6), "cluttered/.DS_Store": b"\0",
+                                       "__MACOSX/cluttered/._strides.py": b"\0"})
+    for name, big in (("bigquiz", "quiz.toml"), ("bigstrides", "strides.py")):
+        shutil.copytree(ASSIGNMENT.solution_dir, subs / name)
+        with open(subs / name / big, "ab") as grown:  # still valid TOML and Python: only its size is wrong
+            grown.write(b"\n" + b"#" * (30 * 10**6))
+    out = tmp_path / "out"
+    summary = grade_to_folder(ASSIGNMENT, expand_submission_paths([subs]), out, jobs=2)
+
+    assert not summary.failed, [r.error for r in summary.failed]
+    by_name = {r.name: r for r in summary.results}
+    cluttered = by_name["cluttered"]
+    assert cluttered.score == 100 and not cluttered.refused
+    skipped = [w for w in cluttered.warnings if w.startswith("skipped")]
+    assert len(skipped) == 1 and len(cluttered.warnings) == 1 and ".venv/" in skipped[0]  # one line for the junk
+
+    quiz = by_name["bigquiz"]
+    assert quiz.score == 96 and quiz.question("quiz.broadcast_numel").score == 0
+    assert "quiz.toml is 29 MiB; the limit is 5 MiB per file, so it was not read" in \
+        quiz.question("quiz.broadcast_numel").feedback
+    strides = by_name["bigstrides"]
+    lost = {q.qid for q in strides.questions if q.score < q.max_score}
+    assert lost == {q.qid for q in strides.questions if q.qid.startswith("strides.")} and strides.score == 28
+    assert "strides.py is 29 MiB; the limit is 5 MiB per file, so it was not read" in \
+        strides.question("strides.view").feedback
+    assert all(not q.refused for q in (quiz, strides))
+    feedback = (out / "bigstrides" / "feedback.md").read_text()
+    assert "strides.py is 29 MiB" in feedback and "strides.py is missing" not in feedback
 
 
 # ---------------------------------------------------------------- SIGKILL and resume

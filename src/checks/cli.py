@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from checks import __version__
-from checks.grading.batch import expand_submission_paths, grade_to_folder
+from checks.grading.batch import OutputFailed, expand_submission_paths, grade_to_folder
 from checks.authoring.build import BuildError, build
 from checks.course.assignment import CourseError, find_course_root, list_assignments, load_assignment
 from checks.grading.session import Source, grade_sources
@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CourseError, BuildError, ValueError) as error:
         console.print(f"[red]error:[/red] {error}", markup=True)
         return 2
+    except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
+        console.print(f"[red]stopped:[/red] {error}", markup=True)
+        return 1
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
         return 130
@@ -54,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("assignment")
     grade.add_argument("submissions", nargs="+", type=Path, help="folders or .zip files (or a folder of them)")
     grade.add_argument("--out", type=Path, required=True, help="output folder")
-    grade.add_argument("--jobs", type=int, default=None, help="parallel submissions (default: all cores)")
+    grade.add_argument("--jobs", type=_positive_int, default=None, help="parallel submissions (default: all cores)")
     grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
     grade.set_defaults(run=_grade)
@@ -66,9 +69,20 @@ def _parser() -> argparse.ArgumentParser:
 
     verify_cmd = commands.add_parser("verify", help="prove a hidden suite sound with the reference, stubs and mutants")
     verify_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
-    verify_cmd.add_argument("--jobs", type=int, default=None)
+    verify_cmd.add_argument("--jobs", type=_positive_int, default=None)
     verify_cmd.set_defaults(run=_verify)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """--jobs: a whole number of at least 1 (argparse turns the ValueError into a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _test(root: Path, args: argparse.Namespace) -> int:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +26,7 @@ from typing import Iterator
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
+LOCK_FILE = "gradebook.lock"  # held by the run that writes the folder
 SCHEMA_VERSION = 1
 GRADED, GRADER_ERROR = "graded", "grader_error"
 
@@ -82,6 +85,34 @@ CREATE INDEX IF NOT EXISTS questions_by_qid ON questions (qid);
 
 class GradebookError(ValueError):
     """The gradebook cannot be used as it is; str() says why and what to do."""
+
+
+class FolderInUse(GradebookError):
+    """Another run holds the output folder's lock."""
+
+
+@contextlib.contextmanager
+def lock_folder(out_dir: Path) -> Iterator[None]:
+    """Hold DIR/gradebook.lock (flock) while a run writes DIR: a second run into the same folder
+    stops at once, before it writes anything. The kernel drops the lock when the holder dies."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise FolderInUse(f"{out_dir} is in use by another `checks grade` run"
+                              + (f" (process {holder})" if holder.isdigit() else "")
+                              + ": wait for it to finish, or grade into another --out folder") from None
+        with contextlib.suppress(OSError):  # only there to name the holder; a full disk may refuse it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
 
 
 def utc_now() -> str:
