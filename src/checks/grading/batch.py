@@ -23,7 +23,8 @@ from typing import Callable, Iterable, Iterator
 
 from checks import __version__
 from checks.course.assignment import Assignment
-from checks.reports.gradebook import DB_FILE, LOCK_FILE, Entry, Graded, Gradebook, GradebookError, lock_folder, utc_now
+from checks.reports.gradebook import (DB_FILE, LOCK_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder,
+                                     utc_now)
 from checks.grading.session import Source, grade_sources, named_files
 from checks.reports.html import REPORT_FILE, render_report
 from checks.reports.render import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
@@ -191,8 +192,10 @@ def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, j
     """grade_to_folder, while this run holds the folder's lock."""
     started = time.monotonic()
     summary = BatchSummary(out_dir)
-    gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
-    plan = plan_batch(paths, gradebook.index(), regrade=regrade)
+    with _stop_if_unwritable(out_dir):
+        gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
+        held = gradebook.index()
+    plan = plan_batch(paths, held, regrade=regrade)
     todo = [p for p in plan if p.reason]
     summary.skipped = [p.name for p in plan if not p.reason]
     by_name = {p.name: p for p in todo}
@@ -236,7 +239,7 @@ def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
     stops the run with one clear message instead of a traceback."""
     try:
         yield
-    except (OSError, GradebookError) as error:
+    except (OSError, GradebookUnwritable) as error:
         raise OutputFailed(f"could not write to {out_dir} ({error}); is the disk full, or a file size limit "
                            f"or quota reached? The run stopped; what was graded before is saved in {DB_FILE}. "
                            "Make room and run the same command again to grade the rest.") from error

@@ -87,6 +87,14 @@ class GradebookError(ValueError):
     """The gradebook cannot be used as it is; str() says why and what to do."""
 
 
+class GradebookUnwritable(GradebookError):
+    """The gradebook could not be written: a full disk, a quota, a file size limit, an I/O error."""
+
+
+# SQLite's primary result codes for those: SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_FULL
+_UNWRITABLE = {8, 10, 13, 14}
+
+
 class FolderInUse(GradebookError):
     """Another run holds the output folder's lock."""
 
@@ -160,14 +168,15 @@ class Gradebook:
             if version > SCHEMA_VERSION:
                 raise GradebookError(f"{path} was written by a newer version of checks (schema {version}); "
                                      "upgrade checks or grade into another --out folder")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)  # idempotent
-            db.execute("BEGIN IMMEDIATE")
+            # one transaction (the schema is idempotent), written before WAL is switched on: a new
+            # gradebook then needs no journal bigger than itself (a disk near full, RLIMIT_FSIZE)
+            db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('assignment', ?), ('created_at', ?)",
                        (assignment, utc_now()))
             (held,) = db.execute("SELECT value FROM meta WHERE key = 'assignment'").fetchone()
             db.execute("COMMIT")
+            db.execute("PRAGMA journal_mode=WAL")
         if held != assignment:
             raise GradebookError(f"{path.parent} holds the grades of {held}, not {assignment}: "
                                  "grade each assignment into its own --out folder")
@@ -186,7 +195,9 @@ class Gradebook:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.rollback()
-            if isinstance(error, sqlite3.OperationalError):  # locked for too long, disk full, ...
+            if (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _UNWRITABLE:
+                raise GradebookUnwritable(f"{self.path}: {error}") from None
+            if isinstance(error, sqlite3.OperationalError):  # locked for too long, ...
                 raise GradebookError(f"{self.path}: {error}") from None
             raise GradebookError(f"{self.path} cannot be used ({error}); move it aside and grade again "
                                  "(the results.json files are not read back: they are rendered from it)") from None
@@ -229,6 +240,9 @@ class Gradebook:
                            [(r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
                              q.total_cases, q.feedback) for position, q in enumerate(r.questions)])
             db.execute("COMMIT")
+            # into the database file now: a checkpoint that fails (a full disk, RLIMIT_FSIZE) raises here
+            # instead of failing unseen when the connection closes, and the run stops at this submission
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def index(self) -> dict[str, Entry]:
         """Every submission held: its fingerprint and whether the grader managed to grade it."""
