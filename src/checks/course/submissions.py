@@ -69,7 +69,7 @@ def read_submission(path: Path, named: Collection[str] | None = None) -> Submiss
     name = submission_name(path)
     if path.is_dir():
         entries, warnings, skipped = _list_folder(path)
-        return _select(name, _drop_enclosing_folder(entries), named, warnings, skipped)
+        return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
     if path.suffix == ".zip" and path.is_file():
         try:
             archive = zipfile.ZipFile(path)
@@ -77,7 +77,7 @@ def read_submission(path: Path, named: Collection[str] | None = None) -> Submiss
             raise SubmissionError(f"{path.name} is not a readable zip file ({error})") from None
         with archive:
             entries, warnings, skipped = _list_zip(path.name, archive)
-            return _select(name, _drop_enclosing_folder(entries), named, warnings, skipped)
+            return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
     if not path.exists():
         raise SubmissionError(f"{path} does not exist")
     raise SubmissionError(f"{path} is neither a folder nor a .zip file")
@@ -144,8 +144,8 @@ def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         return member.read(MAX_FILE_BYTES + 1)  # the header's size may lie: never inflate past the cap
 
 
-def _select(name: str, entries: list[_Entry], named: Collection[str] | None, warnings: list[str],
-            skipped: list[str]) -> Submission:
+def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collection[str] | None,
+            warnings: list[str]) -> Submission:
     """Read the named files, then the extra modules while the caps allow; skip the rest unread."""
     submission = Submission(name, {}, warnings)
     wanted = set(named) if named is not None else None
@@ -222,12 +222,13 @@ def _safe_member(name: str) -> str | None:
     return "/".join(parts) if parts else None
 
 
-def _drop_enclosing_folder(entries: list[_Entry]) -> list[_Entry]:
+def _drop_enclosing_folder(entries: list[_Entry], skipped: list[str]) -> tuple[list[_Entry], list[str]]:
     """Students often zip the folder rather than its contents: look inside one lone folder
-    (a .DS_Store beside it does not count)."""
+    (a .DS_Store beside it does not count). `skipped` (folders not looked into) is named the same way."""
     files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
     tops = {e.path.split("/", 1)[0] for e in files}
     if len(tops) != 1 or not all("/" in e.path for e in files):
-        return entries
+        return entries, skipped
     prefix = tops.pop() + "/"
-    return [_Entry(e.path[len(prefix):], e.size, e.read) if e.path.startswith(prefix) else e for e in entries]
+    return ([_Entry(e.path.removeprefix(prefix), e.size, e.read) for e in entries],
+            [name.removeprefix(prefix) for name in skipped])

@@ -89,7 +89,7 @@ class BatchListener:
 
 def check_submission_paths(paths: list[Path]) -> None:
     """A path that does not exist is a typo, not a student: refuse the batch before grading."""
-    missing = [str(path) for path in paths if not os.path.lexists(path)]
+    missing = [str(path) for path in paths if not path.exists()]  # a dangling link too
     if missing:
         raise ValueError(f"no such submission: {', '.join(missing)} (nothing was graded; check the path"
                          f"{'s' if len(missing) > 1 else ''})")
