@@ -8,6 +8,9 @@ grader error, from the same content (a fingerprint of its files): a re-run skips
 asked to regrade, grades the rest, and then renders every file of the folder (results.json,
 feedback.md, gradebook.csv, report.html) again from the database wherever it is missing or
 differs. So an interrupted run, re-run, ends with the same gradebook as an uninterrupted one.
+
+One run at a time writes a folder (DIR/gradebook.lock); a write that fails (a full disk,
+RLIMIT_FSIZE) stops the run with OutputFailed, which the same command, run again, repairs.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ gradebook.csv, report.html) is rendered from the database and rewritten from it 
 missing or out of date: a run killed between the commit and the files is repaired by the next.
 A results.json with no row behind it does not count as graded.
 
+A run holds DIR/gradebook.lock (lock_folder) while it writes the folder: two runs never interleave.
 Connections are opened for each read or write and closed at once: the grader forks its sandbox
 while it grades, and no descriptor of the database may be open in the process then.
 """
