@@ -7,7 +7,9 @@ import csv
 import io
 import json
 import os
+import re
 import sqlite3
+import time
 import zipfile
 from contextlib import closing
 from pathlib import Path
@@ -20,7 +22,8 @@ from checks.grading import batch
 from checks.grading.batch import (CHANGED, NEW, REGRADE, RETRY, BatchListener, expand_submission_paths, fingerprint,
                           grade_to_folder, plan_batch)
 from checks.course.assignment import Assignment
-from checks.reports.gradebook import DB_FILE, Graded, Gradebook, GradebookError
+from checks.course.submissions import SubmissionError
+from checks.reports.gradebook import DB_FILE, LOCK_FILE, FolderInUse, Graded, Gradebook, GradebookError, lock_folder
 from checks.progress import GradeProgress, print_summary
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
@@ -150,8 +153,9 @@ def test_a_batch_writes_results_feedback_gradebook_sqlite_and_report(tmp_path, a
     summary = grade(assignment, [class_folder], out)
     assert sorted(r.name for r in summary.graded) == ["alice", "bob", "carol"] and not summary.failed
     rows = read_csv(out)
-    assert [(r["submission"], r["q.one"], r["q.two"], r["total"], r["graded"]) for r in rows] == [
-        ("alice", "4.0", "6.0", "10.0", "yes"), ("bob", "4.0", "3.0", "7.0", "yes"), ("carol", "0.0", "0.0", "0.0", "yes")]
+    assert [(r["submission"], r["q.one"], r["q.two"], r["total"], r["status"], r["reason"]) for r in rows] == [
+        ("alice", "4.0", "6.0", "10.0", "graded", ""), ("bob", "4.0", "3.0", "7.0", "graded", ""),
+        ("carol", "0.0", "0.0", "0.0", "graded", "")]
     results = json.loads((out / "bob/results.json").read_text())
     assert results["score"] == 7 and [t["name"] for t in results["tests"]] == ["q.one", "q.two"]
     assert results["extra_data"]["graded_at"] and results["extra_data"]["grader_version"]
@@ -171,7 +175,9 @@ def test_a_rerun_skips_what_is_graded_and_grades_what_changed_failed_or_is_new(t
     submit(class_folder, "dave", error="the grading process was killed by signal 9")
     first = grade(assignment, [class_folder], out)
     assert [r.name for r in first.failed] == ["dave"]
-    assert read_csv(out)[-1]["graded"] == "no"
+    dave = read_csv(out)[-1]
+    assert (dave["status"], dave["reason"], dave["total"], dave["q.one"]) == (
+        "not graded", "the grading process was killed by signal 9", "", "")  # no score at all
 
     submit(class_folder, "bob", **{"q.one": 4, "q.two": 6})  # resubmitted
     submit(class_folder, "dave", **{"q.one": 1})  # the grader's problem is fixed
@@ -290,7 +296,8 @@ def test_the_grade_command_exits_1_only_when_the_grader_failed(tmp_path, monkeyp
     monkeypatch.setattr(batch, "grade_sources", fake_grader)
     course = tmp_path / "course"
     (course / "autograder" / "fake").mkdir(parents=True)
-    (course / "autograder" / "fake" / "assignment.toml").write_text('title = "Fake"\nfiles = ["work.py"]\n')
+    (course / "autograder" / "fake" / "assignment.toml").write_text(
+        'title = "Fake"\nfiles = ["work.py", "answers.json"]\n')
     argv = ["--course", str(course), "grade", "fake", str(class_folder), "--out", str(tmp_path / "out")]
     assert cli.main(argv) == 0
     assert "graded 3, skipped 0" in capsys.readouterr().out
@@ -315,7 +322,9 @@ def test_no_descriptor_of_the_gradebook_is_open_while_grading(tmp_path, assignme
 
     grade_to_folder(assignment, expand_submission_paths([class_folder]), tmp_path / "out", grader=watching_grader)
     out = str(tmp_path / "out")
-    assert len(seen) == 3 and not [target for fds in seen for target in fds if target.startswith(out)]
+    # only the run's lock (DIR/gradebook.lock, not the database); the sandbox's zygote closes it
+    assert len(seen) == 3 and not [target for fds in seen for target in fds
+                                   if target.startswith(out) and not target.endswith(LOCK_FILE)]
 
 
 class Recorder(BatchListener):
@@ -338,3 +347,87 @@ def test_a_listener_hears_the_plan_each_result_and_the_end(tmp_path, assignment,
     grade(assignment, [class_folder], tmp_path / "out", listener=recorder)
     assert recorder.events == [("started", [("alice", None), ("bob", NEW), ("carol", NEW)]),
                                ("graded", "bob", 1, 2), ("graded", "carol", 2, 2), ("stopped",)]
+
+
+# ---------------------------------------------------------------- a TA's typo, refusals, the lock
+
+
+def fake_course(tmp_path: Path) -> Path:
+    course = tmp_path / "course"
+    (course / "autograder" / "fake").mkdir(parents=True, exist_ok=True)
+    (course / "autograder" / "fake" / "assignment.toml").write_text(
+        'title = "Fake"\nfiles = ["work.py", "answers.json"]\n')
+    return course
+
+
+def test_a_path_that_does_not_exist_is_an_error_before_anything_is_graded(tmp_path, monkeypatch, class_folder,
+                                                                          capsys):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    out = tmp_path / "out"
+    typo = tmp_path / "submisions" / "bob"
+    argv = ["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder / "alice"), str(typo),
+            "--out", str(out)]
+    assert cli.main(argv) == 2
+    text = capsys.readouterr().out
+    assert "no such submission" in text and str(typo) in text.replace("\n", "")
+    assert not out.exists()  # nothing graded, nothing written: no row, no feedback for "bob"
+    with pytest.raises(ValueError, match="no such submission"):
+        grade_to_folder(Assignment("fake", tmp_path), [class_folder / "alice", typo], out, grader=fake_grader)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_must_be_a_positive_whole_number(tmp_path, class_folder, capsys, jobs):
+    argv = ["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out", str(tmp_path / "out"),
+            "--jobs", jobs]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2 and "--jobs" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refused_submission_is_visible_as_refused_in_the_csv_the_report_and_the_summary(tmp_path, monkeypatch,
+                                                                                          class_folder, capsys):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    (class_folder / "mallory.zip").write_bytes(b"not a zip at all")
+
+    def refusing_grader(assignment, sources, *, jobs=None):  # a refusal as session.py records one
+        for source in sources:
+            try:
+                source.load()
+            except SubmissionError as error:
+                yield SubmissionResult(source.name, assignment.name, [QuestionResult("q.one", 0.0, 4.0, "x", 0, 1)],
+                                       warnings=[f"The submission could not be read: {error}"], refused=str(error))
+            else:
+                yield from fake_grader(assignment, [source], jobs=jobs)
+
+    monkeypatch.setattr(batch, "grade_sources", refusing_grader)
+    out = tmp_path / "out"
+    assert cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out",
+                     str(out)]) == 0  # a refusal is the student's doing: graded, 0
+    text = capsys.readouterr().out
+    assert "refused (scored 0)" in text and "mallory.zip is not a readable zip file" in text
+    assert "1 of them refused" in text
+    row = {r["submission"]: r for r in read_csv(out)}["mallory"]
+    assert (row["status"], row["total"]) == ("refused", "0.0") and "not a readable zip" in row["reason"]
+    report = (out / "report.html").read_text()
+    assert re.search(r'<table id="refused">.*mallory.*not a readable zip.*</table>', report, re.S)
+
+
+def test_a_second_run_into_a_locked_folder_stops_at_once_and_touches_nothing(tmp_path, assignment, class_folder):
+    out = tmp_path / "out"
+    grade(assignment, [class_folder], out)
+    def files():
+        return {p.relative_to(out): (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()}
+
+    with lock_folder(out):  # the lock a first run holds
+        before = files()
+        started = time.monotonic()
+        with pytest.raises(FolderInUse, match=f"{re.escape(str(out))} is in use by another `checks grade` run "
+                                              f"\\(process {os.getpid()}\\)"):
+            grade(assignment, [class_folder], out, regrade=True)
+        assert time.monotonic() - started < 5
+        assert files() == before
+    with closing(sqlite3.connect(out / DB_FILE)) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+    assert grade(assignment, [class_folder], out, regrade=True).graded  # released with the first run

@@ -104,8 +104,13 @@ def test_terminal_tables_print_messages_that_look_like_markup():
 
 def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_and_the_total():
     text = gradebook_csv([result("zoe"), result("amy", error="boom", questions=[])])
-    assert text.splitlines() == ["submission,strides.numel,strides.view,total,graded",
-                                 "amy,,,0.0,no", "zoe,1.0,12.0,13.0,yes"]
+    refused = result("bo", questions=[QuestionResult("strides.numel", 0.0, 4.0, "unreadable", 0, 1)])
+    refused.refused = "bo.zip is not a readable zip file"
+    failed = result("amy", error="boom")  # its questions are no score: a grader failure is never a grade
+    text = gradebook_csv([result("zoe"), failed, refused])
+    assert text.splitlines() == ["submission,strides.numel,strides.view,total,status,reason",
+                                 "amy,,,,not graded,boom", "bo,0.0,,0.0,refused,bo.zip is not a readable zip file",
+                                 "zoe,1.0,12.0,13.0,graded,"]
 
 
 # ---------------------------------------------------------------- report.html
@@ -126,6 +131,18 @@ def records(scores: list[float], *, failures: int = 1) -> list[Graded]:
 
 
 SCORES = [100, 100, 100, 95, 87, 72, 64, 60, 55, 31, 12, 0]
+
+
+def test_the_report_counts_and_lists_refused_submissions_with_the_reason():
+    made = records([100, 50], failures=0)
+    refused = SubmissionResult("mallory", "demo", [QuestionResult("part.a", 0.0, 60.0, "x", 0, 1)],
+                               refused="mallory.zip: the entry '../x.py' would land outside the submission folder")
+    page = render_report("demo", [*made, Graded(refused, "0.1.0", "2030-01-01T12:00:00Z")])
+    figures = re.search(r'<div class="figures".*?</div>\n</div>', page, re.S).group(0)
+    assert re.search(r"<div>1<span>refused", figures)
+    table = re.search(r'<table id="refused">.*?</table>', page, re.S).group(0)
+    assert table.count("<tr>") == 2 and "mallory" in table and "would land outside the submission folder" in table
+    assert 'id="refused"' not in render_report("demo", made)  # no refused, no section
 
 
 def test_histogram_bins_are_tenths_of_the_maximum_with_full_marks_in_the_last():

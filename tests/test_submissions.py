@@ -1,4 +1,5 @@
 import os
+import tracemalloc
 import zipfile
 
 import pytest
@@ -15,6 +16,13 @@ def make_zip(path, entries, symlink=None):
             info = zipfile.ZipInfo(symlink)
             info.external_attr = (0o120777 << 16)
             archive.writestr(info, "/etc/passwd")
+    return path
+
+
+def make_zip_deflated(path, entries):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
     return path
 
 
@@ -39,10 +47,72 @@ def test_symlinks_in_zips_and_folders_are_ignored(tmp_path):
     assert list(read_submission(folder).files) == ["a.py"]
 
 
-def test_zip_bombs_are_refused_with_a_message(tmp_path, monkeypatch):
+NAMED = ("strides.py", "broadcasting.py", "quiz.toml")
+WORK = {"strides.py": b"x = 1\n", "broadcasting.py": b"import helpers\n", "quiz.toml": b"a = 1\n",
+        "helpers.py": b"y = 2\n"}
+
+
+def write_folder(root, files):
+    for relative, data in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+def test_junk_beside_the_named_files_is_skipped_with_one_warning_not_refused(tmp_path):
+    junk = {f".venv/lib/python3.11/site-packages/pkg/m{k}.py": b"" for k in range(300)}
+    junk |= {"__MACOSX/._strides.py": b"\0", ".ipynb_checkpoints/strides-checkpoint.py": b"",
+             ".DS_Store": b"\0", "notes.txt": b"hello", "venv/bin/activate": b""}
+    folder = write_folder(tmp_path / "alice", {**WORK, **junk})
+    with open(folder / "data.bin", "wb") as big:  # 30 MB, never read
+        big.truncate(30 * 10**6)
+    archive = make_zip(tmp_path / "alice.zip", {f"alice/{name}": data for name, data in {**WORK, **junk}.items()}
+                       | {"alice/data.bin": b"\0" * (30 * 10**6)})
+    for path in (folder, archive):
+        sub = read_submission(path, NAMED)
+        assert sub.files == WORK and not sub.unread, path  # the extra module helpers.py too
+        assert len(sub.warnings) == 1 and sub.warnings[0].startswith("skipped, as the assignment does not use them")
+        assert ".venv/" in sub.warnings[0] and "__MACOSX/" in sub.warnings[0] and "2 more" in sub.warnings[0]
+
+
+def test_a_named_file_over_the_cap_is_not_read_and_costs_only_itself(tmp_path):
+    folder = write_folder(tmp_path / "bob", WORK)
+    with open(folder / "quiz.toml", "wb") as big:
+        big.truncate(28 * 2**20)
+    sub = read_submission(folder, NAMED)
+    assert sorted(sub.files) == ["broadcasting.py", "helpers.py", "strides.py"]
+    assert sub.unread == {"quiz.toml": "quiz.toml is 28 MiB; the limit is 5 MiB per file, so it was not read"}
+    assert any(w.startswith("quiz.toml is 28 MiB") for w in sub.warnings)
+
+
+def test_a_zip_bomb_is_never_inflated_past_the_cap(tmp_path):
+    bomb = make_zip_deflated(tmp_path / "bomb.zip", {**WORK, "strides.py": b"#" * (200 * 2**20)})
+    assert bomb.stat().st_size < 2**20
+    tracemalloc.start()
+    try:
+        sub = read_submission(bomb, NAMED)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * submissions.MAX_FILE_BYTES, peak  # 200 MiB were never in memory
+    assert "strides.py" not in sub.files and "so it was not read" in sub.unread["strides.py"]
+    assert sub.files["broadcasting.py"] == WORK["broadcasting.py"]
+
+
+def test_extra_modules_past_the_caps_are_skipped_not_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(submissions, "MAX_TOTAL_BYTES", 1000)
-    with pytest.raises(SubmissionError, match="refused"):
-        read_submission(make_zip(tmp_path / "bomb.zip", {f"f{i}.py": "0" * 600 for i in range(3)}))
+    extra = {f"extra{k:03}.py": b"0" * 100 for k in range(250)}
+    sub = read_submission(write_folder(tmp_path / "carol", {**WORK, **extra}), NAMED)
+    assert set(WORK) <= set(sub.files) and sum(map(len, sub.files.values())) <= 1000
+    assert len(sub.files) < len(WORK) + 10 and not sub.unread
+    assert any(w.startswith("not read, over the limits: extra") for w in sub.warnings)
+
+
+def test_without_named_files_every_file_is_read_within_the_caps(tmp_path, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_FILES", 3)
+    sub = read_submission(write_folder(tmp_path / "d", {**WORK, "README.md": b"#"}))
+    assert len(sub.files) == 3 and any("over the limits" in w for w in sub.warnings)
 
 
 def test_unreadable_inputs_say_why(tmp_path):

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checks import __version__
-from checks.grading.batch import BatchSummary, expand_submission_paths, grade_to_folder
+from checks.grading.batch import BatchSummary, OutputFailed, expand_submission_paths, grade_to_folder
 from checks.authoring.build import BuildError, build
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                      list_assignments, load_assignment, load_copy, read_marker)
@@ -41,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         # escaped: course errors name TOML tables ([quiz.a_grad]); one line, however wide
         console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
         return 2
+    except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
+        console.print(f"[red]stopped:[/red] {error}", markup=True)
+        return 1
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
         return 130
@@ -138,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="a folder or .zip per student (or a folder that holds only them)")
     grade.add_argument("--out", type=Path, required=True, metavar="DIR",
                        help="output folder (one assignment per folder; an earlier run's is resumed)")
-    grade.add_argument("--jobs", type=int, default=None, metavar="N",
+    grade.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                        help="submissions graded at once (default: all cores)")
     grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                        help="where hidden checks that take a device run (default: auto, the GPU too when there is one)")
@@ -160,10 +163,21 @@ def _parser() -> argparse.ArgumentParser:
                           "per assignment; exit status 1 when any expectation does not hold.",
                           "  checks verify 01_tensors\n  checks verify            # every assignment")
     verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
-    verify_cmd.add_argument("--jobs", type=int, default=None, metavar="N",
+    verify_cmd.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                             help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """--jobs: a whole number of at least 1 (argparse turns the ValueError into a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[Assignment, Path]:

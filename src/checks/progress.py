@@ -17,8 +17,8 @@ from rich.text import Text
 from checks.grading.batch import NEW, REGRADE, BatchListener, BatchSummary, Planned
 from checks.reports.gradebook import DB_FILE
 from checks.reports.html import REPORT_FILE
-from checks.reports.render import (GRADEBOOK_FILE, error_summary, grader_errors_table, questions_table, slowest_table,
-                            submissions_table)
+from checks.reports.render import (GRADEBOOK_FILE, error_summary, grader_errors_table, questions_table,
+                                   refused_table, slowest_table, submissions_table)
 from checks.suites.scoring import SubmissionResult
 
 ALL_SUBMISSIONS_UP_TO = 30  # longer batches: the table is in gradebook.csv and report.html
@@ -85,12 +85,16 @@ def print_summary(console: Console, summary: BatchSummary) -> None:
     if results:
         console.print(questions_table(results))
         console.print(slowest_table(results))
+    refused = [r for r in results if r.refused and not r.error]
+    if refused:
+        console.print(refused_table(results))
     if any(r.error for r in results):
         console.print(grader_errors_table(results))
     out = summary.out_dir
     console.print(f"\ngraded {len(summary.graded)}, skipped {len(summary.skipped)} already graded, "
-                  f"in {format_seconds(summary.seconds)}; the gradebook holds {len(results)} submission(s)")
+                  f"in {format_seconds(summary.seconds)}; the gradebook holds {len(results)} submission(s)"
+                  + (f", {len(refused)} of them refused (unreadable, scored 0)" if refused else ""))
     console.print(Text(f"gradebook: {out / GRADEBOOK_FILE} and {out / DB_FILE}; report: {out / REPORT_FILE}"))
     for result in summary.failed:
         console.print(Text.assemble(Text("could not grade ", style="red"), result.name, ": ",
-                                    error_summary(result.error)))
+                                    error_summary(result.error), " (not graded; the same command grades it again)"))

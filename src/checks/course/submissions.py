@@ -1,8 +1,12 @@
 """Reading a submission (a folder or a .zip) into memory, safely.
 
 Nothing is extracted to disk here: the sandbox writes the files into its own private folder.
-Entries that would escape their folder, symlinks, and archives too big or too many-filed are
-refused with a message that names them.
+A submission is the files the assignment names, plus any other .py modules they may import;
+everything else (a .venv, data files, .DS_Store, __MACOSX, notebook checkpoints) is skipped
+unread, with one warning. Caps bound what is read into memory: a named file over the cap is not
+read (it costs the questions that use it, with the reason), extra modules past the caps are
+skipped, and no zip member is ever inflated past the cap. Only a zip that cannot be read at all,
+or one with an entry that would escape its folder, is refused as a whole.
 """
 
 from __future__ import annotations
@@ -10,13 +14,19 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable, Collection
 
-MAX_FILES = 200
+MAX_FILES = 200  # read into memory, named files included
 MAX_TOTAL_BYTES = 20 * 2**20
 MAX_FILE_BYTES = 5 * 2**20
-SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX", ".pytest_cache"}
+# folders never looked into: caches, version control, virtual environments, macOS zip debris
+SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX", ".pytest_cache", ".venv", "venv",
+                "site-packages", "node_modules", ".mypy_cache", ".idea", ".vscode"}
+JUNK_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
+SHOWN_SKIPPED = 5  # names listed in the warning about skipped files
 
 
 class SubmissionError(Exception):
@@ -28,78 +38,171 @@ class Submission:
     name: str
     files: dict[str, bytes]
     warnings: list[str] = field(default_factory=list)
+    # named files that are there but were not read (too big, unreadable): name -> why
+    unread: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Entry:
+    """A file of the submission, listed but not read yet."""
+
+    path: str  # relative, posix
+    size: int  # as the file system or the zip's header says
+    read: Callable[[], bytes]  # at most MAX_FILE_BYTES + 1 bytes
 
 
 def submission_name(path: Path) -> str:
     return path.stem if path.suffix == ".zip" else path.name
 
 
-def read_submission(path: Path) -> Submission:
-    """A folder or zip as {relative posix path: bytes}; one enclosing folder inside a zip is dropped."""
+def is_skipped_dir(name: str) -> bool:
+    """A folder whose contents are never part of a submission."""
+    return name in SKIPPED_DIRS
+
+
+def read_submission(path: Path, named: Collection[str] | None = None) -> Submission:
+    """A folder or zip as {relative posix path: bytes}; one enclosing folder is dropped.
+
+    `named`: the files the assignment names (read first, each on its own account); other files
+    are read only when they are .py modules. None: every file counts (an author's folder).
+    """
+    name = submission_name(path)
     if path.is_dir():
-        submission = _read_folder(path)
-    elif path.suffix == ".zip" and path.is_file():
-        submission = _read_zip(path)
-    elif not path.exists():
+        entries, warnings, skipped = _list_folder(path)
+        return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+    if path.suffix == ".zip" and path.is_file():
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as error:
+            raise SubmissionError(f"{path.name} is not a readable zip file ({error})") from None
+        with archive:
+            entries, warnings, skipped = _list_zip(path.name, archive)
+            return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+    if not path.exists():
         raise SubmissionError(f"{path} does not exist")
-    else:
-        raise SubmissionError(f"{path} is neither a folder nor a .zip file")
-    submission.files = _drop_enclosing_folder(submission.files)
-    return submission
+    raise SubmissionError(f"{path} is neither a folder nor a .zip file")
 
 
-def _read_folder(root: Path) -> Submission:
-    submission = Submission(submission_name(root), {})
-    total = 0
+def _list_folder(root: Path) -> tuple[list[_Entry], list[str], list[str]]:
+    entries: list[_Entry] = []
+    warnings: list[str] = []
+    skipped: list[str] = []
     root = root.resolve()
     for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not os.path.islink(os.path.join(folder, d)))
+        kept = []
+        for d in sorted(dirs):
+            full = os.path.join(folder, d)
+            if is_skipped_dir(d):
+                skipped.append(Path(full).relative_to(root).as_posix() + "/")
+            elif not os.path.islink(full):
+                kept.append(d)
+        dirs[:] = kept
         for name in sorted(names):
             full = Path(folder) / name
             relative = full.relative_to(root).as_posix()
             if not _is_utf8(relative):
-                submission.warnings.append(f"{ascii(relative)}: a file name that is not UTF-8, ignored")
-                continue
-            if full.is_symlink():
-                submission.warnings.append(f"{relative}: a symlink, ignored")
-                continue
-            if not full.is_file():
-                submission.warnings.append(f"{relative}: not a regular file (a fifo or device?), ignored")
-                continue
-            size = full.stat().st_size
-            total += size
-            _check_budget(root.name, relative, size, total, len(submission.files) + 1)
-            submission.files[relative] = full.read_bytes()
+                warnings.append(f"{ascii(relative)}: a file name that is not UTF-8, ignored")
+            elif full.is_symlink():
+                warnings.append(f"{relative}: a symlink, ignored")
+            elif not full.is_file():
+                warnings.append(f"{relative}: not a regular file (a fifo or device?), ignored")
+            else:
+                entries.append(_Entry(relative, full.stat().st_size, lambda full=full: _read_capped(full)))
+    return entries, warnings, skipped
+
+
+def _read_capped(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
+def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[_Entry], list[str], list[str]]:
+    entries: list[_Entry] = []
+    warnings: list[str] = []
+    skipped: set[str] = set()
+    for info in archive.infolist():
+        name = info.filename
+        safe = _safe_member(name)
+        if safe is None and not info.is_dir():
+            raise SubmissionError(f"{where}: the entry {name!r} would land outside the submission folder; "
+                                  "the zip was refused")
+        if info.is_dir() or safe is None:
+            continue
+        parts = safe.split("/")
+        junk = next((k for k, part in enumerate(parts[:-1]) if is_skipped_dir(part)), None)
+        if junk is not None:
+            skipped.add("/".join(parts[:junk + 1]) + "/")
+        elif stat.S_ISLNK(info.external_attr >> 16):
+            warnings.append(f"{name}: a symlink, ignored")
+        else:
+            entries.append(_Entry(safe, info.file_size, lambda info=info: _inflate_capped(archive, info)))
+    return entries, warnings, sorted(skipped)
+
+
+def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    with archive.open(info) as member:
+        return member.read(MAX_FILE_BYTES + 1)  # the header's size may lie: never inflate past the cap
+
+
+def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collection[str] | None,
+            warnings: list[str]) -> Submission:
+    """Read the named files, then the extra modules while the caps allow; skip the rest unread."""
+    submission = Submission(name, {}, warnings)
+    wanted = set(named) if named is not None else None
+    first = [e for e in entries if wanted is None or e.path in wanted]
+    extra = [e for e in entries if wanted is not None and e.path not in wanted
+             and (_is_module(e.path) or any(_looks_like(e.path, name) for name in wanted))]  # strides.PY: say so
+    chosen = {id(e) for e in first + extra}
+    skipped += [e.path for e in entries if id(e) not in chosen]
+    total = 0
+    over_caps: list[str] = []
+    for entry in first + extra:
+        problem = _budget_problem(entry.size, total, len(submission.files))
+        data = b""
+        if problem is None:
+            try:
+                data = entry.read()
+            except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as error:
+                problem = f"could not be read ({error})"
+            else:
+                problem = _budget_problem(len(data), total, len(submission.files))
+        if problem is None:
+            submission.files[entry.path] = data
+            total += len(data)
+        elif wanted is not None and entry.path in wanted:
+            submission.unread[entry.path] = f"{entry.path} {problem}, so it was not read"
+            submission.warnings.append(f"{entry.path} {problem}, so it was not read: the questions that use it "
+                                       "score 0.")
+        else:
+            over_caps.append(f"{entry.path} ({problem})")
+    if over_caps:
+        submission.warnings.append("not read, over the limits: " + _listing(over_caps))
+    if skipped:
+        submission.warnings.append("skipped, as the assignment does not use them: " + _listing(skipped))
     return submission
 
 
-def _read_zip(path: Path) -> Submission:
-    submission = Submission(submission_name(path), {})
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise SubmissionError(f"{path.name} is not a readable zip file ({error})") from None
-    with archive:
-        total = 0
-        for info in archive.infolist():
-            name = info.filename
-            if info.is_dir() or any(part in SKIPPED_DIRS for part in PurePosixPath(name).parts):
-                continue
-            if stat.S_ISLNK(info.external_attr >> 16):
-                submission.warnings.append(f"{name}: a symlink, ignored")
-                continue
-            safe = _safe_member(name)
-            if safe is None:
-                raise SubmissionError(f"{path.name}: the entry {name!r} would land outside the submission folder; "
-                                      "the zip was refused")
-            total += info.file_size
-            _check_budget(path.name, safe, info.file_size, total, len(submission.files) + 1)
-            with archive.open(info) as member:
-                data = member.read(MAX_FILE_BYTES + 1)  # the header's size may lie: cap what we read
-            if len(data) > MAX_FILE_BYTES:
-                raise SubmissionError(f"{path.name}: {safe} unpacks to more than {MAX_FILE_BYTES // 2**20} MiB")
-            submission.files[safe] = data
-    return submission
+def _budget_problem(size: int, total: int, count: int) -> str | None:
+    """Why a file of `size` bytes may not be read after `count` files of `total` bytes, or None."""
+    limit = f"{MAX_FILE_BYTES // 2**20} MiB per file"
+    if size == MAX_FILE_BYTES + 1:  # a capped read knows only that it is over the cap
+        return f"is over the limit of {limit}"
+    if size > MAX_FILE_BYTES:
+        return f"is {size / 2**20:.0f} MiB; the limit is {limit}"
+    if total + size > MAX_TOTAL_BYTES:
+        return f"would take the submission past {MAX_TOTAL_BYTES // 2**20} MiB in all"
+    if count >= MAX_FILES:
+        return f"would take the submission past {MAX_FILES} files"
+    return None
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN_SKIPPED])
+    return shown + (f" and {len(names) - SHOWN_SKIPPED} more" if len(names) > SHOWN_SKIPPED else "")
+
+
+def _is_module(path: str) -> bool:
+    return path.endswith(".py") and not any(part.startswith(".") for part in path.split("/"))
 
 
 def _is_utf8(name: str) -> bool:
@@ -118,24 +221,6 @@ def _safe_member(name: str) -> str | None:
         return None
     parts = [part for part in pure.parts if part not in ("", ".")]
     return "/".join(parts) if parts else None
-
-
-def _check_budget(where: str, name: str, size: int, total: int, count: int) -> None:
-    if size > MAX_FILE_BYTES:
-        raise SubmissionError(f"{where}: {name} is {size // 2**20} MiB; the limit is {MAX_FILE_BYTES // 2**20} MiB per file")
-    if total > MAX_TOTAL_BYTES:
-        raise SubmissionError(f"{where}: more than {MAX_TOTAL_BYTES // 2**20} MiB in all; the submission was refused")
-    if count > MAX_FILES:
-        raise SubmissionError(f"{where}: more than {MAX_FILES} files; the submission was refused")
-
-
-def _drop_enclosing_folder(files: dict[str, bytes]) -> dict[str, bytes]:
-    """Students often zip the folder rather than its contents: look inside one lone folder."""
-    tops = {name.split("/", 1)[0] for name in files}
-    if len(tops) == 1 and all("/" in name for name in files):
-        top = tops.pop()
-        return {name[len(top) + 1:]: data for name, data in files.items()}
-    return files
 
 
 def missing_files(expected: tuple[str, ...], files: dict[str, bytes]) -> list[str]:
@@ -158,3 +243,13 @@ def missing_files(expected: tuple[str, ...], files: dict[str, bytes]) -> list[st
 def _looks_like(path: str, name: str) -> bool:
     base, name = path.rsplit("/", 1)[-1].lower(), name.lower()
     return base == name or base.startswith(name + ".")
+def _drop_enclosing_folder(entries: list[_Entry], skipped: list[str]) -> tuple[list[_Entry], list[str]]:
+    """Students often zip the folder rather than its contents: look inside one lone folder
+    (a .DS_Store beside it does not count). `skipped` (folders not looked into) is named the same way."""
+    files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
+    tops = {e.path.split("/", 1)[0] for e in files}
+    if len(tops) != 1 or not all("/" in e.path for e in files):
+        return entries, skipped
+    prefix = tops.pop() + "/"
+    return ([_Entry(e.path.removeprefix(prefix), e.size, e.read) for e in entries],
+            [name.removeprefix(prefix) for name in skipped])

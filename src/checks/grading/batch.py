@@ -8,6 +8,9 @@ grader error, from the same content (a fingerprint of its files): a re-run skips
 asked to regrade, grades the rest, and then renders every file of the folder (results.json,
 feedback.md, gradebook.csv, report.html) again from the database wherever it is missing or
 differs. So an interrupted run, re-run, ends with the same gradebook as an uninterrupted one.
+
+One run at a time writes a folder (DIR/gradebook.lock); a write that fails (a full disk,
+RLIMIT_FSIZE) stops the run with OutputFailed, which the same command, run again, repairs.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from checks import __version__
 from checks.course.assignment import Assignment
-from checks.reports.gradebook import DB_FILE, Entry, Graded, Gradebook, utc_now
-from checks.grading.session import Source, grade_sources
+from checks.reports.gradebook import (DB_FILE, LOCK_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder,
+                                     utc_now)
+from checks.grading.session import Source, grade_sources, named_files
 from checks.reports.html import REPORT_FILE, render_report
 from checks.reports.render import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
                             write_submission_reports)
@@ -32,13 +36,19 @@ from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
 
 RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
-                  f"{DB_FILE}-journal"}
+                  f"{DB_FILE}-journal", LOCK_FILE}
 
 # why a submission is graded in this run (None in Planned.reason: already graded, skipped)
 NEW, REGRADE, CHANGED, RETRY = ("new", "--regrade", "changed since it was graded",
                                 "the grader failed on it last time")
 
 Grader = Callable[..., Iterable[SubmissionResult]]  # grade_sources, or a stand-in in tests
+
+
+class OutputFailed(Exception):
+    """The output folder could not be written (a full disk, a quota, a file size limit): the run
+    stopped there. What was committed before stays in the gradebook; the same command, run
+    again, grades the rest. str() says so."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,18 @@ class BatchListener:
         """Grading ended, finished or interrupted."""
 
 
+def check_submission_paths(paths: list[Path]) -> None:
+    """A path that does not exist is a typo, not a student: refuse the batch before grading."""
+    missing = [str(path) for path in paths if not path.exists()]  # a dangling link too
+    if missing:
+        raise ValueError(f"no such submission: {', '.join(missing)} (nothing was graded; check the path"
+                         f"{'s' if len(missing) > 1 else ''})")
+
+
 def expand_submission_paths(paths: list[Path]) -> list[Path]:
-    """Folders and zips as given; a folder that only holds submissions stands for each of them."""
+    """Folders and zips as given; a folder that only holds submissions stands for each of them.
+    Raises ValueError naming every path that does not exist."""
+    check_submission_paths(paths)
     expanded: list[Path] = []
     for path in paths:
         children = sorted(p for p in path.iterdir() if p.is_dir() or p.suffix == ".zip") if path.is_dir() else []
@@ -161,29 +181,42 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
                     grader: Grader | None = None) -> BatchSummary:
     """Grade what is not graded yet into out_dir (see the module's docstring); `grader` defaults to
     grading.grade_sources."""
-    grader = grader or grade_sources
-    started = time.monotonic()
-    listener = listener or BatchListener()
-    summary = BatchSummary(out_dir)
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    check_submission_paths(paths)
     submission_names(paths)  # refuse bad names before anything is written
-    gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
-    plan = plan_batch(paths, gradebook.index(), regrade=regrade)
+    with lock_folder(out_dir):
+        return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade,
+                             listener=listener or BatchListener(), grader=grader or grade_sources)
+
+
+def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None, regrade: bool,
+                  listener: BatchListener, grader: Grader) -> BatchSummary:
+    """grade_to_folder, while this run holds the folder's lock."""
+    started = time.monotonic()
+    summary = BatchSummary(out_dir)
+    with _stop_if_unwritable(out_dir):
+        gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
+        held = gradebook.index()
+    plan = plan_batch(paths, held, regrade=regrade)
     todo = [p for p in plan if p.reason]
     summary.skipped = [p.name for p in plan if not p.reason]
     by_name = {p.name: p for p in todo}
-    run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
+    with _stop_if_unwritable(out_dir):
+        run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
     listener.started(plan)
     try:
         if todo:
-            sources = [Source.from_path(p.path) for p in todo]
+            sources = [Source.from_path(p.path, named_files(assignment)) for p in todo]
             results = iter(grader(assignment, sources, jobs=jobs))
             try:
                 for result in results:
                     planned = by_name[result.name]
                     record = Graded(result, __version__, utc_now(), str(planned.path), planned.fingerprint, run_id)
-                    gradebook.record(record)  # the commit point: from here on it is graded
-                    write_submission_reports(out_dir, result, grader_version=record.grader_version,
-                                             graded_at=record.graded_at)
+                    with _stop_if_unwritable(out_dir):
+                        gradebook.record(record)  # the commit point: from here on it is graded
+                        write_submission_reports(out_dir, result, grader_version=record.grader_version,
+                                                 graded_at=record.graded_at)
                     summary.graded.append(result)
                     listener.graded(result, len(summary.graded), len(todo))
             finally:
@@ -195,11 +228,24 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
             publish(out_dir, gradebook.load(), assignment=assignment)
         raise
     listener.stopped()
-    gradebook.finish_run(run_id, graded=len(summary.graded))
-    summary.records = gradebook.load()
-    publish(out_dir, summary.records, assignment=assignment)
+    with _stop_if_unwritable(out_dir):
+        gradebook.finish_run(run_id, graded=len(summary.graded))
+        summary.records = gradebook.load()
+        publish(out_dir, summary.records, assignment=assignment)
     summary.seconds = time.monotonic() - started
     return summary
+
+
+@contextlib.contextmanager
+def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
+    """A write that fails (ENOSPC, EDQUOT, EFBIG under RLIMIT_FSIZE; SQLite's "disk I/O error")
+    stops the run with one clear message instead of a traceback."""
+    try:
+        yield
+    except (OSError, GradebookUnwritable) as error:
+        raise OutputFailed(f"could not write to {out_dir} ({error}); is the disk full, or a file size limit "
+                           f"or quota reached? The run stopped; what was graded before is saved in {DB_FILE}. "
+                           "Make room and run the same command again to grade the rest.") from error
 
 
 def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment) -> None:

@@ -21,7 +21,7 @@ from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
 from checks.sandbox.jail import Isolation
 from checks.grading.pool import ChildFailed, run_forked, stream_forked
-from checks.suites.quiz import grade_quiz
+from checks.suites.quiz import QUIZ_FILE, grade_quiz
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
 from checks.course.submissions import (Submission, SubmissionError, missing_files, read_submission,
@@ -52,12 +52,20 @@ class Source:
     load: Callable[[], Submission]
 
     @classmethod
-    def from_path(cls, path: Path) -> "Source":
-        return cls(submission_name(path), lambda: read_submission(path))
+    def from_path(cls, path: Path, named: tuple[str, ...] | None = None) -> "Source":
+        """`named`: the files the assignment names (see named_files); None reads every file."""
+        return cls(submission_name(path), lambda: read_submission(path, named))
 
     @classmethod
     def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":
         return cls(name, lambda: Submission(name, dict(files)))
+
+
+def named_files(assignment: Assignment) -> tuple[str, ...] | None:
+    """What a submission of `assignment` is graded on: its files and its quiz answers (None, so
+    every file, for an assignment that names none)."""
+    named = (*assignment.files, *([QUIZ_FILE] if assignment.quiz else []))
+    return named or None
 
 
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
@@ -153,16 +161,20 @@ def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlu
     except SubmissionError as error:
         # grade nothing, so that every question is listed at 0 with the reason
         unreadable = f"The submission could not be read: {error}"
+        result.refused = str(error)
         result.warnings.append(unreadable)
         submission = Submission(source.name, {})
     else:
         unreadable = ""
     result.warnings += submission.warnings
     if not unreadable:
-        result.warnings += missing_files(assignment.files, submission.files)
-    plugin.start_submission({**submission.files, **assignment.course_files()})
+        result.warnings += missing_files(tuple(name for name in assignment.files if name not in submission.unread),
+                                         submission.files)
+    plugin.start_submission({**submission.files, **_stand_ins(submission.unread), **assignment.course_files()})
     try:
         for item, following in zip(items, [*items[1:], None]):
+            if plugin.sandbox_failures:  # every later question would fail the same way
+                break
             item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
     finally:
         plugin.end_submission()
@@ -172,11 +184,20 @@ def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlu
     result.error = "\n".join(errors)
     result.questions = score_cases(plugin.cases)
     if not public:
-        result.questions += grade_quiz(assignment.quiz, submission.files)
+        result.questions += grade_quiz(assignment.quiz, submission.files, unread=submission.unread)
     if unreadable:
         result.questions = [QuestionResult(q.qid, 0.0, q.max_score, unreadable, 0, q.total_cases)
                             for q in result.questions]
+    if plugin.sandbox_failures:  # the grader's failure, not the student's: no score at all
+        result.error = f"the sandbox was unavailable: {plugin.sandbox_failures[0]}"
+        result.questions = []
     result.devices = sorted(plugin.devices or {"cpu"})
     result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _stand_ins(unread: dict[str, str]) -> dict[str, bytes]:
+    """A module that was not read (too big, say) fails to import with the reason, so that each
+    question that uses it says why in its feedback; the others are graded as usual."""
+    return {name: f"raise ImportError({why!r})\n".encode() for name, why in unread.items() if name.endswith(".py")}

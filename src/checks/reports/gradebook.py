@@ -7,6 +7,7 @@ gradebook.csv, report.html) is rendered from the database and rewritten from it 
 missing or out of date: a run killed between the commit and the files is repaired by the next.
 A results.json with no row behind it does not count as graded.
 
+A run holds DIR/gradebook.lock (lock_folder) while it writes the folder: two runs never interleave.
 Connections are opened for each read or write and closed at once: the grader forks its sandbox
 while it grades, and no descriptor of the database may be open in the process then.
 """
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +27,7 @@ from typing import Iterator
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
+LOCK_FILE = "gradebook.lock"  # held by the run that writes the folder
 SCHEMA_VERSION = 1
 GRADED, GRADER_ERROR = "graded", "grader_error"
 
@@ -84,6 +88,42 @@ class GradebookError(ValueError):
     """The gradebook cannot be used as it is; str() says why and what to do."""
 
 
+class GradebookUnwritable(GradebookError):
+    """The gradebook could not be written: a full disk, a quota, a file size limit, an I/O error."""
+
+
+# SQLite's primary result codes for those: SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_FULL
+_UNWRITABLE = {8, 10, 13, 14}
+
+
+class FolderInUse(GradebookError):
+    """Another run holds the output folder's lock."""
+
+
+@contextlib.contextmanager
+def lock_folder(out_dir: Path) -> Iterator[None]:
+    """Hold DIR/gradebook.lock (flock) while a run writes DIR: a second run into the same folder
+    stops at once, before it writes anything. The kernel drops the lock when the holder dies."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise FolderInUse(f"{out_dir} is in use by another `checks grade` run"
+                              + (f" (process {holder})" if holder.isdigit() else "")
+                              + ": wait for it to finish, or grade into another --out folder") from None
+        with contextlib.suppress(OSError):  # only there to name the holder; a full disk may refuse it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -129,14 +169,15 @@ class Gradebook:
             if version > SCHEMA_VERSION:
                 raise GradebookError(f"{path} was written by a newer version of checks (schema {version}); "
                                      "upgrade checks or grade into another --out folder")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)  # idempotent
-            db.execute("BEGIN IMMEDIATE")
+            # one transaction (the schema is idempotent), written before WAL is switched on: a new
+            # gradebook then needs no journal bigger than itself (a disk near full, RLIMIT_FSIZE)
+            db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('assignment', ?), ('created_at', ?)",
                        (assignment, utc_now()))
             (held,) = db.execute("SELECT value FROM meta WHERE key = 'assignment'").fetchone()
             db.execute("COMMIT")
+            db.execute("PRAGMA journal_mode=WAL")
         if held != assignment:
             raise GradebookError(f"{path.parent} holds the grades of {held}, not {assignment}: "
                                  "grade each assignment into its own --out folder")
@@ -155,7 +196,9 @@ class Gradebook:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.rollback()
-            if isinstance(error, sqlite3.OperationalError):  # locked for too long, disk full, ...
+            if (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _UNWRITABLE:
+                raise GradebookUnwritable(f"{self.path}: {error}") from None
+            if isinstance(error, sqlite3.OperationalError):  # locked for too long, ...
                 raise GradebookError(f"{self.path}: {error}") from None
             raise GradebookError(f"{self.path} cannot be used ({error}); move it aside and grade again "
                                  "(the results.json files are not read back: they are rendered from it)") from None
@@ -198,6 +241,9 @@ class Gradebook:
                            [(r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
                              q.total_cases, q.feedback) for position, q in enumerate(r.questions)])
             db.execute("COMMIT")
+            # into the database file now: a checkpoint that fails (a full disk, RLIMIT_FSIZE) raises here
+            # instead of failing unseen when the connection closes, and the run stops at this submission
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def index(self) -> dict[str, Entry]:
         """Every submission held: its fingerprint and whether the grader managed to grade it."""

@@ -84,6 +84,7 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "") ->
         records=sorted(records, key=lambda g: g.name),
         graded=graded,
         failed=[g for g in sorted(records, key=lambda g: g.name) if not g.ok],
+        refused=[g for g in sorted(records, key=lambda g: g.name) if g.ok and g.result.refused],
         questions=question_stats(results),
         max_score=max_score,
         mean=statistics.fmean(totals) if totals else None,

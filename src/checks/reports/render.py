@@ -242,15 +242,19 @@ def question_stats(results: list[SubmissionResult]) -> list[QuestionStats]:
 
 
 def gradebook_csv(results: list[SubmissionResult]) -> str:
-    """One row per submission, one column per question, and the total."""
-    questions = question_names(results)
+    """One row per submission, one column per question, the total, and its status with the reason:
+    graded, refused (unreadable, scored 0) or not graded (the grader failed: no score at all)."""
+    questions = question_names([r for r in results if not r.error])
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["submission", *questions, "total", "graded"])
+    writer.writerow(["submission", *questions, "total", "status", "reason"])
     for result in sorted(results, key=lambda r: r.name):
+        if result.error:  # a grader failure is never a grade
+            writer.writerow([result.name, *("" for _ in questions), "", result.status, error_summary(result.error)])
+            continue
         scores = {q.qid: q.score for q in result.questions}
-        writer.writerow([result.name, *(scores.get(q, "") for q in questions), float(result.score),
-                         "no" if result.error else "yes"])
+        writer.writerow([result.name, *(scores.get(q, "") for q in questions), float(result.score), result.status,
+                         result.refused])
     return buffer.getvalue()
 
 
@@ -294,6 +298,8 @@ def submissions_table(results: list[SubmissionResult]) -> Table:
     for result in sorted(results, key=lambda r: r.name):
         lost = ", ".join(f"{q.qid} {q.score:g}/{q.max_score:g}" for q in result.questions if not q.passed)
         score = Text("grader error", style="red") if result.error else f"{result.score:g}/{result.max_score:g}"
+        if result.refused:
+            lost = f"refused: {result.refused}"
         table.add_row(Text(result.name), score, Text(lost or "-"))
     return table
 
@@ -333,6 +339,16 @@ def grader_errors_table(results: list[SubmissionResult]) -> Table:
     table.add_column("reason", overflow="fold")
     for result in sorted((r for r in results if r.error), key=lambda r: r.name):
         table.add_row(Text(result.name), Text(error_summary(result.error)))
+    return table
+
+
+def refused_table(results: list[SubmissionResult]) -> Table:
+    """Submissions that could not be read at all (scored 0), and why: worth a word to the student."""
+    table = Table(title="refused (scored 0)", title_justify="left", title_style="yellow")
+    table.add_column("submission")
+    table.add_column("reason", overflow="fold")
+    for result in sorted((r for r in results if r.refused and not r.error), key=lambda r: r.name):
+        table.add_row(Text(result.name), Text(result.refused))
     return table
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from checks.course.assignment import Assignment
 from checks.sandbox.jail import SANDBOX_UID_BASE
-from checks.sandbox.supervisor import Limits, WorkerConfig, Zygote, kill_uid, with_bytecode
+from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
 from checks.suites.scoring import CaseResult
 from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
@@ -39,6 +39,7 @@ class ChecksPlugin:
         self.files = files
         self._bytecode: dict[tuple[str, bytes], bytes | None] = {}  # compiled once, for every sandbox
         self.cases: list[CaseResult] = []
+        self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
         self._reference_given = False  # whether the open question's worker holds a reference file
@@ -142,6 +143,7 @@ class ChecksPlugin:
             return None
         passed = call.excinfo is None or call.excinfo.errisinstance(api.CaseSettled)
         error = None if passed else call.excinfo.value
+        self._note_sandbox_failure(error)
         message, grader_error = ("", False) if passed else _describe_failure(error, item.nodeid)
         if not passed and call.when == "teardown" and len(self.cases) > self._first_case_of_item:
             for case in self.cases[self._first_case_of_item:]:  # a failing teardown taints what it followed
@@ -153,11 +155,17 @@ class ChecksPlugin:
 
     def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
                              error: Exception | None) -> None:
+        self._note_sandbox_failure(error)
         message, grader_error = ("", False) if error is None else _describe_failure(error, item.nodeid)
         nodeid = f"{item.nodeid[:-1]}-{label}]" if item.nodeid.endswith("]") else f"{item.nodeid}[{label}]"
         self._record(item, nodeid, error is None, message, grader_error)
         if "device" in arguments:
             self.devices.add(str(arguments["device"]).split(":")[0])
+
+    def _note_sandbox_failure(self, error: BaseException | None) -> None:
+        """The sandbox itself could not start a worker: the grader's failure, never the student's."""
+        if isinstance(error, SandboxUnavailable):
+            self.sandbox_failures.append(str(error))
 
     def _record(self, item: pytest.Item, nodeid: str, passed: bool, message: str, grader_error: bool) -> None:
         options, test_key = self._item_info(item)

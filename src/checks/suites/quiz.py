@@ -23,9 +23,15 @@ MAX_QUIZ_BYTES = 64 * 1024
 REL_TOL = 1e-6
 
 
-def grade_quiz(items: tuple[QuizItem, ...], files: dict[str, bytes]) -> list[QuestionResult]:
+def grade_quiz(items: tuple[QuizItem, ...], files: dict[str, bytes],
+               unread: dict[str, str] | None = None) -> list[QuestionResult]:
+    """`unread`: files of the submission that were there but not read, and why (too big, say)."""
     if not items:
         return []
+    why_unread = (unread or {}).get(QUIZ_FILE)
+    if why_unread:
+        return [QuestionResult(item.qid, 0.0, item.points, f"{why_unread}: no quiz answers were graded.", 0, 1)
+                for item in items]
     answers, problem = read_answers(files.get(QUIZ_FILE))
     if problem:
         return [QuestionResult(item.qid, 0.0, item.points, problem, 0, 1) for item in items]

@@ -10,6 +10,7 @@ from checks.suites.describe import elide_arguments
 MAX_FAILURES_SHOWN = 3
 # how a failure caused by the untouched stub ends (suites/student.py, suites/api.py say it)
 STILL_THE_STUB = "(still the stub"
+GRADED, REFUSED, NOT_GRADED = "graded", "refused", "not graded"  # SubmissionResult.status
 
 
 @dataclass
@@ -52,6 +53,12 @@ class SubmissionResult:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     error: str = ""  # set when the grader could not grade the submission at all
+    refused: str = ""  # why the submission could not be read at all (graded 0: the student's doing)
+
+    @property
+    def status(self) -> str:
+        """graded, refused (unreadable: scored 0) or not graded (the grader failed: no score)."""
+        return NOT_GRADED if self.error else REFUSED if self.refused else GRADED
 
     @property
     def score(self) -> float:

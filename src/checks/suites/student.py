@@ -13,7 +13,8 @@ import sys
 from typing import Any, Callable
 
 from checks.sandbox import codec
-from checks.sandbox.supervisor import ReplyRefused, Worker, WorkerConfig, WorkerDied, WorkerTimedOut, Zygote
+from checks.sandbox.supervisor import (ReplyRefused, SandboxUnavailable, Worker, WorkerConfig, WorkerDied,
+                                      WorkerTimedOut, Zygote)
 from checks.suites.describe import summarize_call
 
 
@@ -137,6 +138,7 @@ class SubmissionWorkers:
         self.zygote = zygote
         self.hand_on = hand_on
         self._idle: tuple[WorkerConfig, Worker] | None = None
+        self._unavailable = ""  # why the sandbox could not start a worker: the later calls fail at once
 
     def take(self, config: WorkerConfig) -> Worker:
         """A worker holding `config`: the idle one if it holds the same and is fit for another
@@ -149,8 +151,15 @@ class SubmissionWorkers:
         return self.fresh(config)
 
     def fresh(self, config: WorkerConfig) -> Worker:
-        """A newly forked worker, never a handed-on one."""
-        return self.zygote.spawn(config)
+        """A newly forked worker, never a handed-on one. Once the sandbox could not start one, the
+        submission is not graded: the calls after fail at once instead of waiting on it again."""
+        if self._unavailable:
+            raise SandboxUnavailable(self._unavailable)
+        try:
+            return self.zygote.spawn(config)
+        except SandboxUnavailable as error:
+            self._unavailable = str(error)
+            raise
 
     def give_back(self, config: WorkerConfig, worker: Worker) -> None:
         """The question is over: keep its worker for the next one, if it is still there."""
