@@ -15,7 +15,7 @@ from checks.grading.batch import expand_submission_paths, grade_to_folder
 from checks.authoring.build import BuildError, build
 from checks.course.assignment import CourseError, find_course_root, list_assignments, load_assignment
 from checks.grading.session import Source, grade_sources
-from checks.sandbox.jail import choose as choose_isolation
+from checks.sandbox import jail
 from checks.progress import GradeProgress, print_summary
 from checks.reports.render import print_failures, question_table
 from checks.suites.scoring import SubmissionResult
@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "device", None):
         os.environ["CHECKS_DEVICE"] = args.device
+    if getattr(args, "isolation", None):  # the option wins over the variable: grading reads the variable
+        os.environ[jail.ENV_VARIABLE] = args.isolation
     try:
         root = args.course.resolve() if args.course else find_course_root()
         return args.run(root, args)
@@ -44,13 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"checks {__version__}")
     parser.add_argument("--course", type=Path, help="course folder (default: the nearest one with assignments/)")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    # shared by the commands that run student code
+    sandboxed = argparse.ArgumentParser(add_help=False)
+    sandboxed.add_argument("--isolation", choices=jail.LEVELS, default=None,
+                           help=f"sandbox level: auto (the strongest this machine allows), bwrap or fork "
+                                f"(default: ${jail.ENV_VARIABLE}, else auto)")
 
-    test = commands.add_parser("test", help="run the public checks on your work")
+    test = commands.add_parser("test", parents=[sandboxed], help="run the public checks on your work")
     test.add_argument("assignment")
     test.add_argument("path", nargs="?", type=Path, help="your folder (default: assignments/ASSIGNMENT)")
     test.set_defaults(run=_test)
 
-    grade = commands.add_parser("grade", help="grade submissions with the hidden suite")
+    grade = commands.add_parser("grade", parents=[sandboxed], help="grade submissions with the hidden suite")
     grade.add_argument("assignment")
     grade.add_argument("submissions", nargs="+", type=Path, help="folders or .zip files (or a folder of them)")
     grade.add_argument("--out", type=Path, required=True, help="output folder")
@@ -64,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     build_cmd.add_argument("--check", action="store_true", help="change nothing; fail if assignments/ is out of date")
     build_cmd.set_defaults(run=_build)
 
-    verify_cmd = commands.add_parser("verify", help="prove a hidden suite sound with the reference, stubs and mutants")
+    verify_cmd = commands.add_parser("verify", parents=[sandboxed],
+                                     help="prove a hidden suite sound with the reference, stubs and mutants")
     verify_cmd.add_argument("names", nargs="*", help="assignments (default: all)")
     verify_cmd.add_argument("--jobs", type=int, default=None)
     verify_cmd.set_defaults(run=_verify)
@@ -77,7 +85,8 @@ def _test(root: Path, args: argparse.Namespace) -> int:
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
     console.print(f"checks {__version__}: public checks of {assignment.name} on {path}")
-    (result,) = grade_sources(assignment, [Source.from_path(path)], public=True, jobs=1)
+    isolation = jail.choose()
+    (result,) = grade_sources(assignment, [Source.from_path(path)], public=True, jobs=1, isolation=isolation)
     _show(result, show_points=False)
     failed = [q for q in result.questions if not q.passed]
     if result.error:
@@ -104,9 +113,10 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
 
         if not torch.cuda.is_available():
             raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
+    isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
     paths = expand_submission_paths([p for p in args.submissions])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                  f"into {args.out} (sandbox: {choose_isolation().description}; device: {args.device})")
+                  f"into {args.out} (sandbox: {isolation.description}; device: {args.device})")
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                               listener=GradeProgress(console))
     print_summary(console, summary)
@@ -128,9 +138,10 @@ def _build(root: Path, args: argparse.Namespace) -> int:
 
 def _verify(root: Path, args: argparse.Namespace) -> int:
     all_ok = True
+    isolation = jail.choose()
     for name in args.names or list_assignments(root):
         assignment = load_assignment(root, name)
-        verdicts = verify(assignment, jobs=args.jobs)
+        verdicts = verify(assignment, jobs=args.jobs, isolation=isolation)
         table = Table(title=f"verify {name}", title_justify="left")
         for column in ("submission", "expectation", "ok", "detail"):
             table.add_column(column, overflow="fold")
