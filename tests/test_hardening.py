@@ -612,3 +612,54 @@ def test_a_submission_uid_at_the_fork_level_imports_what_the_zygote_did_not(make
                              isolation=isolation)
     assert result.sandbox_uid is not None or not isolation.per_submission_uid
     assert result.question("late.third").passed, result.question("late.third").feedback
+
+
+LEAVER = '''
+import os, time
+
+
+def leave_a_daemon(pid_file):
+    """Start a process that leaves our process group and outlives us: a daemon."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(pid_file, "w") as handle:
+                handle.write(str(os.getpid()))
+            time.sleep(60)
+        os._exit(0)
+    while not os.path.exists(pid_file):  # it is on its own before we answer
+        time.sleep(0.01)
+    return "left one"
+'''
+
+
+def test_a_daemon_of_a_worker_that_shares_the_zygotes_uid_is_killed(make_course, tmp_path):
+    """Without a uid per submission nothing can kill by uid: the zygote, whose orphans such
+    daemons become, kills them. Run with a shared uid on purpose."""
+    pid_file = tmp_path / "daemon.pid"
+    root = make_course({
+        "autograder/dmn/assignment.toml": 'files = ["leaver.py"]\n',
+        "autograder/dmn/test_dmn.py": f"""
+            from checks.suite import question, expect_equal
+
+            @question("leaver.leave", points=100)
+            def test_leave(student):
+                expect_equal(student.leaver.leave_a_daemon({str(pid_file)!r}), "left one")
+        """,
+        "assignments/dmn/.keep": "",
+        "subs/leaver/leaver.py": LEAVER,
+    })
+    shared_uid = jail.Isolation(jail.FORK, False, "fork: a uid shared with the zygote (as when not root)")
+    [result] = grade_sources(load_assignment(root, "dmn"), [Source.from_path(root / "subs/leaver")], jobs=1,
+                             isolation=shared_uid)
+    assert result.question("leaver.leave").passed, result.question("leaver.leave").feedback
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text())
+    daemon = int(pid_file.read_text())
+
+    def gone() -> bool:
+        try:
+            return Path(f"/proc/{daemon}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
+        except OSError:
+            return True
+
+    assert wait_for(gone), f"the daemon {daemon} outlived its submission"
