@@ -15,10 +15,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
