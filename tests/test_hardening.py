@@ -4,6 +4,10 @@ Each submission has an honest `honest.py` and an `attack.py` whose `run` does th
 hidden question `attack.run` is only passed by returning a secret written in the hidden test
 file, so reading the suite would earn its points. Every attack must cost exactly that question:
 `honest.add` and the quiz are graded normally, and nothing outside the sandbox changes.
+
+The batch is graded once at every isolation level this machine has (bwrap where it runs, fork
+always), so that a machine with bubblewrap still proves the fork level. What only the jail
+gives (the course hidden, no network, nothing shared between uids in /tmp) is tested at bwrap only.
 """
 
 from __future__ import annotations
@@ -24,8 +28,14 @@ from checks.grading.session import Source, grade_sources
 from checks.reports.render import write_submission_reports
 
 SECRET = secrets.token_hex(8)
-JAILED = jail.choose().per_submission_uid
+JAILED = jail.bwrap_problem() is None and jail.choose(jail.BWRAP).per_submission_uid
 needs_jail = pytest.mark.skipif(not JAILED, reason="needs the bubblewrap jail as root (.ci/run installs bubblewrap)")
+LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
+DEADLINE = 10.0  # seconds: what should happen at once may take this long on a loaded machine, no longer
+# only meaningful jailed: the fork level neither hides the course nor cuts the network (README)
+JAIL_ONLY = ("reads_the_suite", "uses_network")
+# only meaningful with a uid per submission (root): a fork swarm of the grader's own uid would starve it
+UID_ONLY = ("fork_swarm",)
 
 SUITE = {
     "autograder/toy/assignment.toml": """
@@ -88,7 +98,7 @@ ATTACKS = {
         import gc, json, pickle, socket, struct
         class Boom:
             def __reduce__(self):
-                return (exec, ("open('/tmp/checks-pwned', 'w')",))
+                return (exec, ("open('{marker}', 'w')",))
         def run(context):
             sock = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
             for frame in (json.dumps({"status": "returned"}).encode(), pickle.dumps(Boom())):
@@ -224,14 +234,38 @@ def write(path: Path, text: str | bytes) -> None:
         path.write_text(textwrap.dedent(text).replace("{secret}", SECRET))
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course")
+def processes_of(uids: set) -> list[str]:
+    """The pids of every process running as one of `uids`."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(uid_line.split()[1]) in uids:
+            found.append(status.parent.name)
+    return found
+
+
+def wait_for(condition, deadline: float = DEADLINE):
+    """Poll `condition` until it is true or `deadline` seconds have passed; its last value."""
+    give_up = time.monotonic() + deadline
+    while not (value := condition()) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    return value
+
+
+@pytest.fixture(scope="module", params=LEVELS)
+def batch(request, tmp_path_factory):
+    level = request.param
+    isolation = jail.choose(level)
+    root = tmp_path_factory.mktemp(f"course-{level}")
+    marker = Path(f"/tmp/checks-pwned-{SECRET}-{level}")  # a name of this run's own: nothing earlier can poison it
     for relative, text in SUITE.items():
         write(root / relative, text)
     (root / "assignments/toy").mkdir(parents=True)
     write(root / "solutions/toy/honest.py", HONEST)
-    submissions = {name: {"attack.py": attack} for name, attack in ATTACKS.items()}
+    submissions = {name: {"attack.py": attack.replace("{marker}", str(marker))} for name, attack in ATTACKS.items()}
     submissions["latin1_source"] = {"attack.py": "def run(context):\n    return 'caf\xe9'\n".encode("latin-1")}
     submissions["nested_quiz"] = {"attack.py": "def run(context):\n    return 1\n",
                                   "quiz.toml": "answer = " + "[" * 5000 + "]" * 5000}
@@ -247,12 +281,15 @@ def batch(tmp_path_factory):
     os.environ.update(TOY_ROOT=str(root), TOY_PORT=str(listener.getsockname()[1]))
     assignment = load_assignment(root, "toy")
     sources = [Source.from_path(root / "subs" / name) for name in submissions]
-    results = {r.name: r for r in grade_sources(assignment, sources, jobs=2)}
+    results = {r.name: r for r in grade_sources(assignment, sources, jobs=2, isolation=isolation)}
     out = root / "grades"
     for result in results.values():
         write_submission_reports(out, result)
     written = {path: path.read_bytes() for path in out.rglob("*.json")}
-    time.sleep(1.0)  # a surviving daemon would write now
+    uids = {result.sandbox_uid for result in results.values()} - {None}
+    # a surviving daemon would go on writing: the files are compared once no process is left
+    wait_for(lambda: not processes_of(uids))
+    survivors = processes_of(uids)
     received = []
     try:
         while True:
@@ -260,15 +297,21 @@ def batch(tmp_path_factory):
             received.append(conn.recv(100))
     except OSError:
         pass
-    uids = {result.sandbox_uid for result in results.values()}
-    yield {"root": root, "results": results, "written": written, "received": received, "uids": uids}
+    unpickled = marker.exists()
+    marker.unlink(missing_ok=True)
+    yield {"root": root, "level": level, "isolation": isolation, "results": results, "written": written,
+           "received": received, "uids": uids, "survivors": survivors, "unpickled": unpickled}
     listener.close()
+    for planted in ("/tmp/checks-planted", "/tmp/checks-daemon"):  # what the fork level lets a worker write
+        Path(planted).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("name", [*ATTACKS, "latin1_source"])
 def test_an_attack_costs_exactly_its_question(batch, name):
-    if name in ("kills_parent", "daemon", "reads_the_suite", "writes_outside", "uses_network", "fork_swarm") and not JAILED:
-        pytest.skip("needs the bubblewrap jail as root (.ci/run installs bubblewrap)")
+    if name in JAIL_ONLY and batch["level"] != jail.BWRAP:
+        pytest.skip("the fork level does not hide the course or cut the network (README: isolation levels)")
+    if name in UID_ONLY and not batch["isolation"].per_submission_uid:
+        pytest.skip("needs a uid per submission (run as root)")
     result = batch["results"][name]
     scores = {q.qid: q for q in result.questions}
     assert not result.error, result.error
@@ -299,28 +342,25 @@ def test_output_floods_reach_the_results_only_as_an_excerpt(batch):
     assert "x" * 50 in json.loads(results_file.read_text())["tests"][1]["output"]
 
 
-def test_nothing_was_unpickled_in_the_grader():
-    assert not Path("/tmp/checks-pwned").exists()
+def test_nothing_was_unpickled_in_the_grader(batch):
+    assert "unsupported type" in batch["results"]["pickle_payload"].question("attack.run").feedback  # it ran
+    assert not batch["unpickled"]
 
 
-@needs_jail
 def test_no_process_of_a_submission_survives_and_no_grader_file_changed(batch):
-    assert None not in batch["uids"]
-    survivors = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
-        except (OSError, StopIteration):
-            continue
-        if int(uid_line.split()[1]) in batch["uids"]:
-            survivors.append(status.parent.name)
-    assert survivors == []
+    if not batch["isolation"].per_submission_uid:
+        pytest.skip("needs a uid per submission (run as root) to find a submission's processes")
+    assert None not in {result.sandbox_uid for result in batch["results"].values()}
+    assert batch["survivors"] == []
     assert {path: path.read_bytes() for path in batch["written"]} == batch["written"]
     assert not (batch["root"] / "grades/daemon/results.json").read_text().startswith("pwned")
+    assert "pwned" not in (batch["root"] / "autograder/toy/test_toy.py").read_text()
+    assert not (batch["root"] / "planted.txt").exists()
 
 
-@needs_jail
 def test_the_jail_hides_the_course_and_blocks_writes_and_network(batch):
+    if batch["level"] != jail.BWRAP or not JAILED:
+        pytest.skip("only the bwrap jail (as root) hides the course, /tmp and the network")
     assert "found nothing" in batch["results"]["reads_the_suite"].question("attack.run").feedback
     assert not (batch["root"] / "planted.txt").exists() and not Path("/tmp/checks-planted").exists()
     assert "pwned" not in (batch["root"] / "autograder/toy/test_toy.py").read_text()
@@ -425,7 +465,8 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
         "subs/thief/good.py": "SECRET = 'mine'\n",
         "subs/thief/thief.py": THIEF,
     })
-    [result] = grade_sources(load_assignment(root, "leak"), [Source.from_path(root / "subs/thief")], jobs=1)
+    [result] = grade_sources(load_assignment(root, "leak"), [Source.from_path(root / "subs/thief")], jobs=1,
+                             isolation=jail.choose(jail.BWRAP))
     assert result.question("thief.steal").passed, result.question("thief.steal").feedback
     assert result.question("thief.find").passed, result.question("thief.find").feedback
 
@@ -450,10 +491,14 @@ def fill():
     return written
 
 
-def free_after(seconds):
-    time.sleep(seconds)
-    stats = os.statvfs(os.environ["HOME"])
-    return stats.f_bavail * stats.f_frsize // 2**20
+def free_within(seconds, mib):
+    """Whether `mib` MiB are free in the home's file system within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        stats = os.statvfs(os.environ["HOME"])
+        if stats.f_bavail * stats.f_frsize // 2**20 > mib or time.monotonic() > deadline:
+            return stats.f_bavail * stats.f_frsize // 2**20 > mib
+        time.sleep(0.05)
 '''
 
 
@@ -473,11 +518,145 @@ def test_a_full_home_costs_nothing_after_its_worker(make_course, monkeypatch):
 
             @question("filler.free", points=50, block_imports=("torch",))  # other imports: a fresh worker
             def test_free(student):
-                assert student.filler.free_after(1.0) > 48
+                assert student.filler.free_within(10.0, 48)
         """,
         "assignments/fill/.keep": "",
         "subs/filler/filler.py": FILLER,
     })
-    [result] = grade_sources(load_assignment(root, "fill"), [Source.from_path(root / "subs/filler")], jobs=1)
+    [result] = grade_sources(load_assignment(root, "fill"), [Source.from_path(root / "subs/filler")], jobs=1,
+                             isolation=jail.choose(jail.BWRAP))
     assert result.question("filler.fill").passed, result.question("filler.fill").feedback
     assert result.question("filler.free").passed, result.question("filler.free").feedback
+
+
+KILLER = '''
+import os, signal, time
+
+
+def kill_zygote():
+    """Kill the process that forked us, and make sure it is gone before answering."""
+    zygote = os.getppid()
+    os.kill(zygote, signal.SIGKILL)
+    while os.getppid() == zygote:
+        time.sleep(0.01)
+    return "killed it"
+
+
+def stop_zygote():
+    os.kill(os.getppid(), signal.SIGSTOP)
+    return "stopped it"
+
+
+def add(a, b):
+    return a + b
+'''
+
+
+def test_a_zygote_killed_or_stopped_by_a_worker_is_started_again(make_course):
+    """Where workers share the zygote's uid (fork or bwrap, not root) they can kill or stop it:
+    its supervisor starts another, and only the question that did it is lost. Run here with a
+    shared uid on purpose (as root the zygote's uid protects it)."""
+    root = make_course({
+        "autograder/zyg/assignment.toml": 'files = ["killer.py"]\nfresh_worker_per_question = true\n',
+        "autograder/zyg/test_zyg.py": """
+            from checks.suite import question, expect_equal
+
+            @question("killer.kill", points=30, timeout=20)
+            def test_kill(student):
+                expect_equal(student.killer.kill_zygote(), "alive")
+
+            @question("killer.stop", points=30, timeout=20)
+            def test_stop(student):
+                expect_equal(student.killer.stop_zygote(), "alive")
+
+            @question("killer.add", points=40, timeout=20)
+            def test_add(student):
+                expect_equal(student.killer.add(1, 2), 3)
+        """,
+        "assignments/zyg/.keep": "",
+        "subs/killer/killer.py": KILLER,
+        "subs/honest/killer.py": KILLER.replace('"killed it"', '"alive"').replace('''os.kill(os.getppid(), signal.SIGSTOP)
+    return "stopped it"''', 'return "alive"').replace("os.kill(zygote, signal.SIGKILL)", "return 'alive'"),
+    })
+    shared_uid = jail.Isolation(jail.FORK, False, "fork: a uid shared with the zygote (as when not root)")
+    sources = [Source.from_path(root / "subs" / name) for name in ("killer", "honest")]
+    results = {r.name: r for r in grade_sources(load_assignment(root, "zyg"), sources, jobs=1, isolation=shared_uid)}
+    killer, honest = results["killer"], results["honest"]
+    assert not killer.error and not honest.error, killer.error + honest.error
+    assert "returned 'killed it'" in killer.question("killer.kill").feedback
+    assert "returned 'stopped it'" in killer.question("killer.stop").feedback
+    assert killer.question("killer.add").passed, killer.question("killer.add").feedback
+    assert honest.score == 100, [q.feedback for q in honest.questions]
+
+
+def test_a_submission_uid_at_the_fork_level_imports_what_the_zygote_did_not(make_course):
+    """As root, a fork-level worker runs as the submission's uid: it must still be able to import
+    the standard library and site-packages, wherever Python is installed (a pyenv under /root)."""
+    root = make_course({
+        "autograder/imp/assignment.toml": 'files = ["late.py"]\n',
+        "autograder/imp/test_imp.py": """
+            from checks.suite import question, expect_equal
+
+            @question("late.third", points=100)
+            def test_third(student):
+                expect_equal(student.late.third(), "1/3")
+        """,
+        "assignments/imp/.keep": "",
+        "subs/late/late.py": "def third():\n    import fractions, zipapp\n    return str(fractions.Fraction(1, 3))\n",
+    })
+    isolation = jail.choose(jail.FORK)
+    [result] = grade_sources(load_assignment(root, "imp"), [Source.from_path(root / "subs/late")], jobs=1,
+                             isolation=isolation)
+    assert result.sandbox_uid is not None or not isolation.per_submission_uid
+    assert result.question("late.third").passed, result.question("late.third").feedback
+
+
+LEAVER = '''
+import os, time
+
+
+def leave_a_daemon(pid_file):
+    """Start a process that leaves our process group and outlives us: a daemon."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open(pid_file, "w") as handle:
+                handle.write(str(os.getpid()))
+            time.sleep(60)
+        os._exit(0)
+    while not os.path.exists(pid_file):  # it is on its own before we answer
+        time.sleep(0.01)
+    return "left one"
+'''
+
+
+def test_a_daemon_of_a_worker_that_shares_the_zygotes_uid_is_killed(make_course, tmp_path):
+    """Without a uid per submission nothing can kill by uid: the zygote, whose orphans such
+    daemons become, kills them. Run with a shared uid on purpose."""
+    pid_file = tmp_path / "daemon.pid"
+    root = make_course({
+        "autograder/dmn/assignment.toml": 'files = ["leaver.py"]\n',
+        "autograder/dmn/test_dmn.py": f"""
+            from checks.suite import question, expect_equal
+
+            @question("leaver.leave", points=100)
+            def test_leave(student):
+                expect_equal(student.leaver.leave_a_daemon({str(pid_file)!r}), "left one")
+        """,
+        "assignments/dmn/.keep": "",
+        "subs/leaver/leaver.py": LEAVER,
+    })
+    shared_uid = jail.Isolation(jail.FORK, False, "fork: a uid shared with the zygote (as when not root)")
+    [result] = grade_sources(load_assignment(root, "dmn"), [Source.from_path(root / "subs/leaver")], jobs=1,
+                             isolation=shared_uid)
+    assert result.question("leaver.leave").passed, result.question("leaver.leave").feedback
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text())
+    daemon = int(pid_file.read_text())
+
+    def gone() -> bool:
+        try:
+            return Path(f"/proc/{daemon}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
+        except OSError:
+            return True
+
+    assert wait_for(gone), f"the daemon {daemon} outlived its submission"

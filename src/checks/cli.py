@@ -20,7 +20,7 @@ from checks.course.assignment import (Assignment, CourseError, find_assignment_c
                                      list_assignments, load_assignment, load_copy, read_marker)
 from checks.course.submissions import SubmissionError, read_submission
 from checks.grading.session import Source, grade_sources
-from checks.sandbox.jail import choose as choose_isolation
+from checks.sandbox import jail
 from checks.progress import GradeProgress, print_summary
 from checks.pack import pack, submission_file_names
 from checks.reports.render import print_failures, question_table
@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "device", None):
         os.environ["CHECKS_DEVICE"] = args.device
+    if getattr(args, "isolation", None):  # the option wins over the variable: grading reads the variable
+        os.environ[jail.ENV_VARIABLE] = args.isolation
     try:
         return args.run(_course_root(args), args)
     except (CourseError, BuildError, ValueError) as error:
@@ -75,12 +77,16 @@ def _known_assignments() -> list[str]:
 
 
 def _command(commands: argparse._SubParsersAction, name: str, summary: str, description: str,
-             examples: str) -> argparse.ArgumentParser:
+             examples: str, *, runs_student_code: bool = False) -> argparse.ArgumentParser:
     parser = commands.add_parser(name, help=summary, description=textwrap.fill(description, 78),
                                  epilog="examples:\n" + examples,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     # also after the subcommand (`checks test 01_tensors --course ~/course`); SUPPRESS keeps the one before it
     parser.add_argument("--course", type=Path, default=argparse.SUPPRESS, metavar="DIR", help=COURSE_HELP)
+    if runs_student_code:
+        parser.add_argument("--isolation", choices=jail.LEVELS, default=None,
+                            help=f"sandbox level: auto (the strongest this machine allows), bwrap or fork "
+                                 f"(default: ${jail.ENV_VARIABLE}, else auto)")
     return parser
 
 
@@ -110,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
                     "only when graded), then each failing question's first failures. Exit status 0 only when "
                     "every public check passes and every quiz answer is well-formed.",
                     "  checks test 01_tensors               # assignments/01_tensors, or the copy you are in\n"
-                    "  checks test 01_tensors ~/my-copy     # another folder, or a .zip")
+                    "  checks test 01_tensors ~/my-copy     # another folder, or a .zip",
+                    runs_student_code=True)
     test.add_argument("assignment", help=assignment_help)
     test.add_argument("path", nargs="?", type=Path, metavar="PATH",
                       help="your folder or .zip (default: the copy of the assignment the current folder is in, "
@@ -135,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
                      "results.json and feedback.md (and .html) per submission, gradebook.csv, "
                      "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
                      "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
-                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade")
+                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade",
+                     runs_student_code=True)
     grade.add_argument("assignment", help=assignment_help)
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
                        help="a folder or .zip per student (or a folder that holds only them)")
@@ -161,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
                           "Grade the reference (it must score 100), the stubs (0) and every mutant in "
                           "mutants.toml (each must lose points on its own question only). Ends with one line "
                           "per assignment; exit status 1 when any expectation does not hold.",
-                          "  checks verify 01_tensors\n  checks verify            # every assignment")
+                          "  checks verify 01_tensors\n  checks verify            # every assignment",
+                          runs_student_code=True)
     verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
     verify_cmd.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                             help="submissions graded at once (default: all cores)")
@@ -272,9 +281,10 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
 
         if not torch.cuda.is_available():
             raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
+    isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
     paths = expand_submission_paths([p for p in args.submissions])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                  f"into {args.out} (sandbox: {choose_isolation().description}; device: {args.device})")
+                  f"into {args.out} (sandbox: {isolation.description}; device: {args.device})")
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                               listener=GradeProgress(console))
     print_summary(console, summary)
@@ -309,9 +319,10 @@ def _build(root: Path, args: argparse.Namespace) -> int:
 
 def _verify(root: Path, args: argparse.Namespace) -> int:
     all_ok = True
+    isolation = jail.choose()
     for name in args.names or list_assignments(root):
         assignment = load_assignment(root, name)
-        verdicts = verify(assignment, jobs=args.jobs)
+        verdicts = verify(assignment, jobs=args.jobs, isolation=isolation)
         table = Table(title=f"verify {name}", title_justify="left")
         for column in ("submission", "expectation", "ok", "detail"):
             table.add_column(column, overflow="fold")

@@ -14,6 +14,7 @@ from checks.authoring.build import release_files
 from checks.course.assignment import Assignment, CourseError, read_course_toml
 from checks.course.schema import MUTANTS_TOML
 from checks.grading.session import Source, grade_sources
+from checks.sandbox.jail import Isolation
 from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import read_submission
 
@@ -69,14 +70,15 @@ def load_mutants(assignment: Assignment) -> list[Mutant]:
     return mutants
 
 
-def verify(assignment: Assignment, *, jobs: int | None = None) -> list[Verdict]:
-    """Grade reference, stubs and every mutant; one verdict per expectation."""
+def verify(assignment: Assignment, *, jobs: int | None = None, isolation: Isolation | None = None) -> list[Verdict]:
+    """Grade reference, stubs and every mutant; one verdict per expectation. `isolation`: as
+    for grading.grade_sources."""
     reference = read_submission(assignment.solution_dir).files
     stubs = release_files(assignment.solution_dir)
     mutants = load_mutants(assignment)
     sources = [Source.from_files(REFERENCE, reference), Source.from_files(STUBS, stubs)]
     sources += [Source.from_files(f"mutant:{m.name}", m.apply(reference)) for m in mutants]
-    results = {r.name: r for r in grade_sources(assignment, sources, jobs=jobs)}
+    results = {r.name: r for r in grade_sources(assignment, sources, jobs=jobs, isolation=isolation)}
     verdicts = [_full_marks(results[REFERENCE]), _nothing(results[STUBS])]
     questions = {q.qid for q in results[REFERENCE].questions}
     verdicts += [_only_question(results[f"mutant:{m.name}"], m, questions) for m in mutants]

@@ -73,7 +73,8 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
                   isolation: Isolation | None = None) -> Iterator[SubmissionResult]:
     """Grade each source in a forked child; yield results as they finish (any order).
 
-    `isolation` defaults to the strongest this machine allows (jail.choose()).
+    `isolation` defaults to the level $CHECKS_ISOLATION asks for, else the strongest this
+    machine allows (jail.choose()).
     """
     isolation = isolation or jail.choose()
     names = [source.name for source in sources]

@@ -5,8 +5,12 @@ read-only whitelist of the file system: the system, the Python installation and 
 package, nothing of the course (autograder/, solutions/), the submissions or the grader's
 output. Started as root, each submission's workers also drop to a uid of their own, so that
 process limits count per submission and every process a submission started can be killed.
-Without bubblewrap (a student's laptop) workers are plain forked processes: fine for local
-checks of one's own code, and said so in every report.
+Without bubblewrap (most Docker containers, a student's laptop) workers are plain forked
+processes with resource limits, and still a uid of their own when started as root; they can
+read what that uid may read and reach the network. Every report names the level that ran.
+
+The level is asked for as `auto` (the strongest this machine allows), `bwrap` or `fork`: by the
+CLI's --isolation, else the CHECKS_ISOLATION environment variable (see requested()).
 """
 
 from __future__ import annotations
@@ -16,14 +20,18 @@ import glob
 import os
 import shutil
 import site
+import stat
 import subprocess
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
 import checks
 
 FORK, BWRAP, AUTO = "fork", "bwrap", "auto"
+LEVELS = (AUTO, BWRAP, FORK)
+ENV_VARIABLE = "CHECKS_ISOLATION"
 SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged uid per submission
 TMP_BYTES = 2 * 2**30  # the jail's /tmp, where the workers' homes are (memory: a tmpfs)
 
@@ -33,20 +41,80 @@ class Isolation:
     kind: str  # FORK or BWRAP
     per_submission_uid: bool
     description: str
+    # fork level, as root, where the Python installation is not readable by other users (say,
+    # under /root): the submission's uid keeps the right to read (never to write) any file,
+    # without which its imports fail
+    reads_everything: bool = False
 
 
-def choose(requested: str = AUTO) -> Isolation:
-    """The strongest isolation this machine allows (or the one asked for, if it works)."""
-    if requested == FORK:
-        return Isolation(FORK, False, "fork: process group and resource limits only (no file system or network jail)")
+class IsolationUnavailable(ValueError):
+    """The level asked for is unknown, or cannot run on this machine; str() says which and why."""
+
+
+def requested(option: str | None = None) -> str:
+    """The level asked for: `option` (the CLI's --isolation) wins, then $CHECKS_ISOLATION, then auto."""
+    level = (option or os.environ.get(ENV_VARIABLE) or AUTO).strip().lower()
+    if level not in LEVELS:
+        source = "--isolation" if option else ENV_VARIABLE
+        raise IsolationUnavailable(f"{source}={level!r}: the isolation level is one of {', '.join(LEVELS)}")
+    return level
+
+
+def choose(level: str | None = None) -> Isolation:
+    """The isolation `level` asks for (default: requested()); `auto` is the strongest this
+    machine allows. IsolationUnavailable when bwrap is asked for where it cannot run."""
+    level = requested(level)
+    root = os.geteuid() == 0
+    if level == FORK:
+        return _fork("asked for", root)
     problem = bwrap_problem()
     if problem is None:
-        if os.geteuid() == 0:
+        if root:
             return Isolation(BWRAP, True, "bwrap: namespaces, read-only file system, no network, a uid per submission")
         return Isolation(BWRAP, False, "bwrap (unprivileged): namespaces, read-only file system, no network")
-    if requested == BWRAP:
-        raise RuntimeError(f"the bwrap sandbox was asked for but cannot run: {problem}")
-    return Isolation(FORK, False, f"fork: process group and resource limits only; no jail because {problem}")
+    if level == BWRAP:
+        raise IsolationUnavailable(f"the bwrap sandbox was asked for but cannot run here: {problem} "
+                                   f"(use --isolation fork, or {ENV_VARIABLE}=fork)")
+    return _fork(f"no jail because {problem}", root)
+
+
+def _fork(why: str, root: bool) -> Isolation:
+    """Plain forked workers; as root, each submission's run as a uid of their own."""
+    what = "a uid per submission and resource limits" if root else "process group and resource limits only"
+    hidden = python_hidden_from_others() if root else None
+    if hidden is not None and not _may_read_everything():
+        what = f"process group and resource limits only, the grader's uid ({hidden} is not readable by other users)"
+        return Isolation(FORK, False, f"fork: {what}; no file system or network jail ({why})")
+    if hidden is not None:
+        what += f" (the uid may read every file: {hidden} is not readable by other users)"
+    return Isolation(FORK, root, f"fork: {what}; no file system or network jail ({why})",
+                     reads_everything=hidden is not None)
+
+
+def _may_read_everything() -> bool:
+    """Whether we hold CAP_DAC_READ_SEARCH to hand on (Docker's default root does not)."""
+    try:
+        with open("/proc/self/status") as status:
+            effective = next(line for line in status if line.startswith("CapEff:")).split()[1]
+    except (OSError, StopIteration, IndexError):
+        return False
+    return bool(int(effective, 16) & (1 << 2))  # CAP_DAC_READ_SEARCH
+
+
+def python_hidden_from_others() -> str | None:
+    """A folder of the Python installation or the `checks` package that a user other than its
+    owner cannot read (a pyenv under /root, say), or None when all of it is readable."""
+    wanted = {Path(sys.prefix), Path(sys.base_prefix), Path(sysconfig.get_paths()["stdlib"]),
+              Path(checks.__file__).parent, *map(Path, site.getsitepackages())}
+    for path in sorted(path.resolve() for path in wanted if path.exists()):
+        for folder in [*reversed(path.parents), path]:
+            needed = stat.S_IXOTH | (stat.S_IROTH if folder == path else 0)
+            try:
+                if os.stat(folder).st_mode & needed != needed:
+                    return str(folder)
+            except OSError:
+                return str(folder)
+    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,8 +3,13 @@
 The zygote (see zygote.py) is started before any hidden test or reference code is imported, so
 nothing secret is in the memory a worker inherits, and inside the bubblewrap jail when there is
 one (see jail.py). It has torch imported: forking it costs milliseconds, importing torch seconds.
-Each worker runs in its own process group (and, jailed as root, its submission's own uid) and is
+Each worker runs in its own process group (and, as root, its submission's own uid) and is
 killed with it; a crash or hang costs the calls of the question it serves and nothing else.
+A zygote killed or stopped by a worker is started again by its supervisor (see zygote.py).
+
+Each run has a folder /tmp/checks-zygote-* (the spawn socket; with fork isolation the workers'
+homes too) that names the process it belongs to; a run that was killed (kill -9) leaves it
+behind, and the next run removes it (remove_dead_runs) unless the zygote already did.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from checks.sandbox.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, Fra
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
+SPAWN_ATTEMPTS = 3  # a zygote killed while it served a request is replaced: ask the new one
+RUN_PREFIX, OWNER_FILE = "checks-zygote-", "owner"
 
 # A worker is handed on to the submission's next question only while it stays this small: the
 # next question then still has (nearly) the whole CPU and memory limit to itself.
@@ -231,7 +238,11 @@ class Zygote:
         `sandbox_imports`); `huge_pages`: make forking cheaper at a second's cost up front (see
         hugepages.py), which pays off over a batch."""
         self.isolation = isolation or jail.choose(jail.FORK)
-        self._dir = tempfile.mkdtemp(prefix="checks-zygote-")
+        remove_dead_runs()
+        self._dir = tempfile.mkdtemp(prefix=RUN_PREFIX)
+        _claim(self._dir)
+        if self.isolation.kind == jail.FORK and self.isolation.per_submission_uid:
+            os.chmod(self._dir, 0o711)  # workers' homes are in here: their uids must reach them, not list them
         self.address = os.path.join(self._dir, "spawn.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.address)
@@ -248,27 +259,35 @@ class Zygote:
             self.pid = os.fork()
             if self.pid == 0:
                 try:
-                    zygote.warm_up(imports)
-                    zygote.serve_spawns(listener, homes=self._dir, huge_pages=huge_pages)
+                    os.setsid()  # not in the grader's process group: a worker's killpg cannot reach the grader
+                    zygote.supervise(listener, homes=self._dir, run_dir=self._dir, imports=imports,
+                                     huge_pages=huge_pages)
                 finally:
                     os._exit(0)
         listener.close()
 
     def spawn(self, config: WorkerConfig) -> Worker:
         """Fork a fresh worker holding `config`'s files and limits."""
-        ours, theirs = socket.socketpair()
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-                conn.settimeout(SPAWN_TIMEOUT)
-                conn.connect(self.address)
-                socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
-                (pid,) = zygote.PID.unpack(recv_exact(conn, zygote.PID.size))
-        except (OSError, EOFError) as error:
-            ours.close()
-            raise SandboxUnavailable(self._why_unavailable(error)) from None
-        finally:
-            theirs.close()
-        send_frame(ours, pickle.dumps(config.to_wire(), protocol=pickle.HIGHEST_PROTOCOL))
+        for attempt in range(SPAWN_ATTEMPTS):
+            ours, theirs = socket.socketpair()
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                    conn.settimeout(SPAWN_TIMEOUT)
+                    conn.connect(self.address)
+                    socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
+                    (pid,) = zygote.PID.unpack(recv_exact(conn, zygote.PID.size))
+                break
+            except (EOFError, ConnectionResetError) as error:  # the zygote died serving us: another is starting
+                ours.close()
+                if attempt + 1 == SPAWN_ATTEMPTS:
+                    raise SandboxUnavailable(self._why_unavailable(error)) from None
+            except OSError as error:  # no supervisor listens: the sandbox itself is gone
+                ours.close()
+                raise SandboxUnavailable(self._why_unavailable(error)) from None
+            finally:
+                theirs.close()
+        wire = {**config.to_wire(), "read_everything": self.isolation.reads_everything}
+        send_frame(ours, pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL))
         return Worker(pid, ours)
 
     def _why_unavailable(self, error: BaseException) -> str:
@@ -286,13 +305,54 @@ class Zygote:
                 os.waitpid(self.pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-        shutil.rmtree(self._dir, ignore_errors=True)  # with fork isolation, every worker's home too
+        zygote.remove_tree(self._dir)  # with fork isolation, every worker's home too
 
     def __enter__(self) -> "Zygote":
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def remove_dead_runs(temp_dir: str | None = None) -> list[str]:
+    """Remove the run folders (/tmp/checks-zygote-*) whose process is gone, and say which: what
+    a grader killed with kill -9 left behind. A live run's folder, or one we cannot tell, stays."""
+    removed: list[str] = []
+    if not os.path.isdir("/proc/self"):  # not Linux: no way to tell a dead run from a live one
+        return removed
+    temp_dir = temp_dir or tempfile.gettempdir()
+    try:
+        names = [name for name in os.listdir(temp_dir) if name.startswith(RUN_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        folder = os.path.join(temp_dir, name)
+        try:
+            if os.lstat(folder).st_uid != os.geteuid() and os.geteuid() != 0:
+                continue  # another user's: not ours to judge
+            with open(os.path.join(folder, OWNER_FILE)) as owner:
+                pid_text, started = owner.read().split()
+        except (OSError, ValueError):
+            continue  # not a run folder of this version, or being made right now
+        if _process_start(int(pid_text)) != started:
+            zygote.remove_tree(folder)
+            removed.append(folder)
+    return removed
+
+
+def _claim(folder: str) -> None:
+    """Write who the run folder belongs to: a pid, and its start time (pids are reused)."""
+    with open(os.path.join(folder, OWNER_FILE), "w") as owner:
+        owner.write(f"{os.getpid()} {_process_start(os.getpid())}\n")
+
+
+def _process_start(pid: int) -> str | None:
+    """When the process started (clock ticks since boot), or None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
 
 
 def kill_uid(uid: int) -> None:

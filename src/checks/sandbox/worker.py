@@ -40,6 +40,8 @@ IPC_RMID = 0
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 7, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
+LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
 
 
 # ---------------------------------------------------------------- framing, shared with the grader
@@ -131,7 +133,11 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
+        if config.get("read_everything"):
+            _keep_capabilities()
         os.setuid(uid)  # from here on nothing of root is left: not even the saved uid
+        if config.get("read_everything"):
+            _read_everything()
         _remove_leftovers(uid)
     os.environ.update(HOME=home, TMPDIR=home)
     tempfile.tempdir = home
@@ -157,6 +163,23 @@ def _hand_over(home: str, uid: int) -> None:
         for name in names:
             os.chown(os.path.join(folder, name), uid, uid)
     os.chmod(home, 0o700)
+
+
+def _keep_capabilities() -> None:
+    """Keep the permitted capabilities across setuid (to be narrowed at once by _read_everything)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS) failed")
+
+
+def _read_everything() -> None:
+    """Keep only CAP_DAC_READ_SEARCH (read any file, never write one), for this process and what
+    it executes: the fork level's answer to a Python installation other users cannot read."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)(*[1 << CAP_DAC_READ_SEARCH] * 3, 0, 0, 0)  # effective, permitted, inheritable
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0)  # best effort: exec'd children
 
 
 def _remove_leftovers(uid: int) -> None:

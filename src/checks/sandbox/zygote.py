@@ -1,10 +1,16 @@
-"""The zygote: a warm process (torch imported) that forks one sandbox worker per request.
+"""The zygote: a warm process (torch imported) that forks one sandbox worker per request, and
+the supervisor that starts it again whenever it dies or stops.
 
-It is either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
+Both are either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
 `python -m checks.sandbox.zygote FD [--import MODULE]... [--huge-pages]`, FD being the listening socket
 it inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's
 pid. The zygote never reads anything else from a client, so a worker that connects to it learns
 nothing.
+
+Where a worker shares the zygote's uid (fork isolation, or bwrap, when not root) it can kill or
+stop the zygote, its parent. So the zygote is a child of a supervisor, in a process group of its
+own: the supervisor holds the listening socket (requests wait in its backlog meanwhile) and forks
+a new zygote from its own warm heap in milliseconds. Only the question that did it is affected.
 """
 
 from __future__ import annotations
@@ -22,13 +28,16 @@ import socket
 import struct
 import subprocess
 import tempfile
+import time
 from typing import Iterable
 
 from checks.sandbox import hugepages, worker
 
 PID = struct.Struct("!i")
 REAP_INTERVAL = 0.2  # seconds between looks for dead workers while no spawn request comes
-PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+RESTART_PAUSE = 0.1  # before starting again a zygote that died within its first second (doubles, up to 5 s)
+CLEANUP_WAIT = 1.0  # at most, for the workers killed when the grader is gone
 
 # What torch imports on first use of a feature, at seconds a time in every process that forks
 # from us instead of once: torch.optim's first step pulls in torch._dynamo, and
@@ -36,25 +45,73 @@ PR_SET_CHILD_SUBREAPER = 36
 LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
 
 
-def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: bool = False) -> None:
-    """Fork a worker per connection until the process that started us is gone.
+def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str | None = None,
+              imports: Iterable[str] = (), huge_pages: bool = False) -> None:
+    """Warm up, then keep one zygote serving `listener` until the process that started us dies.
 
-    Each worker gets a home under `homes` (default: the temp dir), removed once it has died.
-    `huge_pages`: worth its second when many workers will be forked (see hugepages.py).
+    A zygote that exits or is stopped (a worker of its uid killed or stopped it) is replaced.
+    `homes`, `run_dir`: see serve_spawns. `huge_pages`: worth its second when many workers will be
+    forked (see hugepages.py).
     """
-    if homes is not None:
-        tempfile.tempdir = homes
-    _close_inherited_descriptors(keep=listener.fileno())
     parent = os.getppid()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel: no zombie lingers
-    _adopt_orphans()
+    _die_with_parent(parent)
+    _close_inherited_descriptors(keep=listener.fileno())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
+    # not a subreaper: the workers of a zygote that died must not become our children, or a
+    # killpg of their new parent's group would reach us
+    warm_up(imports)
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
         hugepages.collapse_heap()
+    pause = RESTART_PAUSE
+    while True:
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)  # a worker's killpg of its parent's group reaches the zygote only
+                serve_spawns(listener, homes=homes, run_dir=run_dir)
+            finally:
+                os._exit(0)
+        _wait_until_gone(pid)
+        if time.monotonic() - started < 1.0:  # failing at once: do not spin
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
+        else:
+            pause = RESTART_PAUSE
+
+
+def _wait_until_gone(zygote: int) -> None:
+    """Wait until the zygote has exited; a stopped zygote is killed first."""
+    while True:
+        try:
+            _, status = os.waitpid(zygote, os.WUNTRACED)
+        except ChildProcessError:
+            return
+        if os.WIFSTOPPED(status):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(zygote, signal.SIGKILL)
+            continue
+        return
+
+
+def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str | None = None) -> None:
+    """Fork a worker per connection until the process that started us (the supervisor) is gone.
+
+    Each worker gets a home under `homes` (default: the temp dir), removed once it has died.
+    Processes a worker leaves behind become ours and are killed (see _kill_orphans). When the
+    supervisor is gone (the grader ended or was killed) the workers still alive are killed, their
+    homes removed, and `run_dir` (the grader's folder of this run, if given) with them.
+    """
+    if homes is not None:
+        tempfile.tempdir = homes
+    parent = os.getppid()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel: no zombie lingers
+    _adopt_orphans()
     listener.settimeout(REAP_INTERVAL)
-    living: dict[int, str] = {}  # a pidfd of each worker -> its home
+    living: dict[int, tuple[int, str]] = {}  # a pidfd of each worker -> its pid and home
     while os.getppid() == parent:
+        _kill_orphans(living)
         try:
             conn, _ = listener.accept()
         except socket.timeout:
@@ -83,26 +140,57 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, huge_pages: 
                 conn.sendall(PID.pack(pid))
             except OSError:
                 pass
+    _end_run(living, run_dir)
 
 
-def _watch(pid: int, home: str, living: dict[int, str]) -> None:
+def _end_run(living: dict[int, tuple[int, str]], run_dir: str | None) -> None:
+    """The grader is gone (kill -9 included): nothing of its run may stay behind."""
+    for pidfd, (pid, _) in living.items():
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # its process group too (safe: the pidfd says it was alive)
+    deadline = time.monotonic() + CLEANUP_WAIT
+    while living and time.monotonic() < deadline:
+        select.select(list(living), [], [], max(0.0, deadline - time.monotonic()))
+        _remove_homes_of_the_dead(living)
+    _kill_orphans(living)
+    if run_dir is not None:
+        remove_tree(run_dir)
+
+
+def _kill_orphans(living: dict[int, tuple[int, str]]) -> None:
+    """Kill our children that are not workers: what a worker left behind (a daemon that left its
+    process group) is reparented to us, the subreaper, and must not outlive its submission.
+    Where workers have another uid than ours this may not be allowed: their graders kill by uid."""
+    workers = {pid for pid, _ in living.values()}
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as children:
+            orphans = [int(pid) for pid in children.read().split() if int(pid) not in workers]
+    except OSError:  # not Linux
+        return
+    for pid in orphans:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _watch(pid: int, home: str, living: dict[int, tuple[int, str]]) -> None:
     """Learn of the worker's death through a pidfd (readable once it has exited, reaped or not)."""
     try:
-        living[os.pidfd_open(pid)] = home
+        living[os.pidfd_open(pid)] = (pid, home)
     except ProcessLookupError:  # dead already
         _remove_home(home)
     except (AttributeError, OSError):  # no pidfds (not Linux): its home stays until the end
         pass
 
 
-def _remove_homes_of_the_dead(living: dict[int, str]) -> None:
+def _remove_homes_of_the_dead(living: dict[int, tuple[int, str]]) -> None:
     """A batch's worth of homes would otherwise fill the jail's /tmp."""
     if not living:
         return
     dead, _, _ = select.select(list(living), [], [], 0)
     for pidfd in dead:
         os.close(pidfd)
-        _remove_home(living.pop(pidfd))
+        _remove_home(living.pop(pidfd)[1])
 
 
 def _remove_home(home: str) -> None:
@@ -144,6 +232,24 @@ def _empty(folder: str) -> None:
     if os.listdir(folder):
         for command in (["chmod", "-R", "u+rwx", folder], ["find", folder, "-mindepth", "1", "-delete"]):
             subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def remove_tree(folder: str) -> None:
+    """Remove `folder` and all in it, however a student locked what is inside. Never raises."""
+    with contextlib.suppress(OSError):
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            _empty(folder)
+            os.rmdir(folder)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Killed with the process that started us, kill -9 included (we are then no one's)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the zygote notices its parent's death itself
+        return
+    if os.getppid() != parent:  # it died before prctl took effect
+        os._exit(0)
 
 
 def _adopt_orphans() -> None:
@@ -204,10 +310,9 @@ def main() -> None:
     parser.add_argument("--import", dest="imports", action="append", default=[], help="a module to import up front")
     parser.add_argument("--huge-pages", action="store_true")
     options = parser.parse_args()
-    warm_up(options.imports)
     listener = socket.socket(fileno=options.fd)
     try:
-        serve_spawns(listener, huge_pages=options.huge_pages)
+        supervise(listener, imports=options.imports, huge_pages=options.huge_pages)
     finally:
         os._exit(0)
 

@@ -1,0 +1,64 @@
+"""Choosing the isolation level: --isolation wins over CHECKS_ISOLATION, auto is the strongest
+this machine allows, and bwrap where it cannot run is a clear error, never a silent fork."""
+
+from __future__ import annotations
+
+import pytest
+
+from checks import cli
+from checks.sandbox import jail
+
+COURSE = {
+    "autograder/one/assignment.toml": 'files = ["one.py"]\n',
+    "autograder/one/test_one.py": "",
+    "assignments/one/one.py": "def one():\n    return 1\n",
+    "assignments/one/tests/test_one.py": """
+        from checks.suite import question, expect_equal
+
+        @question("one.one", points=1)
+        def test_one(student):
+            expect_equal(student.one.one(), 1)
+    """,
+}
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch, tmp_path):
+    """A PATH without bubblewrap, as in most Docker containers."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    jail.bwrap_problem.cache_clear()
+    yield
+    jail.bwrap_problem.cache_clear()
+
+
+def test_the_option_wins_over_the_variable_and_auto_is_the_default(monkeypatch):
+    monkeypatch.delenv(jail.ENV_VARIABLE, raising=False)
+    assert jail.requested() == jail.AUTO
+    monkeypatch.setenv(jail.ENV_VARIABLE, "FORK")
+    assert jail.requested() == jail.FORK
+    assert jail.requested(jail.BWRAP) == jail.BWRAP
+    assert jail.choose().kind == jail.FORK
+    monkeypatch.setenv(jail.ENV_VARIABLE, "chroot")
+    with pytest.raises(jail.IsolationUnavailable, match="CHECKS_ISOLATION='chroot'.*auto, bwrap, fork"):
+        jail.choose()
+
+
+def test_auto_falls_back_to_fork_and_says_why_but_bwrap_asked_for_is_an_error(no_bwrap, monkeypatch):
+    monkeypatch.delenv(jail.ENV_VARIABLE, raising=False)
+    chosen = jail.choose()
+    assert chosen.kind == jail.FORK and "bubblewrap (bwrap) is not installed" in chosen.description
+    with pytest.raises(jail.IsolationUnavailable, match="bwrap sandbox was asked for but cannot run here"):
+        jail.choose(jail.BWRAP)
+
+
+def test_the_cli_refuses_bwrap_where_it_cannot_run_and_runs_what_the_option_asks(no_bwrap, make_course,
+                                                                                  monkeypatch, capsys):
+    root = make_course(COURSE)
+    monkeypatch.setenv(jail.ENV_VARIABLE, jail.BWRAP)  # main() sets it from --isolation: restored after the test
+    assert cli.main(["--course", str(root), "test", "one"]) == 2
+    assert "bwrap sandbox was asked for but cannot run here" in capsys.readouterr().out
+    assert cli.main(["--course", str(root), "grade", "one", str(root / "assignments/one"),
+                     "--out", str(root / "out")]) == 2
+    assert not (root / "out").exists()  # refused before anything was written
+    assert cli.main(["--course", str(root), "test", "one", "--isolation", "fork"]) == 0
+    assert "1 of 1 questions pass" in capsys.readouterr().out
