@@ -108,3 +108,12 @@ def test_run_autograder_writes_no_score_when_the_grader_fails(tmp_path):
     assert run.returncode != 0
     assert "no score was written" in run.stderr
     assert not (root / "results/results.json").exists()
+
+
+def test_the_exported_course_grades_with_its_reference_files_in_place_of_solutions(tmp_path):
+    export = export_gradescope(load_assignment(REPO, "02_autograd"), tmp_path)
+    with zipfile.ZipFile(export.zip_path) as archive:
+        archive.extractall(tmp_path / "source")
+    exported = load_assignment(tmp_path / "source/course", "02_autograd")
+    assert not exported.solution_dir.exists()
+    assert exported.reference_files(("rules.py",)) == {"rules.py": (REPO / "solutions/02_autograd/rules.py").read_bytes()}
