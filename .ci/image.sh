@@ -19,6 +19,8 @@ BASE_IMAGE=localhost/bookworm-base
 PYTHON="${PYTHON_BIN:-.venv/bin/python}"
 mkdir -p "$WORK"
 
+say() { echo "image [$((SECONDS / 60))m$((SECONDS % 60))s]: $*"; }  # time since this script started
+
 ensure_tools() {
     local missing=()
     command -v podman >/dev/null || missing+=(podman)
@@ -27,8 +29,10 @@ ensure_tools() {
     if [ "${#missing[@]}" -gt 0 ]; then
         local sudo=""
         [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
-        $sudo apt-get update -qq
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+        say "installing ${missing[*]}"
+        { $sudo apt-get update -qq \
+          && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+          > "$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; return 1; }
     fi
     local nofile nproc
     nofile="$(ulimit -Hn)"; [ "$nofile" = unlimited ] && nofile=1048576
@@ -49,7 +53,7 @@ CONF
 
 base_image() {
     podman image exists "$BASE_IMAGE" && return
-    echo "image: making $BASE_IMAGE with mmdebstrap (Debian bookworm, Python 3.11, bubblewrap)"
+    say "making $BASE_IMAGE with mmdebstrap (Debian bookworm, Python 3.11, bubblewrap)"
     mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,bubblewrap bookworm "$WORK/rootfs.tar"
     podman import --quiet "$WORK/rootfs.tar" "$BASE_IMAGE" >/dev/null
     rm -f "$WORK/rootfs.tar"
@@ -61,6 +65,7 @@ wheels() {
     stamp="$(cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)"
     [ -f "$WORK/wheels/.stamp-$stamp" ] && return
     rm -rf "$WORK/wheels"
+    say "downloading the pinned wheels into $WORK/wheels"
     "$PYTHON" -m pip download --quiet --dest "$WORK/wheels" --only-binary=:all: \
         -r constraints.txt "torch==2.13.0+cpu" "setuptools>=68" 2>&1 | grep -v "is ignored" || true
     touch "$WORK/wheels/.stamp-$stamp"
@@ -69,14 +74,14 @@ wheels() {
 build() {
     local flavour="${1:-cpu}"
     ensure_tools; base_image; wheels
-    echo "image: building localhost/checks-$flavour from docker/$flavour/Dockerfile on $BASE_IMAGE"
+    say "building localhost/checks-$flavour from docker/$flavour/Dockerfile on $BASE_IMAGE"
     # docker format: the OCI format drops SHELL (bash with pipefail)
     podman build --quiet --format docker "${ULIMITS[@]}" --network=none --volume "$WORK/wheels:/wheels:ro" \
         --build-arg BASE="$BASE_IMAGE" --build-arg TORCH_REQUIREMENT="torch==2.13.0+cpu" \
         --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
         -f "docker/$flavour/Dockerfile" -t "localhost/checks-$flavour" . \
         > /dev/null 2> >(grep -v 'missing .*PIP_.* build argument' >&2)  # pip settings left unset on purpose
-    podman image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' "localhost/checks-$flavour"
+    say "built $(podman image ls --format '{{.Repository}}:{{.Tag}}, {{.Size}}' "localhost/checks-$flavour")"
 }
 
 check() {
@@ -84,6 +89,7 @@ check() {
     rm -rf "$WORK/host" "$WORK/subs" "$WORK"/image-*
     # the examples as a class uploads them: real folders (two of them link into the course)
     cp -RL examples/01_tensors "$WORK/subs"
+    say "grading examples/01_tensors on the host, then in the image twice"
     "$PYTHON" -m checks.cli grade 01_tensors examples/01_tensors --out "$WORK/host" --regrade >/dev/null
     # podman's default seccomp profile lets bubblewrap start in the container; Docker's does not
     "$PYTHON" .ci/seccomp_without_userns.py /usr/share/containers/seccomp.json "$WORK/seccomp.json"
@@ -98,7 +104,7 @@ grade_in_image() {
     podman run --rm --network=none "${ULIMITS[@]}" "$@" -v "$WORK/subs:/subs:ro" -v "$out:/out" \
         localhost/checks-cpu grade 01_tensors '/subs/*' --out /out > "$out.log" 2>&1 \
         || { cat "$out.log"; return 1; }
-    echo "image ${out##*/}: $(head -n 3 "$out.log" | tr -s ' \n' ' ')"
+    say "${out##*/}: $(head -n 3 "$out.log" | tr -s ' \n' ' ')"
 }
 
 check_gpu() {
