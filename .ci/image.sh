@@ -7,7 +7,8 @@
 # configuration finds torch's CPU wheel. podman keeps images in its own storage, never here.
 #
 #   .ci/image.sh build [cpu|gpu]  build localhost/checks-cpu, or the GPU recipe on the same base
-#                                 with torch's CPU wheel (localhost/checks-gpu)
+#                                 with torch's CPU wheel (localhost/checks-gpu: its steps are the
+#                                 CPU recipe's, so here it reuses the CPU image's layers)
 #   .ci/image.sh check            build if needed, grade examples/01_tensors in the CPU image with
 #                                 --network=none; exit 1 unless every score equals the host's
 #   .ci/image.sh check-gpu        build the GPU recipe, grade the reference in it: it must score 100
@@ -78,10 +79,11 @@ build() {
     # docker format: the OCI format drops SHELL (bash with pipefail)
     podman build --quiet --format docker "${ULIMITS[@]}" --network=none --volume "$WORK/wheels:/wheels:ro" \
         --build-arg BASE="$BASE_IMAGE" --build-arg TORCH_REQUIREMENT="torch==2.13.0+cpu" \
+        --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu \
         --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
         -f "docker/$flavour/Dockerfile" -t "localhost/checks-$flavour" . \
         > /dev/null 2> >(grep -v 'missing .*PIP_.* build argument' >&2)  # pip settings left unset on purpose
-    say "built $(podman image ls --format '{{.Repository}}:{{.Tag}}, {{.Size}}' "localhost/checks-$flavour")"
+    say "built localhost/checks-$flavour, $(podman image ls --format '{{.Size}}' --filter reference="localhost/checks-$flavour")"
 }
 
 check() {
@@ -114,7 +116,7 @@ check_gpu() {
         grade 01_tensors /opt/checks/examples/01_tensors/reference --out /out >/dev/null
     local score
     score="$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["score"])' "$WORK/gpu/reference/results.json")"
-    echo "image-check gpu recipe (CPU base, torch's CPU wheel): reference scores $score of 100"
+    say "the GPU recipe (on the CPU base, with torch's CPU wheel) grades the reference $score of 100"
     [ "$score" = "100.0" ]
 }
 
