@@ -83,7 +83,7 @@ build() {
         --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
         -f "docker/$flavour/Dockerfile" -t "localhost/checks-$flavour" . \
         > /dev/null 2> >(grep -v 'missing .*PIP_.* build argument' >&2)  # pip settings left unset on purpose
-    say "built localhost/checks-$flavour, $(podman image ls --format '{{.Size}}' --filter reference="localhost/checks-$flavour")"
+    say "built localhost/checks-$flavour, $(podman image ls --format '{{.Size}}' --filter reference="localhost/checks-$flavour" | head -n 1)"
 }
 
 check() {
