@@ -4,14 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo test test-all bench image image-check clean
 
 setup: $(STAMP)
 
 $(STAMP): constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[course]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -30,6 +30,16 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grade_throughput.py
+
+# The CPU grading image (docker/cpu) on a machine with podman and no Docker daemon, such as CI's:
+# installs podman, runc and mmdebstrap when missing (.ci/image.sh holds this machine's quirks).
+image: $(STAMP)
+	bash .ci/image.sh build cpu
+
+# Build the image if needed, grade examples/01_tensors inside it (--network=none) and compare
+# every score with the host's; fails when one differs.
+image-check: $(STAMP)
+	bash .ci/image.sh check
 
 clean:
 	rm -rf $(VENV) grades

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 import textwrap
@@ -27,6 +28,7 @@ from checks.reports.render import print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 from checks.suites.scoring import SubmissionResult
 from checks.authoring.verify import verify
+from checks.exports.gradescope import export_gradescope
 
 console = Console(highlight=False)
 
@@ -175,6 +177,16 @@ def _parser() -> argparse.ArgumentParser:
     verify_cmd.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                             help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
+
+    export = _command(commands, "export", "write an assignment's grader for another course tool",
+                      "Write what another course tool needs to grade an assignment with its hidden suite. "
+                      "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
+                      "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder.",
+                      "  checks export gradescope 01_tensors --out export/01_tensors")
+    export.add_argument("tool", choices=["gradescope"], help="the tool to export for")
+    export.add_argument("assignment", help=assignment_help)
+    export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
+    export.set_defaults(run=_export)
     return parser
 
 
@@ -282,7 +294,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
-    paths = expand_submission_paths([p for p in args.submissions])
+    paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)])
     console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                   f"into {args.out} (sandbox: {isolation.description}; device: {args.device})")
     summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
@@ -290,6 +302,15 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     print_summary(console, summary)
     console.print(Text(_grade_line(assignment.name, summary)))
     return 1 if summary.failed else 0
+
+
+def _unquoted_glob(path: Path) -> list[Path]:
+    """A pattern no shell expanded (`docker run IMAGE grade 01_tensors '/subs/*'`: the entrypoint has
+    none) matches as the shell would; a path that exists, or a pattern matching nothing, stays as given."""
+    text = str(path)
+    if path.exists() or not any(char in text for char in "*?["):
+        return [path]
+    return [Path(match) for match in sorted(glob.glob(text))] or [path]
 
 
 def _grade_line(name: str, summary: BatchSummary) -> str:
@@ -333,6 +354,18 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
         console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
         all_ok &= held == len(verdicts)
     return 0 if all_ok else 1
+
+
+def _export(root: Path, args: argparse.Namespace) -> int:
+    assignment = load_assignment(root, args.assignment)
+    export = export_gradescope(assignment, args.out)
+    course = [name for name in export.names if name.startswith("course/")]
+    console.print(Text(f"wrote {export.zip_path}: setup.sh, run_autograder, checks and its pinned environment, "
+                       f"and {len(course)} hidden course file(s):"))
+    for name in course:
+        console.print(Text(f"  {name.removeprefix('course/')}"))
+    console.print("Upload it as the autograder of a Gradescope programming assignment (Ubuntu base image).")
+    return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ from typing import Any
 from checks.course.schema import ASSIGNMENT_TOML, Schema, problems
 
 
+REFERENCES_DIR = "references"  # an exported grader's reference files, in place of solutions/
+
+
 class CourseError(Exception):
     """The course tree is missing something the command needs; str() says what and where."""
 
@@ -58,6 +61,13 @@ class Assignment:
         return self.root / "solutions" / self.name
 
     @property
+    def reference_dir(self) -> Path:
+        """Where reference files a suite grades with (use_reference) come from: solutions/<name>/, or
+        references/<name>/ in an exported grader, which ships only those files (checks.exports)."""
+        exported = self.root / REFERENCES_DIR / self.name
+        return exported if not self.solution_dir.is_dir() and exported.is_dir() else self.solution_dir
+
+    @property
     def autograder_dir(self) -> Path:
         return self.root / "autograder" / self.name
 
@@ -79,10 +89,11 @@ class Assignment:
         return {name: (self.release_dir / name).read_bytes() for name in self.provided}
 
     def reference_files(self, names: tuple[str, ...]) -> dict[str, bytes]:
-        missing = [name for name in names if not (self.solution_dir / name).is_file()]
+        folder = self.reference_dir
+        missing = [name for name in names if not (folder / name).is_file()]
         if missing:
-            raise CourseError(f"the reference {', '.join(missing)} is not in {self.solution_dir}")
-        return {name: (self.solution_dir / name).read_bytes() for name in names}
+            raise CourseError(f"the reference {', '.join(missing)} is not in {folder}")
+        return {name: (folder / name).read_bytes() for name in names}
 
 
 def find_course_root(start: Path | None = None) -> Path:
