@@ -15,7 +15,7 @@ from checks.suites.scoring import QuestionResult, SubmissionResult
 
 NOT_YET = "not yet"
 STYLE = ("<style>.checks-report table{border-collapse:collapse;margin:.4em 0}"
-         ".checks-report td,.checks-report th{padding:.2em .7em;text-align:left;border-bottom:1px solid #ddd}"
+         ".checks-report td,.checks-report th{padding:.2em .7em;text-align:left!important;border-bottom:1px solid #ddd}"
          ".checks-report .ok{color:#1a7f37}.checks-report .bad{color:#cf222e}.checks-report .todo{color:#9a6700}"
          ".checks-report pre{white-space:pre-wrap;background:#f6f8fa;padding:.5em}</style>")
 
