@@ -67,9 +67,47 @@ def run_checks(folder: Path, question: str | None = None, *, timeout: float | No
 
 
 def _kill_group(child: subprocess.Popen) -> None:
-    """Stop the runner and everything it started (the sandbox's zygote and workers)."""
+    """Stop the runner and everything it started. The sandbox's jail runs in a session of its own,
+    and its workers as another uid, so the process group is not enough: the runner's whole tree is
+    frozen first (so that nothing new is forked), then killed, group and all."""
+    import psutil
+
+    frozen: set[psutil.Process] = set()
+    try:
+        tree = [psutil.Process(child.pid)]
+        for _ in range(3):  # a process forked while we walked is caught by the next walk
+            found = [p for p in tree + _descendants(tree[0]) if p not in frozen]
+            if not found:
+                break
+            for process in found:
+                _quietly(process.suspend)
+            frozen.update(found)
+    except psutil.NoSuchProcess:
+        pass
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for process in frozen:
+        _quietly(process.kill)
     child.wait()
+    psutil.wait_procs(list(frozen), timeout=5)
+
+
+def _descendants(process: Any) -> list[Any]:
+    import psutil
+
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _quietly(action: Any) -> None:
+    """Signal a process that may have ended meanwhile."""
+    import psutil
+
+    try:
+        action()
+    except psutil.NoSuchProcess:
+        pass
