@@ -98,6 +98,16 @@ def test_one_question_is_shown_alone_and_an_unknown_one_lists_the_questions(shel
     assert "has no question 'strides.ofset'" in report.problem and "strides.offset" in report.problem
 
 
+def test_a_big_notebook_beside_the_files_is_not_read_and_a_misnamed_file_is_pointed_out(copy_01):
+    """The notebook with its outputs is no part of a submission: 6 MiB of it must not stop the checks."""
+    (copy_01 / "01_tensors.ipynb").write_bytes(b"{}" + b" " * (6 * 2**20))
+    (copy_01 / "broadcasting.py").rename(copy_01 / "broadcasting.PY")
+    report = run_checks(copy_01)
+    assert report.problem == ""
+    assert any("found broadcasting.PY: rename it to broadcasting.py" in note for note in report.notes), report.notes
+    assert {row.qid: row.state for row in report.rows}["strides.numel"] == "not yet"
+
+
 def test_usage_and_a_folder_that_is_no_assignment(shell, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     shell.run_line_magic("load_ext", "checks")

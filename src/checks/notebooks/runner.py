@@ -1,21 +1,22 @@
 """The child process `%checks test` starts: the public checks on a notebook's folder.
 
 It runs them through the same library path as `checks test` (grading.session.grade_sources with
-public=True, then the quiz's form), and writes the result as JSON to a file the kernel names, so
-that nothing the student's code does, nor the grader's own start-up, can reach the kernel: the
-kernel only reads plain data back. Run as `python -m checks.notebooks.runner FOLDER OUT [QUESTION]`.
+public=True, then the quiz's form) on the files `checks pack` would upload, and writes the result
+as JSON to a file the kernel names, so that nothing the student's code does, nor the grader's own
+start-up, can reach the kernel: the kernel only reads plain data back. Run as `python -m checks.notebooks.runner FOLDER OUT [QUESTION]`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                       load_assignment, load_copy, read_marker)
-from checks.course.submissions import SubmissionError, read_submission
+from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS
 from checks.grading.session import Source, grade_sources
 from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
 
@@ -37,6 +38,28 @@ def assignment_of(folder: Path) -> Assignment:
     return load_assignment(root, name)
 
 
+def graded_files(assignment: Assignment, folder: Path) -> dict[str, bytes]:
+    """What `checks pack` would upload from `folder` (the assignment's files and quiz.toml), and any
+    file that looks like one of them (`strides.PY`, `tests/strides.py`), so that the checks can say
+    what to rename. Nothing else is read: the notebook itself, its outputs and data (often
+    megabytes) are not part of a submission and must not stop the checks."""
+    wanted = [*assignment.files, QUIZ_FILE]
+    files: dict[str, bytes] = {}
+    for here, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            path = Path(here) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            relative = path.relative_to(folder).as_posix()
+            if any(name.lower() == w.lower() or name.lower().startswith(w.lower() + ".") for w in wanted):
+                if path.stat().st_size > MAX_FILE_BYTES:
+                    raise CourseError(f"{relative} is {path.stat().st_size // 2**20} MiB; the grader reads files "
+                                      f"up to {MAX_FILE_BYTES // 2**20} MiB")
+                files[relative] = path.read_bytes()
+    return files
+
+
 def run_public_checks(folder: Path, question: str | None = None) -> dict:
     """The public checks of `folder` as plain data: the submission result, quiz forms, and the
     question asked for (all when None). A question the suite does not have is an error that
@@ -44,11 +67,9 @@ def run_public_checks(folder: Path, question: str | None = None) -> dict:
     assignment = assignment_of(folder)
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
-    (result,) = grade_sources(assignment, [Source.from_path(folder)], public=True, jobs=1)
-    try:
-        quiz_bytes = read_submission(folder).files.get(QUIZ_FILE)
-    except SubmissionError:
-        quiz_bytes = None
+    files = graded_files(assignment, folder)
+    (result,) = grade_sources(assignment, [Source.from_files(folder.name, files)], public=True, jobs=1)
+    quiz_bytes = files.get(QUIZ_FILE)
     quiz, quiz_problem = check_answers(answer_kinds(assignment), quiz_bytes)
     known = [q.qid for q in result.questions] + [form.qid for form in quiz]
     if question is not None and not result.error:
