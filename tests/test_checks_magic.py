@@ -173,3 +173,12 @@ def test_the_notebook_picks_up_an_edit_without_a_kernel_restart(copy_01):
                             resources={"metadata": {"path": str(copy_01)}}).execute()
     assert notebook.cells[1].outputs[0]["text"] == "not yet\n"
     assert notebook.cells[3].outputs[0]["text"] == "6\n"
+
+
+def test_quiz_rows_say_answered_not_yet_or_malformed():
+    result = {"name": "01_tensors", "assignment": "01_tensors", "questions": []}
+    quiz = [{"key": "a", "ok": True, "note": "answered (number)"}, {"key": "b", "ok": False, "note": "no answer yet"},
+            {"key": "c", "ok": False, "note": "expected a number, got 'six'"}]
+    report = ChecksReport.from_runner({"result": result, "quiz": quiz, "quiz_problem": "", "question": None})
+    assert [(row.qid, row.state) for row in report.rows] == [("quiz.a", "quiz ok"), ("quiz.b", "not yet"),
+                                                             ("quiz.c", "failed")]

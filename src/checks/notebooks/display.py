@@ -26,7 +26,7 @@ class Row:
 
     qid: str
     checks: str
-    state: str  # "passed", "not yet", "failed", "quiz ok", "quiz missing"
+    state: str  # "passed", "not yet" (a stub, or no quiz answer yet), "failed", "quiz ok"
     status: str
 
 
@@ -42,7 +42,8 @@ def question_row(q: QuestionResult) -> Row:
 
 def quiz_row(form: AnswerForm) -> Row:
     note = form.note + ("; it is marked when graded" if form.ok else "")
-    return Row(form.qid, "", "quiz ok" if form.ok else NOT_YET, note)
+    state = "quiz ok" if form.ok else NOT_YET if form.note == "no answer yet" else "failed"  # failed: malformed
+    return Row(form.qid, "", state, note)
 
 
 @dataclass
