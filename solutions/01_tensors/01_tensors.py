@@ -222,7 +222,7 @@ print("yours:", yours(broadcasting.broadcast_index, (1, 2, 3), (2, 3, 4), (3, 1)
 # says whether your answer is there and is a number; whether it is right is marked only when
 # you are graded.
 #
-# **broadcast_numel.** You add a tensor of shape (1, 3) to one of shape (2, 1). The result has
+# **broadcast_numel**: you add a tensor of shape (1, 3) to one of shape (2, 1). The result has
 # shape (R, C): how many elements, R × C, does it hold? Work it out with the align-right rule,
 # then check it with `torch.broadcast_shapes` if you like.
 #

@@ -70,48 +70,102 @@ print("torch:", torch.ones(2, 3, dtype=torch.float64).sum(0).numpy())
 print("yours:", yours(rules.sum_to_shape, np.ones((2, 3)), (3,)))
 
 # %% [markdown]
-# ## rules.add_backward, rules.sub_backward
+# ## rules.add_backward
 #
-# `a + b` passes `grad` to both inputs unchanged; `a - b` passes `grad` and `-grad`. With
-# broadcasting, each is then summed down to its input's shape: here `b`'s gradient has shape (3,).
-# (`%checks test rules.add_backward`, `%checks test rules.sub_backward`)
+# `a + b` passes `grad` to both inputs unchanged. With broadcasting, each is then summed down to
+# its input's shape: here `b`'s gradient has shape (3,). (`%checks test rules.add_backward`)
 
 # %%
-print("torch:", torch_vjp(lambda x, y: x + y, g, a, b)[1], torch_vjp(lambda x, y: x - y, g, a, b)[1])
-print("yours:", yours(lambda: rules.add_backward(g, a, b)[1]), yours(lambda: rules.sub_backward(g, a, b)[1]))
+print("torch:", torch_vjp(lambda x, y: x + y, g, a, b)[1])
+print("yours:", yours(lambda: rules.add_backward(g, a, b)[1]))
 
 # %% [markdown]
-# ## rules.mul_backward, rules.div_backward
+# ## rules.sub_backward
 #
-# For `a * b` the local derivatives are `b` and `a`: the VJPs are `grad * b` and `grad * a`.
-# For `a / b` they are `1/b` and `-a/b**2`. (`%checks test rules.mul_backward`, `rules.div_backward`)
+# `a - b` passes `grad` to `a` and `-grad` to `b`, each summed down to its shape.
+# (`%checks test rules.sub_backward`)
 
 # %%
-print("torch:", torch_vjp(lambda x, y: x * y, g, a, b)[1], torch_vjp(lambda x, y: x / y, g, a, b)[1])
-print("yours:", yours(lambda: rules.mul_backward(g, a, b)[1]), yours(lambda: rules.div_backward(g, a, b)[1]))
+print("torch:", torch_vjp(lambda x, y: x - y, g, a, b)[1])
+print("yours:", yours(lambda: rules.sub_backward(g, a, b)[1]))
 
 # %% [markdown]
-# ## rules.neg_backward, exp_backward, log_backward
+# ## rules.mul_backward
 #
-# One input each: `-a` gives `-grad`; `exp(a)` gives `grad * exp(a)`; `log(a)` gives `grad / a`.
-# (`%checks test rules.neg_backward`, `rules.exp_backward`, `rules.log_backward`)
+# For `a * b` the local derivatives are `b` and `a`: the VJPs are `grad * b` and `grad * a`
+# (then summed down, as always). (`%checks test rules.mul_backward`)
+
+# %%
+print("torch:", torch_vjp(lambda x, y: x * y, g, a, b)[1])
+print("yours:", yours(lambda: rules.mul_backward(g, a, b)[1]))
+
+# %% [markdown]
+# ## rules.div_backward
+#
+# For `a / b` the local derivatives are `1/b` and `-a/b**2`. (`%checks test rules.div_backward`)
+
+# %%
+print("torch:", torch_vjp(lambda x, y: x / y, g, a, b)[1])
+print("yours:", yours(lambda: rules.div_backward(g, a, b)[1]))
+
+# %% [markdown]
+# ## rules.neg_backward
+#
+# The unary ops take one input and return a one-element tuple. `-a` gives `-grad`.
+# (`%checks test rules.neg_backward`)
+
+# %%
+print("torch:", torch_vjp(torch.neg, g, a)[0][0])
+print("yours:", yours(lambda: rules.neg_backward(g, a)[0][0]))
+
+# %% [markdown]
+# ## rules.exp_backward
+#
+# $\frac{d}{da} e^a = e^a$: the VJP is `grad * exp(a)`. (`%checks test rules.exp_backward`)
+
+# %%
+print("torch:", torch_vjp(torch.exp, g, a)[0][0])
+print("yours:", yours(lambda: rules.exp_backward(g, a)[0][0]))
+
+# %% [markdown]
+# ## rules.log_backward
+#
+# $\frac{d}{da} \log a = 1/a$: the VJP is `grad / a`. (`%checks test rules.log_backward`)
 
 # %%
 pos = np.abs(a) + 0.5
 print("torch:", torch_vjp(torch.log, g, pos)[0][0])
-print("yours:", yours(lambda: rules.log_backward(g, pos)[0][0]), yours(lambda: rules.exp_backward(g, a)[0].shape))
+print("yours:", yours(lambda: rules.log_backward(g, pos)[0][0]))
 
 # %% [markdown]
-# ## rules.relu_backward, tanh_backward, sigmoid_backward
+# ## rules.relu_backward
 #
 # `relu` passes `grad` where `a > 0` and 0 elsewhere; at exactly `a == 0` PyTorch uses 0, and so
-# do we. $\tanh' = 1 - \tanh^2$ and $\sigma' = \sigma(1 - \sigma)$.
-# (`%checks test rules.relu_backward`, `rules.tanh_backward`, `rules.sigmoid_backward`)
+# do we. (`%checks test rules.relu_backward`)
 
 # %%
 z = np.array([-1.0, 0.0, 2.0])
-print("torch:", torch_vjp(torch.relu, np.ones(3), z)[0], torch_vjp(torch.sigmoid, np.ones(3), z)[0])
-print("yours:", yours(rules.relu_backward, np.ones(3), z), yours(rules.sigmoid_backward, np.ones(3), z))
+print("torch:", torch_vjp(torch.relu, np.ones(3), z)[0])
+print("yours:", yours(lambda: rules.relu_backward(np.ones(3), z)[0]))
+
+# %% [markdown]
+# ## rules.tanh_backward
+#
+# $\tanh'(a) = 1 - \tanh^2(a)$. (`%checks test rules.tanh_backward`)
+
+# %%
+print("torch:", torch_vjp(torch.tanh, np.ones(3), z)[0])
+print("yours:", yours(lambda: rules.tanh_backward(np.ones(3), z)[0]))
+
+# %% [markdown]
+# ## rules.sigmoid_backward
+#
+# $\sigma'(a) = \sigma(a)\,(1 - \sigma(a))$, at most 0.25 (at $a = 0$).
+# (`%checks test rules.sigmoid_backward`)
+
+# %%
+print("torch:", torch_vjp(torch.sigmoid, np.ones(3), z)[0])
+print("yours:", yours(lambda: rules.sigmoid_backward(np.ones(3), z)[0]))
 
 # %% [markdown]
 # ## rules.pow_backward
@@ -138,29 +192,50 @@ print("torch:", [x.shape for x in torch_vjp(torch.matmul, gm, m, n)])
 print("yours:", yours(lambda: [x.shape for x in rules.matmul_backward(gm, m, n)]))
 
 # %% [markdown]
-# ## rules.sum_backward, rules.mean_backward
+# ## rules.sum_backward
 #
-# A sum copies `grad` back to every element it added up (`mean` also divides by how many). With
-# `keepdims=False` the summed axes are gone from `grad`: put them back (size 1) before broadcasting.
-# (`%checks test rules.sum_backward`, `rules.mean_backward`)
+# A sum copies `grad` back to every element it added up. With `keepdims=False` the summed axes
+# are gone from `grad`: put them back (size 1) before broadcasting. `axis` is an int, a tuple of
+# ints or None (everything). (`%checks test rules.sum_backward`)
 
 # %%
 gs = rng.standard_normal(3)
+print("torch:", torch_vjp(lambda x: x.sum(0), gs, a)[0])
+print("yours:", yours(lambda: rules.sum_backward(gs, a, axis=0)[0]))
+
+# %% [markdown]
+# ## rules.mean_backward
+#
+# As the sum, divided by how many elements each mean averaged. (`%checks test rules.mean_backward`)
+
+# %%
 print("torch:", torch_vjp(lambda x: x.mean(0), gs, a)[0])
 print("yours:", yours(lambda: rules.mean_backward(gs, a, axis=0)[0]))
 
 # %% [markdown]
-# ## The engine: engine.tensor_basics, engine.ops_forward
+# ## The engine: engine.tensor_basics
 #
-# `engine.Tensor(data, requires_grad=False)` holds a float64 array in `.data`, with `.grad`
-# (None at first), `.is_leaf`, `.grad_fn`, `.shape` and `.item()`. Each operation (`+ - * /`, `**`,
-# `@`, `.exp()`, `.relu()`, `.sum()` ...) computes its result with NumPy and, when some input
-# requires grad and recording is on, records a node: the rule to call on the way back and the
-# inputs to send gradients to. (`%checks test engine.tensor_basics`, `engine.ops_forward`)
+# `engine.Tensor(data, requires_grad=False)` holds a float64 copy of `data` in `.data`, with
+# `.grad` (None at first), `.is_leaf`, `.grad_fn`, `.shape` and `.item()`.
+# (`%checks test engine.tensor_basics`)
 
 # %%
-print("torch:", torch.tensor([[1.0, 2.0]], requires_grad=True).relu().sum().item())
-print("yours:", yours(lambda: engine.Tensor([[1.0, 2.0]], requires_grad=True).relu().sum().item()))
+t = torch.tensor([[1, 2]], dtype=torch.float64)
+print("torch:", tuple(t.shape), t.dtype, t.grad, t.is_leaf)
+print("yours:", yours(lambda: (engine.Tensor([[1, 2]]).shape, engine.Tensor([[1, 2]]).data.dtype,
+                               engine.Tensor([[1, 2]]).grad, engine.Tensor([[1, 2]]).is_leaf)))
+
+# %% [markdown]
+# ## engine.ops_forward
+#
+# Each operation (`+ - * /` with a tensor or a number on either side, `**`, `@`, `.exp()`,
+# `.relu()`, `.sum()` ...) computes its result with NumPy and, when some input requires grad and
+# recording is on, records a node: the rule to call on the way back and the inputs to send
+# gradients to. (`%checks test engine.ops_forward`)
+
+# %%
+print("torch:", (2 - torch.tensor([[1.0, 2.0]], requires_grad=True)).relu().sum().item())
+print("yours:", yours(lambda: (2 - engine.Tensor([[1.0, 2.0]], requires_grad=True)).relu().sum().item()))
 
 # %% [markdown]
 # ## engine.backward_graphs
@@ -185,13 +260,10 @@ def engine_b_grad():
 print("yours: b.grad =", yours(engine_b_grad))
 
 # %% [markdown]
-# ## engine.accumulation, engine.retain_graph, engine.backward_args
+# ## engine.accumulation
 #
-# Leaves **accumulate**: a second `backward()` adds to `.grad` (zero it between steps). A second
-# backward through the same graph needs `retain_graph=True` the first time, otherwise it raises
-# RuntimeError. `grad` defaults to 1 only for a one-element result; a bigger one needs an explicit
-# `grad`, and so does nothing that does not require grad (RuntimeError).
-# (`%checks test engine.accumulation`, `engine.retain_graph`, `engine.backward_args`)
+# Leaves **accumulate**: a second `backward()` adds to `.grad`, which is why a training loop
+# zeroes the gradients before each step. (`%checks test engine.accumulation`)
 
 # %%
 w = torch.tensor(1.0, requires_grad=True)
@@ -200,18 +272,59 @@ w = torch.tensor(1.0, requires_grad=True)
 print("torch: after two backward() calls w.grad =", w.grad.item())
 
 # %% [markdown]
-# ## engine.leaf_and_grad_fn, engine.no_grad_detach, engine.zero_grad
+# ## engine.retain_graph
 #
-# A tensor you create is a leaf (`grad_fn` is None); a result of a recorded op is not, and keeps
-# no `.grad` unless you call `.retain_grad()`. Inside `with engine.no_grad():` nothing is recorded;
-# `.detach()` gives the same data with no history. `zero_grad(tensors, set_to_none=True)` resets
-# each `.grad`. (`%checks test engine.leaf_and_grad_fn`, `engine.no_grad_detach`, `engine.zero_grad`)
+# A backward pass frees what the graph saved for it; a second backward through the same graph
+# raises RuntimeError, unless the first was called with `retain_graph=True`.
+# (`%checks test engine.retain_graph`)
+
+# %%
+v = torch.tensor(1.0, requires_grad=True)
+loss = v * v
+loss.backward(retain_graph=True)
+loss.backward()  # without retain_graph above: RuntimeError
+print("torch: two passes through v * v at v = 1, v.grad =", v.grad.item())
+
+# %% [markdown]
+# ## engine.backward_args
+#
+# `grad` defaults to 1 only for a one-element result: a bigger one needs an explicit `grad`
+# (RuntimeError otherwise), and so does a tensor that does not require grad.
+# (`%checks test engine.backward_args`)
+
+# %%
+try:
+    (torch.ones(2, requires_grad=True) * 2).backward()
+except RuntimeError as refusal:
+    print("torch refuses:", refusal)
+
+# %% [markdown]
+# ## engine.leaf_and_grad_fn
+#
+# A tensor you create is a leaf (`grad_fn` is None); the result of a recorded op is not, and keeps
+# no `.grad` unless you call `.retain_grad()` on it. (`%checks test engine.leaf_and_grad_fn`)
 
 # %%
 x = torch.tensor([1.0, 2.0], requires_grad=True)
+print("torch:", x.is_leaf, x.grad_fn, (x * 2).is_leaf, (x * 2).grad_fn is not None)
+
+# %% [markdown]
+# ## engine.no_grad_detach
+#
+# Inside `with engine.no_grad():` nothing is recorded (results do not require grad, and have no
+# `grad_fn`); blocks may nest. `.detach()` gives the same data with no history.
+# (`%checks test engine.no_grad_detach`)
+
+# %%
 with torch.no_grad():
     y = x * 2
-print("torch:", x.is_leaf, (x * 2).is_leaf, y.requires_grad, x.detach().requires_grad)
+print("torch:", y.requires_grad, y.grad_fn, x.detach().requires_grad)
+
+# %% [markdown]
+# ## engine.zero_grad
+#
+# `zero_grad(tensors, set_to_none=True)` resets each tensor's `.grad`: to None, or to zeros of its
+# shape with `set_to_none=False`. (`%checks test engine.zero_grad`)
 
 # %% [markdown]
 # ## engine.deep_chain

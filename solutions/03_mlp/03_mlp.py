@@ -83,21 +83,29 @@ print("torch:", nn.functional.cross_entropy(torch.from_numpy(logits), torch.from
 print("yours:", yours(lambda: numpy_mlp.softmax_cross_entropy(logits, y)[0]))
 
 # %% [markdown]
-# ## numpy_mlp.forward, numpy_mlp.backward
+# ## numpy_mlp.forward
 #
-# `forward(params, X)` runs linear, ReLU, linear with `params = {"W1", "b1", "W2", "b2"}` and
-# returns the logits and a `cache` of what `backward` will need (the ReLU passes the gradient only
-# where its input was positive, so keep the pre-activation or the mask). `backward(params, cache,
-# grad_logits)` returns a dict of gradients with the same keys.
-# (`%checks test numpy_mlp.forward`, `%checks test numpy_mlp.backward`)
+# `forward(params, X)` runs linear, ReLU, linear with `params = {"W1", "b1", "W2", "b2"}` on `X`
+# of shape (B, d_in) or (B, 1, 28, 28) (flatten it first), and returns the logits and a `cache`
+# of what `backward` will need: the ReLU passes the gradient only where its input was positive,
+# so keep the pre-activation or the mask. (`%checks test numpy_mlp.forward`)
 
 # %%
 params = {"W1": rng.standard_normal((784, 16)) * 0.05, "b1": np.zeros(16),
           "W2": rng.standard_normal((16, 10)) * 0.05, "b2": np.zeros(10)}
 images = rng.random((2, 1, 28, 28))
 print("yours: logits shape", yours(lambda: numpy_mlp.forward(params, images)[0].shape))
+
+# %% [markdown]
+# ## numpy_mlp.backward
+#
+# `backward(params, cache, grad_logits)` runs the chain rule back through linear, ReLU, linear
+# and returns a dict of gradients with the keys of `params`, each of its parameter's shape.
+# (`%checks test numpy_mlp.backward`)
+
+# %%
 print("yours: gradient keys", yours(lambda: sorted(numpy_mlp.backward(params, numpy_mlp.forward(params, images)[1],
-                                                                        np.ones((2, 10)))) ))
+                                                                        np.ones((2, 10))))))
 
 # %% [markdown]
 # ## numpy_mlp.sgd_update
@@ -166,7 +174,14 @@ print("yours:", yours(training.steps_per_epoch, 1000, 64))
 # One pass over the loader in the canonical order: move the batch to the device, `zero_grad`,
 # forward, loss, `backward`, `step`. Return the mean of the batch losses (as Python floats,
 # `loss.item()`, so that no graph is kept alive). (`%checks test training.train_epoch`)
-#
+
+# %%
+model = nn.Linear(4, 2)
+loader = [(torch.rand(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+print("yours: mean loss", yours(training.train_epoch, model, loader, torch.optim.SGD(model.parameters(), lr=0.1),
+                                nn.CrossEntropyLoss(), "cpu"))
+
+# %% [markdown]
 # ## training.evaluate
 #
 # Accuracy in [0, 1]: run the model in eval mode under `torch.no_grad()` (no graph), count the
@@ -178,9 +193,7 @@ print("yours:", yours(training.steps_per_epoch, 1000, 64))
 # reference reaches 96.9 % test accuracy in 5 epochs.
 
 # %%
-model = nn.Linear(4, 2)
 model.train()
-loader = [(torch.rand(8, 4), torch.randint(0, 2, (8,)))]
 print("yours: accuracy", yours(training.evaluate, model, loader, "cpu"), "; still in training mode:", model.training)
 
 # %% [markdown]
