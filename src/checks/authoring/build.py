@@ -1,5 +1,6 @@
 """`checks build`: the student release in assignments/ is generated from solutions/.
 
+The lesson source solutions/<name>/<name>.py becomes the notebook <name>.ipynb (notebooks/lesson.py).
 Solution regions become `raise NotImplementedError("<function>: <hint>")`, quiz answers become
 empty strings, and every other file is copied as it is; each release also gets its marker
 (course/assignment.py), so that a student's copy of it can be checked anywhere.
@@ -12,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
+from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
 from checks.suites.quiz import QUIZ_FILE
 
 BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")
@@ -68,11 +70,15 @@ def blank_quiz(text: str) -> str:
 
 
 def release_files(solution_dir: Path) -> dict[str, bytes]:
-    """The student release generated from one solutions/<name> folder."""
+    """The student release generated from one solutions/<name> folder; its lesson source
+    (solutions/<name>/<name>.py, where there is one) becomes the notebook <name>.ipynb."""
     files: dict[str, bytes] = {}
+    lesson = lesson_source(solution_dir)
+    if lesson.is_file():
+        files[notebook_name(solution_dir)] = build_notebook(lesson.read_text(encoding="utf-8"), lesson.name).encode()
     for path in sorted(solution_dir.rglob("*")):
         relative = path.relative_to(solution_dir)
-        if path.is_dir() or IGNORED.intersection(relative.parts):
+        if path.is_dir() or IGNORED.intersection(relative.parts) or path == lesson:
             continue
         name = relative.as_posix()
         if path.suffix == ".py":
@@ -95,7 +101,8 @@ def _marker_assignment(root: Path, name: str) -> Assignment:
     """What the marker records: the assignment.toml, or for a course without one the solution's modules."""
     if (root / "autograder" / name / "assignment.toml").is_file():
         return load_assignment(root, name)
-    files = tuple(sorted(path.name for path in (root / "solutions" / name).glob("*.py")))
+    solution_dir = root / "solutions" / name
+    files = tuple(sorted(path.name for path in solution_dir.glob("*.py") if path != lesson_source(solution_dir)))
     return Assignment(name=name, root=root, title=name, files=files)
 
 

@@ -2,6 +2,6 @@
 nbgrader and otter later): each writes what that tool takes, with the hidden suite and never
 the solutions or the mutants.
 
-May import every layer below it (sandbox, course, suites, reports, grading); never authoring or
+May import every layer below it (sandbox, course, suites, reports, grading, notebooks); never authoring or
 the CLI. `hidden` chooses the files every export ships; one module per tool builds on it.
 """

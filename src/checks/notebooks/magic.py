@@ -1,0 +1,113 @@
+"""The IPython extension: `%load_ext checks`, then `%checks test` or `%checks test strides.offset`.
+
+The checks run in a child process (runner.py) on the notebook's folder, the kernel's working
+folder, through the same engine as `checks test`; the kernel only waits for it (with a time
+limit, killing its whole process group on a limit or an interrupt) and shows what it wrote back.
+So a student's exception, hang or sys.exit costs a row of the table, never the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from checks.notebooks.display import ChecksReport
+
+USAGE = "usage: %checks test [QUESTION]   (all questions, or one such as strides.offset)"
+# the whole run, start-up included; each student call has its own, much shorter, limit inside
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register `%checks` (IPython calls this for `%load_ext checks`)."""
+    ipython.register_magic_function(checks_magic, magic_kind="line", magic_name="checks")
+
+
+def checks_magic(line: str) -> None:
+    """%checks test [QUESTION]: run the public checks on this notebook's folder and show the table."""
+    from IPython.display import display
+
+    words = line.split()
+    if not words or words[0] != "test" or len(words) > 2:
+        print(USAGE)
+        return
+    display(run_checks(Path.cwd(), words[1] if len(words) == 2 else None))
+
+
+def run_checks(folder: Path, question: str | None = None, *, timeout: float | None = None) -> ChecksReport:
+    """The public checks of `folder` (one question, or all), run in a child process."""
+    timeout = timeout or float(os.environ.get("CHECKS_NOTEBOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
+    with tempfile.TemporaryDirectory(prefix="checks-notebook-") as scratch:
+        out, log = Path(scratch) / "report.json", Path(scratch) / "log.txt"
+        command = [sys.executable, "-m", "checks.notebooks.runner", str(folder), str(out)]
+        with open(log, "wb") as log_file:
+            child = subprocess.Popen(command + ([question] if question else []), cwd=folder,
+                                     stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            try:
+                child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(child)
+                return ChecksReport("checks", problem=f"the checks did not finish in {timeout:g} s and were stopped")
+            except KeyboardInterrupt:
+                _kill_group(child)
+                return ChecksReport("checks", problem="interrupted: the checks were stopped")
+        try:
+            return ChecksReport.from_runner(json.loads(out.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            tail = log.read_text(encoding="utf-8", errors="replace")[-2000:].strip()
+            return ChecksReport("checks", problem=f"the checks could not run (exit status {child.returncode}; "
+                                                  f"this is not your score):\n{tail}")
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    """Stop the runner and everything it started. The sandbox's jail runs in a session of its own,
+    and its workers as another uid, so the process group is not enough: the runner's whole tree is
+    frozen first (so that nothing new is forked), then killed, group and all."""
+    import psutil
+
+    frozen: set[psutil.Process] = set()
+    try:
+        tree = [psutil.Process(child.pid)]
+        for _ in range(3):  # a process forked while we walked is caught by the next walk
+            found = [p for p in tree + _descendants(tree[0]) if p not in frozen]
+            if not found:
+                break
+            for process in found:
+                _quietly(process.suspend)
+            frozen.update(found)
+    except psutil.NoSuchProcess:
+        pass
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for process in frozen:
+        _quietly(process.kill)
+    child.wait()
+    psutil.wait_procs(list(frozen), timeout=5)
+
+
+def _descendants(process: Any) -> list[Any]:
+    import psutil
+
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _quietly(action: Any) -> None:
+    """Signal a process that may have ended meanwhile."""
+    import psutil
+
+    try:
+        action()
+    except psutil.NoSuchProcess:
+        pass
