@@ -262,7 +262,8 @@ def question_table(result: SubmissionResult, *, show_points: bool = True,
                    quiz: Sequence[AnswerForm] = ()) -> Table:
     """A row per question, short: passed, not started (still the stub), or how many checks failed
     (the failures follow, once, from print_failures); then a row per quiz answer, on its form only."""
-    table = Table(title=Text(f"{result.assignment} — {result.name}"), title_justify="left")
+    heading = result.assignment if result.name == result.assignment else f"{result.assignment} — {result.name}"
+    table = Table(title=Text(heading), title_justify="left")
     table.add_column("question")
     if show_points:
         table.add_column("score", justify="right")
