@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[course]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,cluster]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
