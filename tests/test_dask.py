@@ -23,6 +23,7 @@ distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
 
 from checks.authoring.verify import load_mutants  # noqa: E402
+from checks.cli import main  # noqa: E402
 from checks.course.assignment import Assignment, load_assignment  # noqa: E402
 from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect  # noqa: E402
 from checks.grading.batch import BatchListener, expand_submission_paths, grade_to_folder  # noqa: E402
@@ -113,6 +114,20 @@ def test_a_class_graded_on_the_cluster_has_the_local_gradebook(cluster, tensors_
     assert scores["reference"] == 100 and scores["stubs"] == 0
     assert all(scores[attack] < 100 for attack in HOSTILE)
     assert len({r.sandbox for r in summary.results}) == 1
+
+
+def test_the_grade_command_sends_the_grading_to_the_scheduler(cluster, tensors_class, tmp_path, capsys):
+    local, _ = cluster
+    paths, expected = tensors_class
+    chosen = [p for p in paths if p.name in ("reference", "stubs", "segfaults")]
+    code = main(["--course", str(REPO), "grade", "01_tensors", *map(str, chosen), "--out", str(tmp_path / "out"),
+                 "--scheduler", local.scheduler_address])
+    printed = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert code == 0, printed
+    assert f"on the Dask cluster at {local.scheduler_address}" in printed
+    assert "grade 01_tensors: 3 graded now" in printed
+    got = gradebook_contents(tmp_path / "out")
+    assert got["results"] == {name: expected["results"][name] for name in ("reference", "stubs", "segfaults")}
 
 
 @pytest.mark.slow  # two minutes on a loaded 2-core machine: `make test-all`

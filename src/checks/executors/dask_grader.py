@@ -76,11 +76,11 @@ class DaskGrader:
         names: dict[str, tuple[Future, str]] = {}  # task key -> its future and submission
         try:
             for _ in range(window):
-                self._send(assignment, next(waiting, None), course, running, names)
+                yield from self._send(assignment, waiting, course, running, names)
             for future in running:
                 _, name = names.pop(future.key)
                 yield self._result(assignment, name, future)
-                self._send(assignment, next(waiting, None), course, running, names)
+                yield from self._send(assignment, waiting, course, running, names)
         finally:
             if names:  # closed early (Ctrl-C): nothing more is graded for this run
                 self.client.cancel([future for future, _ in names.values()])
@@ -92,15 +92,21 @@ class DaskGrader:
         if not held or not all(held.values()):
             self.client.register_plugin(GradingPlugin(), name=PLUGIN_NAME)
 
-    def _send(self, assignment: Assignment, source: Source | None, course: Future, running: as_completed,
-              names: dict[str, tuple[Future, str]]) -> None:
-        if source is None:
+    def _send(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
+              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
+        """Send the next submission that can be read; one the grader fails to read is a grader failure."""
+        for source in waiting:
+            try:
+                request = request_for(source.name, source.load)
+            except Exception as error:  # noqa: BLE001 - not the student's doing (those are SubmissionError)
+                yield SubmissionResult(source.name, assignment.name,
+                                       error=f"the grader could not read it: {type(error).__name__}: {error}")
+                continue
+            key = f"checks-grade-{assignment.name}-{source.name}-{uuid.uuid4().hex[:8]}"
+            future = self.client.submit(grade_on_worker, course, request, key=key, pure=False)
+            running.add(future)
+            names[key] = (future, source.name)
             return
-        request = request_for(source.name, source.load)
-        key = f"checks-grade-{assignment.name}-{source.name}-{uuid.uuid4().hex[:8]}"
-        future = self.client.submit(grade_on_worker, course, request, key=key, pure=False)
-        running.add(future)
-        names[key] = (future, source.name)
 
     def _result(self, assignment: Assignment, name: str, future: Future) -> SubmissionResult:
         try:

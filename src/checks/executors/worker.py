@@ -99,7 +99,11 @@ class GradingPlugin(WorkerPlugin):
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def grade(self, bundle: CourseBundle, request: dict) -> dict:
-        pool = self._take(bundle)
+        """The pool's reply for one submission; a pool that cannot start or dies is a grader failure."""
+        try:
+            pool = self._take(bundle)
+        except PoolFailed as error:
+            return {"name": request["name"], "value": None, "error": str(error)}
         try:
             reply = pool.grade(request)
         except PoolFailed as error:
