@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ class CourseBundle:
     assignment: str
     digest: str  # "<assignment>-<sha256 of data>": a changed suite is another bundle
     data: bytes  # a tar of autograder/<name>, solutions/<name>, assignments/<name>
+    device: str = "auto"  # the driver's --device (CHECKS_DEVICE), for the workers' pools
 
     def unpack(self, folder: Path) -> Path:
         """Write the bundle under `folder`, which then holds a course with this one assignment."""
@@ -41,7 +43,8 @@ def bundle_course(assignment: Assignment) -> CourseBundle:
             if folder.is_dir():
                 archive.add(folder, arcname, filter=_reproducible)
     data = buffer.getvalue()
-    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data)
+    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data,
+                        os.environ.get("CHECKS_DEVICE", "auto"))
 
 
 def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo | None:

@@ -11,6 +11,7 @@ times (Dask's default: 3) comes back as a grader failure with the reason, and th
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -61,6 +62,7 @@ class DaskGrader:
         # submissions out at once (default: one per worker thread): a task waiting on a worker would
         # share the blame (Dask's `suspicious` count) when a submission running there kills it
         self.in_flight = in_flight
+        self._threads, self._threads_at = 1, -float("inf")  # the cluster's worker threads, and when counted
 
     def __call__(self, assignment: Assignment, sources: list[Source], *,
                  jobs: int | None = None) -> Iterator[SubmissionResult]:
@@ -69,18 +71,15 @@ class DaskGrader:
         bundle = bundle_course(assignment)
         # a task, not scattered data: a worker that dies with it can have it computed again
         course = self.client.submit(lambda data: data, bundle, key=f"checks-course-{bundle.digest}", pure=False)
-        threads = sum(self.client.nthreads().values()) or 1
-        window = self.in_flight or threads
         waiting = iter(sources)
         running = as_completed(loop=self.client.loop)
         names: dict[str, tuple[Future, str]] = {}  # task key -> its future and submission
         try:
-            for _ in range(window):
-                yield from self._send(assignment, waiting, course, running, names)
+            yield from self._fill(assignment, waiting, course, running, names)
             for future in running:
                 _, name = names.pop(future.key)
                 yield self._result(assignment, name, future)
-                yield from self._send(assignment, waiting, course, running, names)
+                yield from self._fill(assignment, waiting, course, running, names)
         finally:
             if names:  # closed early (Ctrl-C): nothing more is graded for this run
                 self.client.cancel([future for future, _ in names.values()])
@@ -91,6 +90,14 @@ class DaskGrader:
         held = self.client.run(lambda dask_worker: PLUGIN_NAME in dask_worker.plugins)
         if not held or not all(held.values()):
             self.client.register_plugin(GradingPlugin(), name=PLUGIN_NAME)
+
+    def _fill(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
+              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
+        """Send submissions until the window is full; it follows workers joining or leaving (every 2 s)."""
+        if time.monotonic() - self._threads_at > 2:
+            self._threads, self._threads_at = sum(self.client.nthreads().values()) or 1, time.monotonic()
+        for _ in range(max(0, (self.in_flight or self._threads) - len(names))):
+            yield from self._send(assignment, waiting, course, running, names)
 
     def _send(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
               names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:

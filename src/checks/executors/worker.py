@@ -9,6 +9,7 @@ grades every later one (one pool per task running at once on the worker: start w
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,12 +34,13 @@ class PoolFailed(Exception):
 class WarmPool:
     """A serve.py process for one assignment, and the one request it is grading at a time."""
 
-    def __init__(self, course: Path, assignment: str, launcher: ThreadPoolExecutor) -> None:
+    def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor) -> None:
         self._stderr = tempfile.TemporaryFile()
         command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment]
+        environment = {**os.environ, "CHECKS_DEVICE": device}
         # started from a thread that lives as long as the worker: the pool dies with that thread
         self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=self._stderr).result()
+                                       stderr=self._stderr, env=environment).result()
         ready = self._read()
         if not ready.get("ready"):
             raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))
@@ -86,7 +88,7 @@ class GradingPlugin(WorkerPlugin):
         self._dir = Path(tempfile.mkdtemp(prefix="checks-dask-"))
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
         self._lock = threading.Lock()
-        self._idle: dict[str, list[WarmPool]] = {}  # bundle digest -> pools not grading now
+        self._idle: dict[tuple[str, str], list[WarmPool]] = {}  # (bundle digest, device) -> pools not grading now
         self._courses: dict[str, Path] = {}  # bundle digest -> where it is unpacked
 
     def teardown(self, worker: Any) -> None:
@@ -110,7 +112,7 @@ class GradingPlugin(WorkerPlugin):
             pool.close()
             return {"name": request["name"], "value": None, "error": str(error)}
         with self._lock:
-            self._idle.setdefault(bundle.digest, []).append(pool)
+            self._idle.setdefault((bundle.digest, bundle.device), []).append(pool)
         return reply
 
     def _take(self, bundle: CourseBundle) -> WarmPool:
@@ -118,17 +120,18 @@ class GradingPlugin(WorkerPlugin):
             if bundle.digest not in self._courses:
                 self._retire(bundle.assignment)
                 self._courses[bundle.digest] = bundle.unpack(self._dir / bundle.digest)
-            idle = self._idle.setdefault(bundle.digest, [])
+            idle = self._idle.setdefault((bundle.digest, bundle.device), [])
             if idle:
                 return idle.pop()
             course = self._courses[bundle.digest]
-        return WarmPool(course, bundle.assignment, self._launcher)
+        return WarmPool(course, bundle.assignment, bundle.device, self._launcher)
 
     def _retire(self, assignment: str) -> None:
         """A new bundle of an assignment (its suite changed): the old pools will not be used again."""
         for digest in [d for d in self._courses if d.startswith(f"{assignment}-")]:
-            for pool in self._idle.pop(digest, []):
-                pool.close()
+            for key in [key for key in self._idle if key[0] == digest]:
+                for pool in self._idle.pop(key):
+                    pool.close()
             shutil.rmtree(self._courses.pop(digest), ignore_errors=True)
 
 
