@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import sys
@@ -144,7 +145,8 @@ def _parser() -> argparse.ArgumentParser:
                      "results.json and feedback.md (and .html) per submission, gradebook.csv, "
                      "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
                      "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
-                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade",
+                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade\n"
+                     "  checks grade 01_tensors submissions/ --out grades/01_tensors --scheduler tcp://head:8786",
                      runs_student_code=True)
     grade.add_argument("assignment", help=assignment_help)
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
@@ -156,6 +158,11 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                        help="where hidden checks that take a device run (default: auto, the GPU too when there is one)")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
+    grade.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                       help="grade on this running Dask scheduler's workers (needs the `cluster` extra); "
+                            "the output folder is still written here")
+    grade.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
+                       help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
     grade.set_defaults(run=_grade)
 
     build_cmd = _command(commands, "build", "regenerate assignments/ from solutions/",
@@ -295,10 +302,18 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
     paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)])
-    console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                  f"into {args.out} (sandbox: {isolation.description}; device: {args.device})")
-    summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
-                              listener=GradeProgress(console))
+    with contextlib.ExitStack() as cluster:
+        grader, where = None, f"sandbox: {isolation.description}"
+        if args.scheduler or args.scheduler_file:
+            try:
+                grader, where = _dask_grader(args, cluster)
+            except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
+                console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
+                return 2
+        console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
+                      f"into {args.out} ({where}; device: {args.device})")
+        summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
+                                  listener=GradeProgress(console), grader=grader)
     print_summary(console, summary)
     console.print(Text(_grade_line(assignment.name, summary)))
     return 1 if summary.failed else 0
@@ -311,6 +326,22 @@ def _unquoted_glob(path: Path) -> list[Path]:
     if path.exists() or not any(char in text for char in "*?["):
         return [path]
     return [Path(match) for match in sorted(glob.glob(text))] or [path]
+
+
+def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tuple[object, str]:
+    """The Dask executor for --scheduler/--scheduler-file, its client closed with `cluster`."""
+    try:
+        from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect
+    except ImportError as error:
+        raise RuntimeError(f"--scheduler needs dask and distributed ({error}): "
+                           "pip install -c constraints.txt -e '.[cluster]'") from None
+    try:
+        client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file))
+    except ClusterUnreachable as error:
+        raise RuntimeError(str(error)) from None
+    workers = client.nthreads()
+    return DaskGrader(client), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
+                                "each with its own sandbox")
 
 
 def _grade_line(name: str, summary: BatchSummary) -> str:

@@ -1,0 +1,132 @@
+"""`checks grade --scheduler`: the batch graded on a Dask cluster, written locally.
+
+`DaskGrader` has grade_sources' signature, so grading/batch.py writes the gradebook, results,
+feedback and report exactly as for the local pool (resume, regrade and progress included): only
+the grading moves. The driver reads each submission (capped, as read_submission does) just
+before it is sent, keeping a bounded number in flight, and turns each reply into the
+SubmissionResult the local pool would have yielded. A worker killed mid-task is Dask's to
+retry elsewhere; a submission whose tasks kill workers `distributed.scheduler.allowed-failures`
+times (Dask's default: 3) comes back as a grader failure with the reason, and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+from distributed import Client, Future, KilledWorker, as_completed
+
+from checks.course.assignment import Assignment
+from checks.executors.course import bundle_course
+from checks.executors.serve import request_for
+from checks.executors.worker import PLUGIN_NAME, GradingPlugin, grade_on_worker
+from checks.grading.session import Source
+from checks.suites.scoring import SubmissionResult
+
+CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler before `checks grade` gives up
+
+
+class ClusterUnreachable(Exception):
+    """The scheduler could not be reached or has no workers; str() says which and what to check."""
+
+
+def connect(address: str | None = None, *, scheduler_file: Path | None = None,
+            timeout: float = CONNECT_TIMEOUT) -> Client:
+    """A client of a running scheduler, by address (tcp://host:port) or scheduler file."""
+    where = address or f"the scheduler in {scheduler_file}"
+    if scheduler_file is not None and not Path(scheduler_file).is_file():
+        raise ClusterUnreachable(f"no scheduler file {scheduler_file} (written by `dask scheduler "
+                                 "--scheduler-file PATH`)")
+    try:
+        client = Client(address, scheduler_file=str(scheduler_file) if scheduler_file else None,
+                        timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise ClusterUnreachable(f"cannot reach {where} within {timeout:g} s ({error}); is `dask scheduler` "
+                                 "running there, and is its port open from here?") from None
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        client.close()
+        raise ClusterUnreachable(f"{where} has no workers after {timeout:g} s: start `dask worker` on "
+                                 "the grading machines") from None
+    return client
+
+
+class DaskGrader:
+    """Grades on the cluster behind `client`; a stand-in for grading.session.grade_sources."""
+
+    def __init__(self, client: Client, *, in_flight: int | None = None) -> None:
+        self.client = client
+        # submissions out at once (default: one per worker thread): a task waiting on a worker would
+        # share the blame (Dask's `suspicious` count) when a submission running there kills it
+        self.in_flight = in_flight
+        self._threads, self._threads_at = 1, -float("inf")  # the cluster's worker threads, and when counted
+
+    def __call__(self, assignment: Assignment, sources: list[Source], *,
+                 jobs: int | None = None) -> Iterator[SubmissionResult]:
+        """Yield each source's result as it finishes (any order). `jobs` is the cluster's to decide."""
+        self._register_plugin()
+        bundle = bundle_course(assignment)
+        # a task, not scattered data: a worker that dies with it can have it computed again
+        course = self.client.submit(lambda data: data, bundle, key=f"checks-course-{bundle.digest}", pure=False)
+        waiting = iter(sources)
+        running = as_completed(loop=self.client.loop)
+        names: dict[str, tuple[Future, str]] = {}  # task key -> its future and submission
+        try:
+            yield from self._fill(assignment, waiting, course, running, names)
+            for future in running:
+                _, name = names.pop(future.key)
+                yield self._result(assignment, name, future)
+                yield from self._fill(assignment, waiting, course, running, names)
+        finally:
+            if names:  # closed early (Ctrl-C): nothing more is graded for this run
+                self.client.cancel([future for future, _ in names.values()])
+            course.release()
+
+    def _register_plugin(self) -> None:
+        """Once per cluster: workers that hold it keep their warm pools across runs."""
+        held = self.client.run(lambda dask_worker: PLUGIN_NAME in dask_worker.plugins)
+        if not held or not all(held.values()):
+            self.client.register_plugin(GradingPlugin(), name=PLUGIN_NAME)
+
+    def _fill(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
+              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
+        """Send submissions until the window is full; it follows workers joining or leaving (every 2 s)."""
+        if time.monotonic() - self._threads_at > 2:
+            self._threads, self._threads_at = sum(self.client.nthreads().values()) or 1, time.monotonic()
+        for _ in range(max(0, (self.in_flight or self._threads) - len(names))):
+            yield from self._send(assignment, waiting, course, running, names)
+
+    def _send(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
+              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
+        """Send the next submission that can be read; one the grader fails to read is a grader failure."""
+        for source in waiting:
+            try:
+                request = request_for(source.name, source.load)
+            except Exception as error:  # noqa: BLE001 - not the student's doing (those are SubmissionError)
+                yield SubmissionResult(source.name, assignment.name,
+                                       error=f"the grader could not read it: {type(error).__name__}: {error}")
+                continue
+            key = f"checks-grade-{assignment.name}-{source.name}-{uuid.uuid4().hex[:8]}"
+            future = self.client.submit(grade_on_worker, course, request, key=key, pure=False)
+            running.add(future)
+            names[key] = (future, source.name)
+            return
+
+    def _result(self, assignment: Assignment, name: str, future: Future) -> SubmissionResult:
+        try:
+            reply = future.result()
+        except KilledWorker as error:  # Dask gave up after distributed.scheduler.allowed-failures lost workers
+            return SubmissionResult(name, assignment.name, error=(
+                "every Dask worker that graded it died (killed, crashed or out of memory), as many times as "
+                f"the scheduler allows (distributed.scheduler.allowed-failures); not tried again: {error}"))
+        except Exception as error:  # noqa: BLE001 - a grader failure, never the student's score
+            return SubmissionResult(name, assignment.name, error=f"the Dask task failed: {type(error).__name__}: {error}")
+        finally:
+            future.release()
+        if reply.get("error") or reply.get("value") is None:
+            return SubmissionResult(name, assignment.name, error=(reply.get("error") or "no result").strip(),
+                                    sandbox=reply.get("sandbox", ""))
+        return SubmissionResult.from_dict(reply["value"])

@@ -1,0 +1,153 @@
+"""A warm grading pool as a process of its own: `python -m checks.executors.serve COURSE ASSIGNMENT`.
+
+A Dask worker starts one per assignment and keeps it (worker.py). It is the same warm parent as
+the local grader's (sandbox zygote first, torch imported, one pytest session collecting the hidden
+suite once), but it grades submissions as they arrive on stdin instead of a list known up front:
+one JSON line in (name, files as base64, the driver's warnings or why it could not read the
+submission), one JSON line out (the result as plain data, or why the grader failed). It runs in a
+process of its own because a Dask worker has threads, and forking from a threaded process can
+deadlock the child.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import functools
+import gc
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from checks.course.assignment import Assignment, load_assignment
+from checks.course.submissions import Submission, SubmissionError
+from checks.grading.pool import ChildFailed, _die_with, run_forked, stream_forked
+from checks.grading.session import PYTEST_ARGS, Source, _grade_submission
+from checks.sandbox import hugepages, jail
+from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+
+
+def request_for(name: str, load: Callable[[], Submission]) -> dict:
+    """What travels to a worker for one submission: its files as the driver read them (capped by
+    read_submission), or why they could not be read, which the worker reports as grading would."""
+    try:
+        submission = load()
+    except SubmissionError as error:
+        return {"name": name, "files": {}, "warnings": [], "unreadable": str(error)}
+    return {"name": name, "files": {path: base64.b64encode(data).decode() for path, data in submission.files.items()},
+            "warnings": list(submission.warnings), "unreadable": None}
+
+
+def source_of(request: dict) -> Source:
+    """The Source a request stands for: the same load (files or SubmissionError) as on the driver."""
+    def load() -> Submission:
+        if request["unreadable"] is not None:
+            raise SubmissionError(request["unreadable"])
+        files = {path: base64.b64decode(data) for path, data in request["files"].items()}
+        return Submission(request["name"], files, list(request["warnings"]))
+    return Source(request["name"], load)
+
+
+def claim_cpu() -> IO[bytes] | None:
+    """Pin this pool to a CPU no other pool on this machine holds (a lock file per CPU, released
+    when the process dies), so that two Dask workers on one machine do not grade on the same core."""
+    for cpu in sorted(os.sched_getaffinity(0)):
+        handle = open(os.path.join(tempfile.gettempdir(), f"checks-cpu-{cpu}.lock"), "ab")  # noqa: SIM115
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        os.sched_setaffinity(0, {cpu})
+        return handle
+    return None  # more pools than CPUs: share them
+
+
+def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None]) -> None:
+    """Grade each request read from the file descriptor `requests` until it closes."""
+    isolation = jail.choose()
+    with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=True) as zygote:
+        prepare_parent(preload=True)
+        gc.freeze()
+        hugepages.collapse_heap()  # the session child and every grading child fork from this heap
+        reply({"ready": True, "sandbox": isolation.description})
+        session = functools.partial(_serving_session, assignment, requests, zygote)
+        try:
+            for name, value, error in stream_forked(session):
+                reply({"name": name, "value": value, "error": error, "sandbox": isolation.description})
+        except ChildFailed as failure:
+            reply({"failed": f"the grading session ended: {failure}"})
+
+
+def _serving_session(assignment: Assignment, requests: int, zygote: Zygote,
+                     emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+    """In the session child: collect the suite once, then grade each request in a forked child."""
+    import pytest
+
+    from checks.suites.plugin import ChecksPlugin
+
+    plugin = ChecksPlugin(assignment, {}, zygote, use_references=True, limits=Limits())
+    loop = _ServingLoop(assignment, requests, plugin, emit)
+    suite_dir = assignment.suite_dir(False)
+    exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
+    if not loop.ran:
+        raise RuntimeError("\n".join(plugin.errors) or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})")
+
+
+class _ServingLoop:
+    """Replaces pytest's run loop: one grading child per request, as grading.session does per source."""
+
+    def __init__(self, assignment: Assignment, requests: int, plugin: Any,
+                 emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+        self.assignment, self.requests, self.plugin, self.emit = assignment, requests, plugin, emit
+        self.ran = False
+
+    def pytest_runtestloop(self, session: Any) -> bool:
+        self.ran = True
+        items = [] if session.testsfailed else list(session.items)
+        with os.fdopen(self.requests, "rb") as requests:
+            for line in requests:
+                source = source_of(json.loads(line))
+                grade = functools.partial(self._grade, source, items)
+                for outcome in run_forked([(source.name, grade)], 1):
+                    self.emit((outcome.key, outcome.value, outcome.error))
+        return True
+
+    def _grade(self, source: Source, items: list) -> dict:
+        return _grade_submission(self.assignment, source, self.plugin, items, public=False).to_dict()
+
+
+def main(argv: list[str]) -> int:
+    course, name = argv
+    _die_with(os.getppid())  # a Dask worker killed with SIGKILL takes its pool with it
+    requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    cpu = claim_cpu()
+
+    def reply(message: dict) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    try:
+        serve(load_assignment(Path(course), name), requests, reply)
+    except BrokenPipeError:  # the worker went away
+        return 0
+    except Exception as error:  # noqa: BLE001 - said to the worker, which reports it as a grader failure
+        with contextlib.suppress(OSError):
+            reply({"failed": f"the warm grading pool could not start: {type(error).__name__}: {error}"})
+        return 1
+    finally:
+        if cpu is not None:
+            cpu.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+"""On each Dask worker: a plugin that keeps a warm grading pool (serve.py) per assignment.
+
+A pool starts with the first submission of its assignment that reaches the worker and then
+grades every later one (one pool per task running at once on the worker: start workers with
+`--nthreads 1` and one worker per core). The course arrives from the driver as a bundle
+(course.py), unpacked once per worker; a changed suite is a new bundle and new pools.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from distributed import get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from checks.executors.course import CourseBundle
+
+PLUGIN_NAME = "checks-grading"
+
+
+class PoolFailed(Exception):
+    """The warm pool could not start or died; str() says why."""
+
+
+class WarmPool:
+    """A serve.py process for one assignment, and the one request it is grading at a time."""
+
+    def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment]
+        environment = {**os.environ, "CHECKS_DEVICE": device}
+        # started from a thread that lives as long as the worker: the pool dies with that thread
+        self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=self._stderr, env=environment).result()
+        ready = self._read()
+        if not ready.get("ready"):
+            raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))
+
+    def grade(self, request: dict) -> dict:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError:
+            raise PoolFailed(self._why_gone()) from None
+        reply = self._read()
+        if "failed" in reply:
+            raise PoolFailed(reply["failed"])
+        return reply
+
+    def _read(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise PoolFailed(self._why_gone())
+        return json.loads(line)
+
+    def _why_gone(self) -> str:
+        code = self.process.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace").strip()[-1000:]
+        return f"the warm grading pool exited ({code})" + (f": {tail}" if tail else "")
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()  # the pool ends its session and sandbox on end of input
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
+
+
+class GradingPlugin(WorkerPlugin):
+    """Holds this worker's warm pools, by course bundle; idle pools wait for the next task."""
+
+    def setup(self, worker: Any) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="checks-dask-"))
+        self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str], list[WarmPool]] = {}  # (bundle digest, device) -> pools not grading now
+        self._courses: dict[str, Path] = {}  # bundle digest -> where it is unpacked
+
+    def teardown(self, worker: Any) -> None:
+        with self._lock:
+            pools = [pool for idle in self._idle.values() for pool in idle]
+            self._idle.clear()
+        for pool in pools:
+            pool.close()
+        self._launcher.shutdown()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def grade(self, bundle: CourseBundle, request: dict) -> dict:
+        """The pool's reply for one submission; a pool that cannot start or dies is a grader failure."""
+        try:
+            pool = self._take(bundle)
+        except PoolFailed as error:
+            return {"name": request["name"], "value": None, "error": str(error)}
+        try:
+            reply = pool.grade(request)
+        except PoolFailed as error:
+            pool.close()
+            return {"name": request["name"], "value": None, "error": str(error)}
+        with self._lock:
+            self._idle.setdefault((bundle.digest, bundle.device), []).append(pool)
+        return reply
+
+    def _take(self, bundle: CourseBundle) -> WarmPool:
+        with self._lock:
+            if bundle.digest not in self._courses:
+                self._retire(bundle.assignment)
+                self._courses[bundle.digest] = bundle.unpack(self._dir / bundle.digest)
+            idle = self._idle.setdefault((bundle.digest, bundle.device), [])
+            if idle:
+                return idle.pop()
+            course = self._courses[bundle.digest]
+        return WarmPool(course, bundle.assignment, bundle.device, self._launcher)
+
+    def _retire(self, assignment: str) -> None:
+        """A new bundle of an assignment (its suite changed): the old pools will not be used again."""
+        for digest in [d for d in self._courses if d.startswith(f"{assignment}-")]:
+            for key in [key for key in self._idle if key[0] == digest]:
+                for pool in self._idle.pop(key):
+                    pool.close()
+            shutil.rmtree(self._courses.pop(digest), ignore_errors=True)
+
+
+def grade_on_worker(bundle: CourseBundle, request: dict) -> dict:
+    """The Dask task: one submission, graded by this worker's warm pool for its assignment."""
+    plugin = get_worker().plugins[PLUGIN_NAME]
+    return plugin.grade(bundle, request)

@@ -1,0 +1,217 @@
+"""`checks grade --scheduler`: a real Dask cluster (a LocalCluster of two worker processes on
+127.0.0.1) grades real submissions of 01_tensors and 02_autograd, hostile ones included, into
+the same gradebook as the local pool; a worker killed with SIGKILL mid-batch loses nothing, and
+a submission whose every try loses its worker becomes a grader failure while the batch goes on."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+psutil = pytest.importorskip("psutil")
+
+from checks.authoring.verify import load_mutants  # noqa: E402
+from checks.cli import main  # noqa: E402
+from checks.course.assignment import Assignment, load_assignment  # noqa: E402
+from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect  # noqa: E402
+from checks.grading.batch import BatchListener, expand_submission_paths, grade_to_folder  # noqa: E402
+
+from conftest import REPO  # noqa: E402
+from test_batch_tensors import gradebook_contents  # noqa: E402
+from test_hardening import ATTACKS, SECRET  # noqa: E402
+
+TENSORS, AUTOGRAD = load_assignment(REPO, "01_tensors"), load_assignment(REPO, "02_autograd")
+HOSTILE = ("segfaults", "exits", "kills_parent", "pickle_payload")  # (patches_libraries takes 100 s)
+POISON = "zz_poison"  # the submission the test's killer loses a worker with, every time it runs
+
+
+def hostile_version(source: bytes, attack: str) -> bytes:
+    """The reference file with its first public function replaced by one of the hardening attacks."""
+    target = next(node.name for node in ast.parse(source).body
+                  if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"))
+    attack_code = textwrap.dedent(ATTACKS[attack]).replace("{secret}", SECRET)
+    return source + (f"\n\n{attack_code}\n\ndef {target}(*args, **kwargs):\n"
+                     "    return run({'root': '/', 'port': 9})\n").encode()
+
+
+def make_class(assignment: Assignment, folder: Path, *, mutants: int, attacks: tuple[str, ...]) -> list[Path]:
+    """The reference, the stubs, the first mutant of `mutants` questions, and one submission per attack."""
+    reference = {name: (assignment.solution_dir / name).read_bytes() for name in (*assignment.files, "quiz.toml")}
+    submissions = {"reference": reference}
+    seen: set[str] = set()
+    for mutant in [m for m in load_mutants(assignment) if not (m.question in seen or seen.add(m.question))][:mutants]:
+        submissions[mutant.name] = mutant.apply(reference)
+    for attack in attacks:
+        submissions[attack] = {**reference, assignment.files[0]: hostile_version(reference[assignment.files[0]], attack)}
+    for name, files in submissions.items():
+        for filename, data in files.items():
+            (folder / name).mkdir(parents=True, exist_ok=True)
+            (folder / name / filename).write_bytes(data)
+    shutil.copytree(assignment.release_dir, folder / "stubs")
+    return expand_submission_paths([folder])
+
+
+def serving_processes() -> list[psutil.Process]:
+    """The warm grading pools (checks.executors.serve) still running under this test process."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if "checks.executors.serve" in process.cmdline():
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded worker processes; a task that loses its worker three times is given up."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 2}):
+        local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                         dashboard_address=None, silence_logs=50)
+    try:
+        with connect(local.scheduler_address) as client:
+            yield local, client
+    finally:
+        local.close(timeout=30)
+        deadline = time.monotonic() + 15
+        while serving_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = serving_processes()
+        for process in left:
+            process.kill()
+        assert not left, f"warm pools outlived the cluster: {left}"
+
+
+@pytest.fixture(scope="module")
+def tensors_class(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tensors")
+    paths = make_class(TENSORS, folder / "subs", mutants=2, attacks=HOSTILE)
+    local = folder / "local"
+    grade_to_folder(TENSORS, paths, local, jobs=2)
+    return paths, gradebook_contents(local)
+
+
+def test_a_class_graded_on_the_cluster_has_the_local_gradebook(cluster, tensors_class, tmp_path):
+    _, client = cluster
+    paths, expected = tensors_class
+    summary = grade_to_folder(TENSORS, paths, tmp_path / "dask", grader=DaskGrader(client))
+    assert not summary.failed, [r.error for r in summary.failed]
+    assert gradebook_contents(tmp_path / "dask") == expected
+    scores = {r.name: r.score for r in summary.results}
+    assert scores["reference"] == 100 and scores["stubs"] == 0
+    assert all(scores[attack] < 100 for attack in HOSTILE)
+    assert len({r.sandbox for r in summary.results}) == 1
+
+
+def test_the_grade_command_sends_the_grading_to_the_scheduler(cluster, tensors_class, tmp_path, capsys):
+    local, client = cluster
+    paths, expected = tensors_class
+    chosen = [p for p in paths if p.name in ("reference", "stubs", "segfaults")]
+    with distributed.get_task_stream(client) as tasks:
+        code = main(["--course", str(REPO), "grade", "01_tensors", *map(str, chosen), "--out", str(tmp_path / "out"),
+                     "--scheduler", local.scheduler_address])
+    assert len([task for task in tasks.data if "checks-grade-01_tensors" in str(task["key"])]) == 3
+    printed = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert code == 0, printed
+    assert f"on the Dask cluster at {local.scheduler_address}" in printed
+    assert "grade 01_tensors: 3 graded now" in printed
+    got = gradebook_contents(tmp_path / "out")
+    assert got["results"] == {name: expected["results"][name] for name in ("reference", "stubs", "segfaults")}
+
+
+@pytest.mark.slow  # two minutes on a loaded 2-core machine: `make test-all`
+def test_02_autograd_on_the_cluster_has_the_local_gradebook(cluster, tmp_path):
+    _, client = cluster
+    paths = make_class(AUTOGRAD, tmp_path / "subs", mutants=1, attacks=("segfaults",))
+    grade_to_folder(AUTOGRAD, paths, tmp_path / "local", jobs=2)
+    summary = grade_to_folder(AUTOGRAD, paths, tmp_path / "dask", grader=DaskGrader(client))
+    assert not summary.failed, [r.error for r in summary.failed]
+    assert gradebook_contents(tmp_path / "dask") == gradebook_contents(tmp_path / "local")
+    assert {r.name: r.score for r in summary.results}["reference"] == 100
+
+
+class Killer(BatchListener):
+    """SIGKILLs Dask workers from beside the batch: once, a worker grading an ordinary submission
+    (after the first result, so mid-batch); and every worker the poison submission runs on."""
+
+    def __init__(self, client: distributed.Client) -> None:
+        self.client = client
+        self.kills: list[str] = []  # the task each killed worker was running
+        self.first_result = threading.Event()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def graded(self, result, done, total) -> None:
+        self.first_result.set()
+
+    def stopped(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _watch(self) -> None:
+        def executing(dask_worker) -> tuple[int, list[str]]:  # nested: pickled by value, workers cannot import tests
+            """On a worker: its pid, and the tasks it is running now (not those merely sent to it)."""
+            return os.getpid(), [str(key) for key, task in dask_worker.state.tasks.items() if task.state == "executing"]
+
+        while not self.stop.wait(0.05):
+            for pid, keys in self.client.run(executing, on_error="ignore").values():
+                grading = [key for key in keys if key.startswith("checks-grade-")]
+                ordinary_killed = any(POISON not in key for key in self.kills)
+                if grading and (POISON in grading[0] or (self.first_result.is_set() and not ordinary_killed)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        self.kills.append(grading[0])
+
+
+def test_killed_workers_lose_nothing_and_a_submission_that_kills_every_worker_fails_alone(cluster, tensors_class,
+                                                                                          tmp_path):
+    _, client = cluster
+    paths, expected = tensors_class
+    poison = tmp_path / POISON
+    shutil.copytree(TENSORS.solution_dir, poison)
+    killer = Killer(client)
+    summary = grade_to_folder(TENSORS, [*paths, poison], tmp_path / "dask", grader=DaskGrader(client),
+                              listener=killer)
+    assert any(POISON not in k for k in killer.kills), f"no ordinary submission lost its worker: {killer.kills}"
+    # allowed-failures = 2: three lost workers (fewer kills of its own when it waited on a worker killed for another)
+    assert 1 <= sum(POISON in k for k in killer.kills) <= 3, killer.kills
+    (failed,) = summary.failed
+    assert failed.name == POISON and "Dask worker that graded it died" in failed.error, failed.error
+    got = gradebook_contents(tmp_path / "dask")
+    for part in ("submissions", "questions"):
+        got[part] = [row for row in got[part] if POISON not in row[:2]]
+    got["csv"] = "".join(line for line in got["csv"].splitlines(keepends=True) if not line.startswith(POISON))
+    for part in ("results", "feedback"):
+        got[part].pop(POISON, None)
+    assert got == expected
+
+
+def test_a_scheduler_that_cannot_be_reached_is_a_clear_error_at_start(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(ClusterUnreachable, match="cannot reach tcp://127.0.0.1:9"):
+        connect("tcp://127.0.0.1:9", timeout=2)
+    assert time.monotonic() - started < 30
+    command = [sys.executable, "-m", "checks.cli", "--course", str(REPO), "grade", "01_tensors",
+               str(REPO / "examples/01_tensors"), "--out", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:9"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot reach tcp://127.0.0.1:9" in done.stdout and "dask scheduler" in done.stdout
+    assert not (tmp_path / "out").exists()
+    missing = subprocess.run([*command[:-2], "--scheduler-file", str(tmp_path / "nope.json")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no scheduler file" in missing.stdout
