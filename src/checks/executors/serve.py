@@ -25,8 +25,8 @@ from typing import IO, Any, Callable
 
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
-from checks.grading.pool import ChildFailed, _die_with, run_forked, stream_forked
-from checks.grading.session import PYTEST_ARGS, Source, _grade_submission
+from checks.grading.pool import ChildFailed, die_with, run_forked, stream_forked
+from checks.grading.session import PYTEST_ARGS, Source, grade_submission
 from checks.sandbox import hugepages, jail
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 
@@ -95,7 +95,8 @@ def _serving_session(assignment: Assignment, requests: int, zygote: Zygote,
     suite_dir = assignment.suite_dir(False)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:
-        raise RuntimeError("\n".join(plugin.errors) or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})")
+        raise RuntimeError("\n".join(plugin.errors)
+                           or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})")
 
 
 class _ServingLoop:
@@ -118,12 +119,12 @@ class _ServingLoop:
         return True
 
     def _grade(self, source: Source, items: list) -> dict:
-        return _grade_submission(self.assignment, source, self.plugin, items, public=False).to_dict()
+        return grade_submission(self.assignment, source, self.plugin, items, public=False).to_dict()
 
 
 def main(argv: list[str]) -> int:
     course, name = argv
-    _die_with(os.getppid())  # a Dask worker killed with SIGKILL takes its pool with it
+    die_with(os.getppid())  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
     replies = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDONLY)

@@ -109,7 +109,7 @@ def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = 
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _die_with(parent)
+        die_with(parent)
         if cpu is not None:
             with contextlib.suppress(OSError):  # that CPU is gone: run anywhere
                 os.sched_setaffinity(0, {cpu})
@@ -128,7 +128,7 @@ def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = 
     return read_end, pid
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """A grading child is killed with its parent (kill -9 included): no orphan grades on."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -148,11 +148,11 @@ class _SubmissionLoop:
         return True
 
     def _grade(self, source: Source, items: list["pytest.Item"]) -> dict:
-        return _grade_submission(self.assignment, source, self.plugin, items, public=self.public).to_dict()
+        return grade_submission(self.assignment, source, self.plugin, items, public=self.public).to_dict()
 
 
-def _grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", items: list["pytest.Item"],
-                      *, public: bool) -> SubmissionResult:
+def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", items: list["pytest.Item"],
+                     *, public: bool) -> SubmissionResult:
     """Load one submission, run the collected `items` against it through `plugin` (as pytest's
     own run loop would), and score what it recorded."""
     started = time.monotonic()
