@@ -21,12 +21,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Callable, Iterator
 
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
-from checks.grading.pool import ChildFailed, die_with, run_forked, stream_forked
-from checks.grading.session import PYTEST_ARGS, Source, grade_submission
+from checks.grading.pool import ChildFailed, die_with, stream_forked
+from checks.grading.session import PYTEST_ARGS, Source, SubmissionLoop
 from checks.sandbox import hugepages, jail
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 
@@ -91,7 +91,7 @@ def _serving_session(assignment: Assignment, requests: int, zygote: Zygote,
     from checks.suites.plugin import ChecksPlugin
 
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=True, limits=Limits())
-    loop = _ServingLoop(assignment, requests, plugin, emit)
+    loop = SubmissionLoop(assignment, _requests(requests), plugin, public=False, jobs=1, emit=emit)
     suite_dir = assignment.suite_dir(False)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:
@@ -99,27 +99,11 @@ def _serving_session(assignment: Assignment, requests: int, zygote: Zygote,
                            or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})")
 
 
-class _ServingLoop:
-    """Replaces pytest's run loop: one grading child per request, as grading.session does per source."""
-
-    def __init__(self, assignment: Assignment, requests: int, plugin: Any,
-                 emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
-        self.assignment, self.requests, self.plugin, self.emit = assignment, requests, plugin, emit
-        self.ran = False
-
-    def pytest_runtestloop(self, session: Any) -> bool:
-        self.ran = True
-        items = [] if session.testsfailed else list(session.items)
-        with os.fdopen(self.requests, "rb") as requests:
-            for line in requests:
-                source = source_of(json.loads(line))
-                grade = functools.partial(self._grade, source, items)
-                for outcome in run_forked([(source.name, grade)], 1):
-                    self.emit((outcome.key, outcome.value, outcome.error))
-        return True
-
-    def _grade(self, source: Source, items: list) -> dict:
-        return grade_submission(self.assignment, source, self.plugin, items, public=False).to_dict()
+def _requests(fd: int) -> Iterator[Source]:
+    """The submissions as they arrive on `fd`, one JSON line each, until it closes."""
+    with os.fdopen(fd, "rb") as requests:
+        for line in requests:
+            yield source_of(json.loads(line))
 
 
 def main(argv: list[str]) -> int:

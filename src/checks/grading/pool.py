@@ -33,22 +33,23 @@ class JobOutcome:
 
 def run_forked(jobs: Iterable[tuple[str, Callable[[], Any]]], workers: int) -> Iterator[JobOutcome]:
     """Yield each job's outcome as it finishes; at most `workers` run at once."""
-    pending = list(jobs)
-    pending.reverse()
+    pending = iter(jobs)  # drawn only when a slot is free: `jobs` may be a stream still arriving
     running: dict[int, tuple[str, int, bytearray, int]] = {}  # fd -> (key, pid, buffer, slot)
     free_slots = list(range(max(1, workers)))
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     selector = selectors.DefaultSelector()
     gc.freeze()  # children then share the warm heap instead of copying it on their first gc
     try:
-        while pending or running:
-            while pending and free_slots:
-                key, job = pending.pop()
+        while True:
+            while free_slots and (following := next(pending, None)) is not None:
+                key, job = following
                 slot = free_slots.pop(0)
                 cpu = cpus[slot % len(cpus)] if cpus else None
                 fd, pid = _fork_child(lambda emit: emit(job()), cpu)  # runs job at once, in the child
                 running[fd] = (key, pid, bytearray(), slot)
                 selector.register(fd, selectors.EVENT_READ)
+            if not running:
+                break
             for selected, _ in selector.select():
                 fd = selected.fd
                 chunk = os.read(fd, 1 << 16)

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
@@ -120,7 +120,7 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
     from checks.suites.plugin import ChecksPlugin
 
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
-    loop = _SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
+    loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
     suite_dir = assignment.suite_dir(public)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:  # pytest stopped before its run loop: a usage error, say
@@ -129,11 +129,11 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
             emit((source.name, None, reason))
 
 
-class _SubmissionLoop:
+class SubmissionLoop:
     """Replaces pytest's run loop in the session child: each submission runs the collected items
-    in a child of its own."""
+    in a child of its own. `sources` may be a stream (the Dask pool's requests as they arrive)."""
 
-    def __init__(self, assignment: Assignment, sources: list[Source], plugin: "ChecksPlugin", public: bool,
+    def __init__(self, assignment: Assignment, sources: Iterable[Source], plugin: "ChecksPlugin", public: bool,
                  jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
         self.assignment, self.sources, self.plugin, self.public = assignment, sources, plugin, public
         self.jobs, self.emit = jobs, emit
@@ -142,7 +142,7 @@ class _SubmissionLoop:
     def pytest_runtestloop(self, session: "pytest.Session") -> bool:
         self.ran = True
         items = [] if session.testsfailed else list(session.items)  # a suite that does not collect runs nothing
-        jobs = [(source.name, functools.partial(self._grade, source, items)) for source in self.sources]
+        jobs = ((source.name, functools.partial(self._grade, source, items)) for source in self.sources)
         for outcome in run_forked(jobs, self.jobs):
             self.emit((outcome.key, outcome.value, outcome.error))
         return True
