@@ -16,7 +16,7 @@ from pathlib import Path
 
 from checks.course.assignment import Assignment
 from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, missing_files
-from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
+from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same files give the same bytes
 
@@ -50,18 +50,14 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
         if unreadable:
             packing.problems.append(unreadable)
         else:
-            packing.problems += [f"{QUIZ_FILE}: {form.key}: {form.note}" for form in forms if _malformed(form)]
-            packing.unanswered = [form.key for form in forms if not form.ok and not _malformed(form)]
+            packing.problems += [f"{QUIZ_FILE}: {form.key}: {form.note}" for form in forms if form.malformed]
+            packing.unanswered = [form.key for form in forms if not form.answered]
     if packing.problems:
         return packing
     contents = {name: (folder / name).read_bytes() for name in names}
     packing.files = {name: len(data) for name, data in contents.items()}
     _write_zip(out, contents)
     return packing
-
-
-def _malformed(form: AnswerForm) -> bool:
-    return not form.ok and form.note != "no answer yet"
 
 
 def _relative_files(folder: Path, limit: int = 2000) -> list[str]:

@@ -42,7 +42,7 @@ def question_row(q: QuestionResult) -> Row:
 
 def quiz_row(form: AnswerForm) -> Row:
     note = form.note + ("; it is marked when graded" if form.ok else "")
-    state = "quiz ok" if form.ok else NOT_YET if form.note == "no answer yet" else "failed"  # failed: malformed
+    state = "quiz ok" if form.ok else NOT_YET if not form.answered else "failed"  # failed: malformed
     return Row(form.qid, "", state, note)
 
 

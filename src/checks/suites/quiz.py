@@ -21,6 +21,7 @@ from checks.suites.scoring import QuestionResult
 QUIZ_FILE = "quiz.toml"
 MAX_QUIZ_BYTES = 64 * 1024
 REL_TOL = 1e-6
+NO_ANSWER = "no answer yet"  # an AnswerForm's note for a key with no answer
 
 
 def grade_quiz(items: tuple[QuizItem, ...], files: dict[str, bytes],
@@ -101,6 +102,15 @@ class AnswerForm:
     def qid(self) -> str:
         return f"quiz.{self.key}"
 
+    @property
+    def answered(self) -> bool:
+        """False while there is no answer yet (which is not a malformed one)."""
+        return self.note != NO_ANSWER
+
+    @property
+    def malformed(self) -> bool:
+        return self.answered and not self.ok
+
 
 def answer_kinds(assignment: Assignment) -> dict[str, str | None]:
     """Each quiz key and the kind of answer it takes (ANSWER_KINDS; None where unknown): from the
@@ -127,7 +137,7 @@ def check_answers(kinds: dict[str, str | None], data: bytes | None) -> tuple[lis
     for key, kind in kinds.items():
         given = answers.get(key)
         if given is None or given == "":
-            forms.append(AnswerForm(key, False, "no answer yet"))
+            forms.append(AnswerForm(key, False, NO_ANSWER))
             continue
         if kind is None:
             problems = [_as_number(given)[1], _as_bool(given)[1]]
