@@ -25,10 +25,11 @@ from typing import IO, Callable, Iterator
 
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
-from checks.grading.pool import ChildFailed, die_with, stream_forked
+from checks.grading.pool import ChildFailed, stream_forked
 from checks.grading.session import PYTEST_ARGS, Source, SubmissionLoop
 from checks.sandbox import hugepages, jail
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+from checks.sandbox.zygote import die_with_parent
 
 
 def request_for(name: str, load: Callable[[], Submission]) -> dict:
@@ -108,7 +109,7 @@ def _requests(fd: int) -> Iterator[Source]:
 
 def main(argv: list[str]) -> int:
     course, name = argv
-    die_with(os.getppid())  # a Dask worker killed with SIGKILL takes its pool with it
+    die_with_parent(os.getppid(), status=1)  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
     replies = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDONLY)

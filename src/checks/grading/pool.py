@@ -10,7 +10,6 @@ waits on then hand over on one core, several times faster than waking another.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import json
 import os
@@ -21,7 +20,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-PR_SET_PDEATHSIG = 1
+from checks.sandbox.zygote import die_with_parent
+
 
 
 @dataclass
@@ -110,7 +110,7 @@ def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = 
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        die_with(parent)
+        die_with_parent(parent, status=1)
         if cpu is not None:
             with contextlib.suppress(OSError):  # that CPU is gone: run anywhere
                 os.sched_setaffinity(0, {cpu})
@@ -127,16 +127,6 @@ def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = 
         os._exit(0)
     os.close(write_end)
     return read_end, pid
-
-
-def die_with(parent: int) -> None:
-    """A grading child is killed with its parent (kill -9 included): no orphan grades on."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the parent's own cleanup has to do
-        return
-    if os.getppid() != parent:  # it died before prctl took effect
-        os._exit(1)
 
 
 def _silence_stdio() -> None:

@@ -54,7 +54,7 @@ def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str
     forked (see hugepages.py).
     """
     parent = os.getppid()
-    _die_with_parent(parent)
+    die_with_parent(parent)
     _close_inherited_descriptors(keep=listener.fileno())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     # not a subreaper: the workers of a zygote that died must not become our children, or a
@@ -242,14 +242,15 @@ def remove_tree(folder: str) -> None:
             os.rmdir(folder)
 
 
-def _die_with_parent(parent: int) -> None:
-    """Killed with the process that started us, kill -9 included (we are then no one's)."""
+def die_with_parent(parent: int, status: int = 0) -> None:
+    """Be killed with `parent`, kill -9 included (a grading child, a zygote: nothing of a run goes
+    on without the process that started it); exit with `status` if it is gone already."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the zygote notices its parent's death itself
+    except (OSError, AttributeError):  # not Linux: the parent's own cleanup has to do
         return
     if os.getppid() != parent:  # it died before prctl took effect
-        os._exit(0)
+        os._exit(status)
 
 
 def _adopt_orphans() -> None:
