@@ -146,11 +146,13 @@ def _parser() -> argparse.ArgumentParser:
                      "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
                      "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
                      "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade\n"
+                     "  checks grade 01_tensors nbgrader/submitted/* --out grades/01_tensors   # notebooks\n"
                      "  checks grade 01_tensors submissions/ --out grades/01_tensors --scheduler tcp://head:8786",
                      runs_student_code=True)
     grade.add_argument("assignment", help=assignment_help)
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
-                       help="a folder or .zip per student (or a folder that holds only them)")
+                       help="a folder, .zip or notebook (.ipynb with answer cells) per student "
+                            "(or a folder that holds only them)")
     grade.add_argument("--out", type=Path, required=True, metavar="DIR",
                        help="output folder (one assignment per folder; an earlier run's is resumed)")
     grade.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
@@ -301,7 +303,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         if not torch.cuda.is_available():
             raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
-    paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)])
+    paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)],
+                                    assignment.name)
     with contextlib.ExitStack() as cluster:
         grader, where = None, f"sandbox: {isolation.description}"
         if args.scheduler or args.scheduler_file:

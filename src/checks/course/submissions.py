@@ -7,6 +7,10 @@ unread, with one warning. Caps bound what is read into memory: a named file over
 read (it costs the questions that use it, with the reason), extra modules past the caps are
 skipped, and no zip member is ever inflated past the cap. Only a zip that cannot be read at all,
 or one with an entry that would escape its folder, is refused as a whole.
+
+A submission may instead be a notebook (an .ipynb, or a folder or zip holding one, and none of the
+named files): the code of its answer cells (course/answer_cells.py) stands for the files, and a
+file without a cell costs only the questions that use it, with the reason.
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Collection
 
+from checks.course.answer_cells import NotANotebook, missing_cell_note, read_answers
+
 MAX_FILES = 200  # read into memory, named files included
 MAX_TOTAL_BYTES = 20 * 2**20
 MAX_FILE_BYTES = 5 * 2**20
+MAX_NOTEBOOK_BYTES = MAX_TOTAL_BYTES  # a notebook carries its outputs (plots): it may be larger than a file
+NOTEBOOK_SUFFIX = ".ipynb"
 # folders never looked into: caches, version control, virtual environments, macOS zip debris
 SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX", ".pytest_cache", ".venv", "venv",
                 "site-packages", "node_modules", ".mypy_cache", ".idea", ".vscode"}
@@ -48,11 +56,11 @@ class _Entry:
 
     path: str  # relative, posix
     size: int  # as the file system or the zip's header says
-    read: Callable[[], bytes]  # at most MAX_FILE_BYTES + 1 bytes
+    read: Callable[[int], bytes]  # at most that many bytes
 
 
 def submission_name(path: Path) -> str:
-    return path.stem if path.suffix == ".zip" else path.name
+    return path.stem if path.suffix in (".zip", NOTEBOOK_SUFFIX) else path.name
 
 
 def is_skipped_dir(name: str) -> bool:
@@ -78,9 +86,12 @@ def read_submission(path: Path, named: Collection[str] | None = None) -> Submiss
         with archive:
             entries, warnings, skipped = _list_zip(path.name, archive)
             return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+    if path.suffix == NOTEBOOK_SUFFIX and path.is_file():
+        entry = _Entry(path.name, path.stat().st_size, lambda cap: _read_capped(path, cap))
+        return _select(name, [entry], [], named, [])
     if not path.exists():
         raise SubmissionError(f"{path} does not exist")
-    raise SubmissionError(f"{path} is neither a folder nor a .zip file")
+    raise SubmissionError(f"{path} is neither a folder, a .zip file nor a notebook (.ipynb)")
 
 
 def _list_folder(root: Path) -> tuple[list[_Entry], list[str], list[str]]:
@@ -107,13 +118,13 @@ def _list_folder(root: Path) -> tuple[list[_Entry], list[str], list[str]]:
             elif not full.is_file():
                 warnings.append(f"{relative}: not a regular file (a fifo or device?), ignored")
             else:
-                entries.append(_Entry(relative, full.stat().st_size, lambda full=full: _read_capped(full)))
+                entries.append(_Entry(relative, full.stat().st_size, lambda cap, full=full: _read_capped(full, cap)))
     return entries, warnings, skipped
 
 
-def _read_capped(path: Path) -> bytes:
+def _read_capped(path: Path, cap: int) -> bytes:
     with path.open("rb") as handle:
-        return handle.read(MAX_FILE_BYTES + 1)
+        return handle.read(cap)
 
 
 def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[_Entry], list[str], list[str]]:
@@ -135,13 +146,13 @@ def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[_Entry], list[
         elif stat.S_ISLNK(info.external_attr >> 16):
             warnings.append(f"{name}: a symlink, ignored")
         else:
-            entries.append(_Entry(safe, info.file_size, lambda info=info: _inflate_capped(archive, info)))
+            entries.append(_Entry(safe, info.file_size, lambda cap, info=info: _inflate_capped(archive, info, cap)))
     return entries, warnings, sorted(skipped)
 
 
-def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
     with archive.open(info) as member:
-        return member.read(MAX_FILE_BYTES + 1)  # the header's size may lie: never inflate past the cap
+        return member.read(cap)  # the header's size may lie: never inflate past the cap
 
 
 def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collection[str] | None,
@@ -149,6 +160,7 @@ def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collect
     """Read the named files, then the extra modules while the caps allow; skip the rest unread."""
     submission = Submission(name, {}, warnings)
     wanted = set(named) if named is not None else None
+    entries, no_cell = _answer_cells(entries, wanted, warnings)
     first = [e for e in entries if wanted is None or e.path in wanted]
     extra = [e for e in entries if wanted is not None and e.path not in wanted
              and (_is_module(e.path) or any(_looks_like(e.path, name) for name in wanted))]  # strides.PY: say so
@@ -161,7 +173,7 @@ def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collect
         data = b""
         if problem is None:
             try:
-                data = entry.read()
+                data = entry.read(MAX_FILE_BYTES + 1)
             except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as error:
                 problem = f"could not be read ({error})"
             else:
@@ -175,11 +187,63 @@ def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collect
                                        "score 0.")
         else:
             over_caps.append(f"{entry.path} ({problem})")
+    for file_name, note in no_cell.items():
+        submission.unread[file_name] = note
+        submission.warnings.append(f"{note}: the questions that use {file_name} score 0.")
     if over_caps:
         submission.warnings.append("not read, over the limits: " + _listing(over_caps))
     if skipped:
         submission.warnings.append("skipped, as the assignment does not use them: " + _listing(skipped))
     return submission
+
+
+def _answer_cells(entries: list[_Entry], wanted: set[str] | None,
+                  warnings: list[str]) -> tuple[list[_Entry], dict[str, str]]:
+    """Where the submission is a notebook (none of the named files, one notebook with answer cells):
+    the entries with its cells in place of the notebook, and the reason for each named file that
+    has no cell. A notebook that cannot be read, when nothing else could be graded, refuses the
+    submission."""
+    if not wanted or any(entry.path in wanted for entry in entries):
+        return entries, {}
+    found: list[tuple[_Entry, dict[str, str]]] = []
+    unreadable: list[str] = []
+    for entry in (e for e in entries if e.path.endswith(NOTEBOOK_SUFFIX)):
+        data = entry.read(MAX_NOTEBOOK_BYTES + 1) if entry.size <= MAX_NOTEBOOK_BYTES else b""
+        if not data or len(data) > MAX_NOTEBOOK_BYTES:
+            unreadable.append(f"{entry.path} is over the limit of {MAX_NOTEBOOK_BYTES // 2**20} MiB for a notebook"
+                              if data or entry.size else f"{entry.path} is empty, not a notebook")
+            continue
+        try:
+            answers = read_answers(data)
+        except NotANotebook as error:
+            unreadable.append(f"{entry.path} is {error}")
+            continue
+        if answers.repeated:
+            warnings.append(f"{entry.path} has more than one answer cell for {', '.join(answers.repeated)}; "
+                            "the last one was graded")
+        if answers.files:
+            found.append((entry, answers.files))
+    if len(found) > 1:
+        raise SubmissionError(f"{len(found)} notebooks hold answer cells ({', '.join(e.path for e, _ in found)}): "
+                              "keep only the one to be graded")
+    if not found:
+        if unreadable:
+            raise SubmissionError("; ".join(unreadable))
+        return entries, {}
+    notebook, files = found[0]
+    cells: list[_Entry] = []
+    for cell_name, code in files.items():
+        safe = _safe_member(cell_name)
+        if safe is None:
+            warnings.append(f"{notebook.path}: an answer cell names {cell_name!r}, outside the submission; ignored")
+            continue
+        data = code.encode("utf-8")
+        cells.append(_Entry(safe, len(data), lambda cap, data=data: data[:cap]))
+    names = {cell.path for cell in cells}
+    others = [e for e in entries if e is not notebook and e.path not in names]
+    no_cell = {name: missing_cell_note(name, notebook.path) for name in sorted(wanted)
+               if name not in names and all(e.path != name for e in others)}
+    return cells + others, no_cell
 
 
 def _budget_problem(size: int, total: int, count: int) -> str | None:

@@ -33,7 +33,7 @@ from checks.reports.html import REPORT_FILE, render_report
 from checks.reports.render import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
                             write_submission_reports)
 from checks.suites.scoring import SubmissionResult
-from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, submission_name
+from checks.course.submissions import MAX_FILE_BYTES, NOTEBOOK_SUFFIX, SKIPPED_DIRS, submission_name
 
 RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
                   f"{DB_FILE}-journal", LOCK_FILE}
@@ -98,14 +98,17 @@ def check_submission_paths(paths: list[Path]) -> None:
                          f"{'s' if len(missing) > 1 else ''})")
 
 
-def expand_submission_paths(paths: list[Path]) -> list[Path]:
-    """Folders and zips as given; a folder that only holds submissions stands for each of them.
-    Raises ValueError naming every path that does not exist."""
+def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Path]:
+    """Folders, zips and notebooks as given; a folder that only holds submissions stands for each
+    of them. A folder that holds one named for the assignment (nbgrader's submitted/<student>/<name>/,
+    or <name>.ipynb) is one student's. Raises ValueError naming every path that does not exist."""
     check_submission_paths(paths)
     expanded: list[Path] = []
     for path in paths:
-        children = sorted(p for p in path.iterdir() if p.is_dir() or p.suffix == ".zip") if path.is_dir() else []
-        holds_submissions = children and not any(path.glob("*.py")) and not (path / "quiz.toml").exists()
+        children = sorted(p for p in path.iterdir() if p.is_dir() or p.suffix in (".zip", NOTEBOOK_SUFFIX)) \
+            if path.is_dir() else []
+        holds_submissions = (children and not any(path.glob("*.py")) and not (path / "quiz.toml").exists()
+                             and not any(assignment in (child.name, child.stem) for child in children))
         expanded += children if holds_submissions else [path]
     return expanded
 

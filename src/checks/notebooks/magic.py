@@ -1,43 +1,84 @@
-"""The IPython extension: `%load_ext checks`, then `%checks test` or `%checks test strides.offset`.
+"""The IPython extension: `%load_ext checks`, then `%checks test` or `%checks test strides.offset`,
+and `%%checks file NAME`, the first line of an answer cell in an exported notebook (nbgrader, otter).
 
 The checks run in a child process (runner.py) on the notebook's folder, the kernel's working
 folder, through the same engine as `checks test`; the kernel only waits for it (with a time
 limit, killing its whole process group on a limit or an interrupt) and shows what it wrote back.
 So a student's exception, hang or sys.exit costs a row of the table, never the kernel.
+
+An answer cell runs in the kernel as the module it stands for (`%%checks file rules.py` is
+`import rules` for the cells below it), and its public names land in the notebook's namespace;
+ANSWERS keeps the last source of each file, which the exports' grading cells grade.
 """
 
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 from typing import Any
 
 from checks.notebooks.display import ChecksReport
 
-USAGE = "usage: %checks test [QUESTION]   (all questions, or one such as strides.offset)"
+from checks.course.answer_cells import ANSWER_LINE
+
+USAGE = ("usage: %checks test [QUESTION]   (all questions, or one such as strides.offset)\n"
+         f"       {ANSWER_LINE.format(name='NAME')}   (first line of an answer cell: the rest is the file NAME)")
+ANSWERS: dict[str, str] = {}  # file name -> the source of its answer cell, as last run in this kernel
 # the whole run, start-up included; each student call has its own, much shorter, limit inside
 DEFAULT_TIMEOUT_S = 600.0
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register `%checks` (IPython calls this for `%load_ext checks`)."""
-    ipython.register_magic_function(checks_magic, magic_kind="line", magic_name="checks")
+    ipython.register_magic_function(checks_magic, magic_kind="line_cell", magic_name="checks")
 
 
-def checks_magic(line: str) -> None:
-    """%checks test [QUESTION]: run the public checks on this notebook's folder and show the table."""
+def checks_magic(line: str, cell: str | None = None) -> None:
+    """%checks test [QUESTION]: run the public checks on this notebook's folder and show the table.
+    %%checks file NAME: the cell is the file NAME (see run_answer_cell)."""
     from IPython.display import display
 
     words = line.split()
+    if cell is not None:
+        if len(words) != 2 or words[0] != "file":
+            print(USAGE)
+            return
+        run_answer_cell(words[1], cell)
+        return
     if not words or words[0] != "test" or len(words) > 2:
         print(USAGE)
         return
     display(run_checks(Path.cwd(), words[1] if len(words) == 2 else None))
+
+
+def run_answer_cell(name: str, code: str, namespace: dict | None = None) -> types.ModuleType | None:
+    """Keep `code` as the answer for file `name`; a .py file is also run as its module (replacing
+    any earlier one in sys.modules), its public names copied into `namespace` (the notebook's)."""
+    ANSWERS[name] = code
+    if not name.endswith(".py"):
+        return None
+    if namespace is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        namespace = shell.user_ns if shell is not None else {}
+    module_name = Path(name).stem
+    module = types.ModuleType(module_name)
+    module.__file__ = str(Path.cwd() / name)
+    sys.modules[module_name] = module
+    filename = f"<answer cell {name}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)  # for tracebacks
+    exec(compile(code, filename, "exec"), module.__dict__)
+    namespace.update({key: value for key, value in vars(module).items() if not key.startswith("_")})
+    namespace[module_name] = module
+    return module
 
 
 def run_checks(folder: Path, question: str | None = None, *, timeout: float | None = None) -> ChecksReport:

@@ -1,0 +1,110 @@
+"""What an exported notebook's grading cell calls: grade the answer cells this kernel ran with the
+hidden suite, once per kernel and answers, and give one question's result.
+
+The hidden suite is never in the student's release. It is found in $CHECKS_COURSE, else in the
+nearest folder at or above the working folder that holds autograder/<assignment>/assignment.toml:
+where the nbgrader export puts it (the course folder) and the otter export ships it (inside the
+autograder zip). The grading runs in a child process, through the sandbox, as `checks grade` does.
+The grading cell itself runs in the student's kernel, beside the student's code, so it is only as
+safe as that kernel; `checks grade` on the same notebook is not exposed that way (README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from checks.course.answer_cells import answer_cell
+from checks.course.assignment import load_assignment
+from checks.grading.session import Source, grade_sources, named_files
+from checks.notebooks.magic import ANSWERS
+from checks.suites.scoring import QuestionResult, SubmissionResult
+
+HIDDEN_MARKER = "autograder/{assignment}/assignment.toml"
+TIMEOUT_S = 1800.0  # the whole grading of one notebook, sandbox start-up included
+
+_graded: dict[tuple[str, str], SubmissionResult] = {}  # (assignment, digest of the answers) -> result
+
+
+class HiddenSuiteMissing(RuntimeError):
+    """The grading cell ran where the hidden suite is not (a student's copy of the release)."""
+
+
+def score(assignment: str, qid: str) -> float:
+    """The question's points for the answers this kernel ran, printing its feedback when short of
+    full marks (to stdout: nbgrader counts any stderr output as a failed cell)."""
+    result = question_result(assignment, qid)
+    if not result.passed:
+        print(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
+    return result.score
+
+
+def question_result(assignment: str, qid: str) -> QuestionResult:
+    """One question of the grading of this kernel's answers (graded once, then reused)."""
+    result = grade_answers(assignment, dict(ANSWERS))
+    found = next((q for q in result.questions if q.qid == qid), None)
+    if found is None:
+        raise KeyError(f"{assignment} has no question {qid!r}; it has {', '.join(q.qid for q in result.questions)}")
+    return found
+
+
+def grade_answers(assignment: str, answers: dict[str, str]) -> SubmissionResult:
+    """The hidden suite's result for these files (name -> source), graded in a child process."""
+    digest = hashlib.sha256(json.dumps(sorted(answers.items())).encode()).hexdigest()
+    if (assignment, digest) not in _graded:
+        root = hidden_course_root(assignment)
+        with tempfile.TemporaryDirectory(prefix="checks-kernel-") as scratch:
+            notebook, out = Path(scratch) / f"{assignment}.ipynb", Path(scratch) / "result.json"
+            write_answer_notebook(notebook, answers)
+            command = [sys.executable, "-m", "checks.exports.kernel", str(root), assignment, str(notebook), str(out)]
+            run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=TIMEOUT_S, start_new_session=True)
+            if run.returncode != 0 or not out.is_file():
+                raise RuntimeError(f"the grader failed (exit status {run.returncode}); this is not your score:\n"
+                                   + (run.stdout + run.stderr)[-2000:])
+            result = SubmissionResult.from_dict(json.loads(out.read_text(encoding="utf-8")))
+        if result.error:
+            raise RuntimeError(f"the grader failed; this is not your score: {result.error}")
+        _graded[assignment, digest] = result
+    return _graded[assignment, digest]
+
+
+def hidden_course_root(assignment: str, start: Path | None = None) -> Path:
+    """$CHECKS_COURSE, else the nearest folder at or above `start` (the working folder) with the
+    assignment's hidden suite."""
+    marker = HIDDEN_MARKER.format(assignment=assignment)
+    if os.environ.get("CHECKS_COURSE"):
+        candidates = [Path(os.environ["CHECKS_COURSE"]).resolve()]
+    else:
+        here = (start or Path.cwd()).resolve()
+        candidates = [here, *here.parents]
+    for folder in candidates:
+        if (folder / marker).is_file():
+            return folder
+    raise HiddenSuiteMissing(f"the hidden checks of {assignment} are not here ({marker} was not found at or above "
+                             f"{candidates[0]}): they run when your notebook is graded. To check your work now, "
+                             f"run `checks test {assignment}` or `%checks test`.")
+
+
+def write_answer_notebook(path: Path, answers: dict[str, str]) -> None:
+    """A notebook of one answer cell per file: what `checks grade` reads from a student's notebook."""
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell(answer_cell(name, code)) for name, code in answers.items()]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))
+
+
+def _grade_in_child(root: Path, assignment_name: str, notebook: Path, out: Path) -> None:
+    """Grade the notebook as `checks grade` would: the same reading, sandbox and suite."""
+    assignment = load_assignment(root, assignment_name)
+    (result,) = grade_sources(assignment, [Source.from_path(notebook, named_files(assignment))], jobs=1)
+    out.write_text(json.dumps(result.to_dict()), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    _grade_in_child(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))
