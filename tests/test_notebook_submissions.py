@@ -180,3 +180,16 @@ def test_a_grading_cell_scores_the_cells_its_kernel_ran_as_checks_grade_does(tmp
     assert kernel.score("01_tensors", "broadcasting.broadcast_strides") == 5.38
     assert "broadcasting.broadcast_strides: 5.38 of 8 points\n17 of 52 checks failed." in capsys.readouterr().out
     assert len(kernel._graded) == 1  # graded once for both cells
+
+
+def test_checks_test_runs_the_public_checks_on_a_notebook_as_on_the_folder(tmp_path, monkeypatch):
+    (tmp_path / "ben.ipynb").write_text(notebook_of(BEN))
+    monkeypatch.delenv("CHECKS_COURSE", raising=False)
+    printed = []
+    for path in (BEN, tmp_path / "ben.ipynb"):
+        out = io.StringIO()
+        monkeypatch.setattr(cli, "console", Console(file=out, width=200))
+        code = cli.main(["--course", str(REPO), "test", "01_tensors", str(path)])
+        printed.append((code, out.getvalue().split("\n", 2)[2]))  # after the header and title: they name it
+    assert printed[0] == printed[1]
+    assert "quiz answers present and well-formed" in printed[1][1]

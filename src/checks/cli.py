@@ -20,8 +20,8 @@ from checks.grading.batch import BatchSummary, OutputFailed, expand_submission_p
 from checks.authoring.build import BuildError, build
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                      list_assignments, load_assignment, load_copy, read_marker)
-from checks.course.submissions import SubmissionError, read_submission
-from checks.grading.session import Source, grade_sources
+from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
+from checks.grading.session import Source, grade_sources, named_files
 from checks.sandbox import jail
 from checks.progress import GradeProgress, print_summary
 from checks.pack import pack, submission_file_names
@@ -119,11 +119,11 @@ def _parser() -> argparse.ArgumentParser:
                     "only when graded), then each failing question's first failures. Exit status 0 only when "
                     "every public check passes and every quiz answer is well-formed.",
                     "  checks test 01_tensors               # assignments/01_tensors, or the copy you are in\n"
-                    "  checks test 01_tensors ~/my-copy     # another folder, or a .zip",
+                    "  checks test 01_tensors ~/my-copy     # another folder, a .zip or a notebook",
                     runs_student_code=True)
     test.add_argument("assignment", help=assignment_help)
     test.add_argument("path", nargs="?", type=Path, metavar="PATH",
-                      help="your folder or .zip (default: the copy of the assignment the current folder is in, "
+                      help="your folder, .zip or notebook (default: the copy of the assignment the current folder is in, "
                            "else assignments/ASSIGNMENT)")
     test.set_defaults(run=_test, run_name="test", without_course=True)
 
@@ -238,8 +238,9 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
     console.print(Text(f"checks {__version__}: public checks of {assignment.name} on {path}"))
-    (result,) = grade_sources(assignment, [Source.from_path(path)], public=True, jobs=1)
-    quiz, quiz_problem = check_answers(answer_kinds(assignment), _quiz_bytes(path))
+    named = _named_in_notebook(assignment, path)
+    (result,) = grade_sources(assignment, [Source.from_path(path, named)], public=True, jobs=1)
+    quiz, quiz_problem = check_answers(answer_kinds(assignment), _quiz_bytes(path, named))
     _show(result, quiz)
     if quiz_problem:
         console.print(Text.assemble(("\nquiz: ", "bold"), quiz_problem))
@@ -256,10 +257,16 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     return 0 if all_ok else 1
 
 
-def _quiz_bytes(path: Path) -> bytes | None:
-    """quiz.toml as the grader would read it from this folder or zip (None when it has none)."""
+def _named_in_notebook(assignment: Assignment, path: Path) -> tuple[str, ...] | None:
+    """A notebook is read for its answer cells, which needs the files they stand for; a folder or
+    zip is read whole, so that a misnamed file can be pointed out."""
+    return named_files(assignment) if path.suffix == NOTEBOOK_SUFFIX else None
+
+
+def _quiz_bytes(path: Path, named: tuple[str, ...] | None = None) -> bytes | None:
+    """quiz.toml as the grader would read it from this folder, zip or notebook (None when it has none)."""
     try:
-        return read_submission(path).files.get(QUIZ_FILE)
+        return read_submission(path, named).files.get(QUIZ_FILE)
     except SubmissionError:
         return None  # the checks above already said why the submission cannot be read
 
