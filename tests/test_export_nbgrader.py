@@ -145,8 +145,19 @@ def test_release_holds_no_solution_and_no_hidden_case(tmp_path, monkeypatch, nbg
     name = "02_autograd"  # its suite also ships a reference file (references/), which must stay unreleased
     assignment = load_assignment(REPO, name)
     root = tmp_path / "course"
-    assert _quiet_cli(monkeypatch, "export", "nbgrader", name, "--out", str(root)) == 0
+    partial = tmp_path / "partial"  # a submission with only the first file
+    partial.mkdir()
+    (partial / assignment.files[0]).write_text("def mine():\n    return 1\n")
+    assert _quiet_cli(monkeypatch, "export", "nbgrader", name, "--out", str(root), "--fill", str(partial)) == 0
     _nbgrader(root, "generate_assignment", name, "--force", env=nbgrader_env)
+
+    # --fill starts from what nbgrader released: only the student's file differs
+    release_cells = nbformat.read(root / "release" / name / f"{name}.ipynb", as_version=4).cells
+    filled_cells = nbformat.read(root / "submitted/partial" / name / f"{name}.ipynb", as_version=4).cells
+    assert [c.source for c in filled_cells] == [f"%%checks file {assignment.files[0]}\ndef mine():\n    return 1\n"
+                                                if c.source.startswith(f"%%checks file {assignment.files[0]}\n")
+                                                else c.source for c in release_cells]
+    assert [c.source for c in filled_cells] != [c.source for c in release_cells]
 
     released = _released_text(root)
     release = {n: data.decode() for n, data in release_files(assignment.solution_dir).items() if n in assignment.files}

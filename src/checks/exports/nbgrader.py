@@ -21,14 +21,18 @@ import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from checks.course.answer_cells import answer_cell
+from checks.course.answer_cells import answer_cell, parse_answer_cell
 from checks.course.assignment import Assignment, CourseError
 from checks.course.submissions import SubmissionError, read_submission, submission_name
 from checks.exports import kernel
 from checks.exports.hidden import hidden_files
 from checks.grading.session import Source, grade_sources, named_files
 from checks.suites.quiz import QUIZ_FILE
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 CONFIG_FILE = "nbgrader_config.py"
 SCHEMA_VERSION = 3  # nbgrader 0.9's cell metadata schema
@@ -132,7 +136,7 @@ def assignment_questions(assignment: Assignment) -> list[Question]:
     return questions
 
 
-def source_notebook(assignment: Assignment, questions: list[Question]):
+def source_notebook(assignment: Assignment, questions: list[Question]) -> NotebookNode:
     """The instructor's notebook nbgrader's generate_assignment releases (solutions stripped)."""
     import nbformat
 
@@ -186,7 +190,7 @@ def nbgrader_regions(code: str, filename: str) -> str:
     return "\n".join(out)
 
 
-def release_notebook(source):
+def release_notebook(source: NotebookNode) -> NotebookNode:
     """What `nbgrader generate_assignment` releases of the source notebook's cells, by nbgrader's own
     ClearSolutions (the cells --fill starts from)."""
     from nbgrader.preprocessors import ClearSolutions
@@ -195,11 +199,9 @@ def release_notebook(source):
     return released
 
 
-def filled_notebook(released, files: dict[str, str]):
+def filled_notebook(released: NotebookNode, files: dict[str, str]) -> NotebookNode:
     """The released notebook with each answer cell holding the student's file (a file the student
     does not have keeps its released cell)."""
-    from checks.course.answer_cells import parse_answer_cell
-
     notebook = copy.deepcopy(released)
     for cell in notebook.cells:
         parsed = parse_answer_cell(cell.source) if cell.cell_type == "code" else None
@@ -227,8 +229,8 @@ def _answer_id(name: str) -> str:
     return "answer_" + grade_id(name)
 
 
-def _cell(cell, cell_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
-          points: float | None = None):
+def _cell(cell: NotebookNode, cell_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
+          points: float | None = None) -> NotebookNode:
     """`cell` with nbgrader's metadata (and the same id as a cell id, so that exports are stable)."""
     cell.id = cell_id
     meta = {"grade": grade, "grade_id": cell_id, "locked": locked, "schema_version": SCHEMA_VERSION,
