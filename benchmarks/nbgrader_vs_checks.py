@@ -107,14 +107,14 @@ def timing(name: str, count: int, work: Path, env: dict[str, str]) -> None:
         out = work / f"grades-{jobs or 'default'}"
         command = [sys.executable, "-m", "checks.cli", "--course", str(ROOT), "grade", name, *map(str, notebooks),
                    "--out", str(out), *(["--jobs", jobs] if jobs else [])]
-        checks_s[jobs or f"default ({os.cpu_count()} cores)"] = _run(command, ROOT, env)
+        checks_s[f"--jobs {jobs}" if jobs else f"(default jobs, {os.cpu_count()} cores)"] = _run(command, ROOT, env)
     by_nbgrader, by_checks = _nbgrader_scores(course, name), _checks_scores(work / "grades-1")
     differ = [student for student in by_checks
               if any(abs(by_nbgrader[student][grade_id(q)] - points) > 0.01 for q, points in by_checks[student].items())]
     print(f"\n== time: {len(notebooks)} notebooks of {name} ==")
     print(f"nbgrader autograde (one batch)     {nbgrader_s:8.1f} s   {nbgrader_s / len(notebooks):6.2f} s a notebook")
     for jobs, seconds in checks_s.items():
-        print(f"checks grade --jobs {jobs:<16}{seconds:8.1f} s   {seconds / len(notebooks):6.2f} s a notebook   "
+        print(f"checks grade {jobs:<22}{seconds:8.1f} s   {seconds / len(notebooks):6.2f} s a notebook   "
               f"nbgrader / checks = {nbgrader_s / seconds:5.2f}")
     print(f"per-question points that differ between the two: {len(differ)} notebook(s) {differ}")
 
