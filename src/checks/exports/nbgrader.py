@@ -97,7 +97,7 @@ def export_nbgrader(assignment: Assignment, out_dir: Path, fill: list[Path] | No
     submissions = [_read_py_submission(assignment, path) for path in fill or []]  # refuse bad input first
     questions = assignment_questions(assignment)
     source = source_notebook(assignment, questions)
-    released = release_notebook(source)
+    released = release_notebook(source) if submissions else None
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / CONFIG_FILE).write_text(CONFIG.format(assignment=assignment.name, course_id=f"checks-{assignment.name}",
@@ -193,8 +193,10 @@ def nbgrader_regions(code: str, filename: str) -> str:
 def release_notebook(source: NotebookNode) -> NotebookNode:
     """What `nbgrader generate_assignment` releases of the source notebook's cells, by nbgrader's own
     ClearSolutions (the cells --fill starts from)."""
-    from nbgrader.preprocessors import ClearSolutions
-
+    try:
+        from nbgrader.preprocessors import ClearSolutions
+    except ImportError:
+        raise CourseError("--fill needs nbgrader (the `interop` extra: pip install 'checks[interop]')") from None
     released, _ = ClearSolutions().preprocess(copy.deepcopy(source), {})
     return released
 
