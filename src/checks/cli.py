@@ -30,6 +30,7 @@ from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answer
 from checks.suites.scoring import SubmissionResult
 from checks.authoring.verify import verify
 from checks.exports.gradescope import export_gradescope
+from checks.exports.nbgrader import export_nbgrader
 
 console = Console(highlight=False)
 
@@ -190,11 +191,17 @@ def _parser() -> argparse.ArgumentParser:
     export = _command(commands, "export", "write an assignment's grader for another course tool",
                       "Write what another course tool needs to grade an assignment with its hidden suite. "
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
-                      "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder.",
-                      "  checks export gradescope 01_tensors --out export/01_tensors")
-    export.add_argument("tool", choices=["gradescope"], help="the tool to export for")
+                      "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder. "
+                      "nbgrader: DIR as an nbgrader course (nbgrader_config.py, source/ASSIGNMENT/ASSIGNMENT.ipynb, "
+                      "the hidden suite beside source/, never released).",
+                      "  checks export gradescope 01_tensors --out export/01_tensors\n"
+                      "  checks export nbgrader 01_tensors --out course --fill submissions/*")
+    export.add_argument("tool", choices=["gradescope", "nbgrader"], help="the tool to export for")
     export.add_argument("assignment", help=assignment_help)
     export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
+    export.add_argument("--fill", type=Path, nargs="+", default=None, metavar="SUBMISSION",
+                        help="nbgrader: also write each .py submission (folder or zip) as that student's "
+                             "notebook, DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb")
     export.set_defaults(run=_export)
     return parser
 
@@ -399,6 +406,10 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
 
 def _export(root: Path, args: argparse.Namespace) -> int:
     assignment = load_assignment(root, args.assignment)
+    if args.tool == "nbgrader":
+        return _export_nbgrader(assignment, args)
+    if args.fill:
+        raise ValueError("--fill is for the nbgrader export only")
     export = export_gradescope(assignment, args.out)
     course = [name for name in export.names if name.startswith("course/")]
     console.print(Text(f"wrote {export.zip_path}: setup.sh, run_autograder, checks and its pinned environment, "
@@ -406,6 +417,19 @@ def _export(root: Path, args: argparse.Namespace) -> int:
     for name in course:
         console.print(Text(f"  {name.removeprefix('course/')}"))
     console.print("Upload it as the autograder of a Gradescope programming assignment (Ubuntu base image).")
+    return 0
+
+
+def _export_nbgrader(assignment: Assignment, args: argparse.Namespace) -> int:
+    export = export_nbgrader(assignment, args.out, args.fill)
+    points = sum(q.points for q in export.questions)
+    console.print(Text(f"wrote {export.root}: {export.notebook.relative_to(export.root)} with "
+                       f"{len(export.questions)} graded cells ({points:g} points), nbgrader_config.py, and "
+                       f"{len(export.hidden)} hidden course file(s) beside source/ (never released)"))
+    for path in export.filled:
+        console.print(Text(f"  filled {path.relative_to(export.root)}"))
+    console.print(Text(f"then, in {export.root}: nbgrader generate_assignment {assignment.name}"
+                       + (f"; nbgrader autograde {assignment.name} --create" if export.filled else "")))
     return 0
 
 
