@@ -192,9 +192,13 @@ def _parser() -> argparse.ArgumentParser:
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
                       "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder.",
                       "  checks export gradescope 01_tensors --out export/01_tensors")
-    export.add_argument("tool", choices=["gradescope"], help="the tool to export for")
+    export.add_argument("tool", choices=["gradescope", "otter"], help="the tool to export for")
     export.add_argument("assignment", help=assignment_help)
     export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
+    # otter-grader (issue 18)
+    export.add_argument("--fill", type=Path, nargs="+", default=[], metavar="SUBMISSION",
+                        help="otter: also write DIR/submissions/<name>.ipynb, otter's student notebook holding "
+                             "each .py submission (folder or zip)")
     export.set_defaults(run=_export)
     return parser
 
@@ -392,6 +396,10 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
 
 def _export(root: Path, args: argparse.Namespace) -> int:
     assignment = load_assignment(root, args.assignment)
+    if args.tool == "otter":
+        return _export_otter(assignment, args)
+    if args.fill:
+        raise CourseError("--fill is for `checks export otter`")
     export = export_gradescope(assignment, args.out)
     course = [name for name in export.names if name.startswith("course/")]
     console.print(Text(f"wrote {export.zip_path}: setup.sh, run_autograder, checks and its pinned environment, "
@@ -399,6 +407,25 @@ def _export(root: Path, args: argparse.Namespace) -> int:
     for name in course:
         console.print(Text(f"  {name.removeprefix('course/')}"))
     console.print("Upload it as the autograder of a Gradescope programming assignment (Ubuntu base image).")
+    return 0
+
+
+# ---- otter-grader (issue 18) ------------------------------------------------------------------
+def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
+    from checks.authoring.build import release_files
+    from checks.course.submissions import read_submission
+    from checks.exports.otter import export_otter
+
+    reference = {name: data.decode("utf-8") for name, data in read_submission(assignment.solution_dir).files.items()}
+    stubs = {name: data.decode("utf-8") for name, data in release_files(assignment.solution_dir).items()
+             if name.endswith((".py", ".toml"))}
+    export = export_otter(assignment, args.out, reference, stubs, args.fill)
+    console.print(Text(f"wrote {export.master}: the otter-assign master notebook, {len(export.questions)} questions, "
+                       f"and beside it {len(export.hidden)} hidden course file(s) that the autograder zip ships"))
+    for path in export.submissions:
+        console.print(Text(f"  {path}"))
+    console.print(Text(f"next: otter assign {export.master} dist/ ; otter run -a dist/autograder/"
+                       f"{assignment.name}-autograder_*.zip NOTEBOOK"))
     return 0
 
 
