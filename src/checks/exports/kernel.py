@@ -1,5 +1,6 @@
 """What an exported notebook's grading cell calls: grade the answer cells this kernel ran with the
-hidden suite, once per kernel and answers, and give one question's result.
+hidden suite, once per kernel and answers, and give one question's result (score, question_result)
+or one hidden check's (check_case: otter scores a question as the sum of its passed test cases).
 
 The hidden suite is never in the student's release. It is found in $CHECKS_COURSE, else in the
 nearest folder at or above the working folder that holds autograder/<assignment>/assignment.toml:
