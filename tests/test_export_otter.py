@@ -171,3 +171,36 @@ def test_export_refuses_fill_for_gradescope(tmp_path):
     run = subprocess.run([str(BIN / "checks"), "--course", str(REPO), "export", "gradescope", "01_tensors",
                           "--out", str(tmp_path), "--fill", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0 and "--fill is for `checks export otter`" in run.stdout + run.stderr
+
+
+def test_check_case_fails_exactly_the_failed_checks_with_the_feedback_once(monkeypatch):
+    from checks.exports import kernel
+    from checks.suites.scoring import QuestionResult
+
+    parts = [{"points": 2.0, "all_or_nothing": False, "passed": [True, False, True, False]},
+             {"points": 1.0, "all_or_nothing": True, "passed": [True, False]}]
+    result = QuestionResult("engine.tensor_basics", 1.0, 3.0, "3 of 6 checks failed.", 3, 6, parts=parts)
+    monkeypatch.setattr(kernel, "question_result", lambda assignment, qid: result)
+    outcomes = {}
+    for part, count in ((0, 4), (1, 1)):
+        for index in range(count):
+            try:
+                kernel.check_case("02_autograd", "engine.tensor_basics", part, index, count)
+                outcomes[part, index] = "passed"
+            except AssertionError as error:
+                outcomes[part, index] = str(error)
+    assert [k for k, v in outcomes.items() if v == "passed"] == [(0, 0), (0, 2)]
+    assert outcomes[0, 1].startswith("engine.tensor_basics: 1 of 3 points\n3 of 6 checks failed.")
+    assert all("failed too" in outcomes[k] for k in ((0, 3), (1, 0)))
+    # the otter score (points per check of each part, summed over the passed ones) is checks' score
+    assert sum(2.0 / 4 for k, v in outcomes.items() if v == "passed") == result.score
+    # graded with more checks than the export saw (another device): the same share passes
+    parts[0]["passed"] = [True, False] * 4
+    passed = []
+    for index in range(4):
+        try:
+            kernel.check_case("02_autograd", "engine.tensor_basics", 0, index, 4)
+            passed.append(index)
+        except AssertionError:
+            pass
+    assert len(passed) == 2

@@ -67,10 +67,12 @@ def export_otter(assignment: Assignment, out_dir: Path, reference: Mapping[str, 
     if result.score < result.max_score:
         raise CourseError(f"the reference of {assignment.name} scores {result.score:g} of {result.max_score:g} "
                           "with its hidden suite: fix it before exporting")
+    if out_dir.resolve() == assignment.root.resolve():
+        raise CourseError(f"--out {out_dir} is the course itself: write the export to a folder of its own")
     out_dir.mkdir(parents=True, exist_ok=True)
     shipped = hidden_files(assignment)
-    for top in HIDDEN_DIRS:
-        shutil.rmtree(out_dir / top, ignore_errors=True)
+    for top in HIDDEN_DIRS:  # what an earlier export of this assignment shipped, and the suite no longer has
+        shutil.rmtree(out_dir / top / assignment.name, ignore_errors=True)
     for relative, path in shipped.items():
         (out_dir / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, out_dir / relative)
