@@ -28,7 +28,7 @@ from pathlib import Path
 
 from checks.course.answer_cells import answer_cell, parse_answer_cell
 from checks.course.assignment import Assignment, CourseError
-from checks.course.submissions import read_submission
+from checks.course.submissions import Submission, SubmissionError, read_submission
 from checks.exports.hidden import hidden_files
 from checks.exports.kernel import grade_answers, question_parts
 
@@ -62,6 +62,8 @@ def export_otter(assignment: Assignment, out_dir: Path, reference: Mapping[str, 
     missing = [name for name in (*assignment.files, QUIZ_FILE) if name not in reference or name not in stubs]
     if missing:
         raise CourseError(f"{assignment.name}: the reference or the stubs lack {', '.join(missing)}")
+    filled = [_read_fill(assignment, path) for path in fill]  # a bad path is refused before anything is written
+    # the reference's grading says how many checks each test of each question has: one otter case each
     result = grade_answers(assignment.name, {name: reference[name] for name in (*assignment.files, QUIZ_FILE)},
                            root=assignment.root)
     if result.score < result.max_score:
@@ -84,9 +86,16 @@ def export_otter(assignment: Assignment, out_dir: Path, reference: Mapping[str, 
 
     nbformat.write(notebook, str(master))
     export = OtterExport(master, {q.qid: otter_name(q.qid) for q in result.questions}, sorted(shipped))
-    if fill:
-        export.submissions = fill_submissions(assignment, master, out_dir / SUBMISSIONS_DIR, fill)
+    if filled:
+        export.submissions = fill_submissions(master, out_dir / SUBMISSIONS_DIR, filled)
     return export
+
+
+def _read_fill(assignment: Assignment, path: Path) -> Submission:
+    try:
+        return read_submission(path, (*assignment.files, QUIZ_FILE))
+    except SubmissionError as error:
+        raise CourseError(f"--fill {path}: {error}") from None
 
 
 def master_notebook(assignment: Assignment, reference: Mapping[str, str], stubs: Mapping[str, str],
@@ -172,17 +181,16 @@ def with_otter_markers(solution: str, stub: str, name: str) -> str:
     return "".join(out)
 
 
-def fill_submissions(assignment: Assignment, master: Path, out_dir: Path, submissions: Sequence[Path]) -> list[Path]:
-    """Run otter assign on the master notebook, and write its student notebook once per .py
-    submission (folder or zip) as out_dir/<name>.ipynb, each answer cell holding the student's file
-    (a missing file keeps the stub's cell)."""
+def fill_submissions(master: Path, out_dir: Path, submissions: Sequence[Submission]) -> list[Path]:
+    """Run otter assign on the master notebook, and write its student notebook once per submission
+    as out_dir/<name>.ipynb, each answer cell holding the student's file (a missing file keeps the
+    stub's cell)."""
     import nbformat
 
     student = otter_student_notebook(master)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in submissions:
-        submission = read_submission(path, (*assignment.files, QUIZ_FILE))
+    for submission in submissions:
         notebook = nbformat.from_dict(json.loads(json.dumps(student)))
         for cell in notebook.cells:
             parsed = parse_answer_cell(cell.source) if cell.cell_type == "code" else None
