@@ -190,8 +190,11 @@ def _parser() -> argparse.ArgumentParser:
     export = _command(commands, "export", "write an assignment's grader for another course tool",
                       "Write what another course tool needs to grade an assignment with its hidden suite. "
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
-                      "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder.",
-                      "  checks export gradescope 01_tensors --out export/01_tensors")
+                      "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder."
+                      " otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files "
+                      "it ships; --fill writes otter's student notebook of each .py submission.",
+                      "  checks export gradescope 01_tensors --out export/01_tensors\n"
+                      "  checks export otter 01_tensors --out export/otter --fill submissions/*")
     export.add_argument("tool", choices=["gradescope", "otter"], help="the tool to export for")
     export.add_argument("assignment", help=assignment_help)
     export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
