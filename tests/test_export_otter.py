@@ -5,6 +5,7 @@ solution and no hidden case. 01_tensors runs by default; 02 and 03 take minutes 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -41,13 +42,17 @@ def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.Comp
 
 
 def _submissions(name: str, where: Path) -> dict[str, Path]:
-    """reference, stubs and three mutants (of three questions) of `name`, as .py folders."""
+    """reference, stubs and three mutants of `name`, as .py folders."""
     assignment = load_assignment(REPO, name)
     named = (*assignment.files, QUIZ)
     reference = {f: (assignment.solution_dir / f).read_bytes() for f in named}
     stubs = {f: data for f, data in release_files(assignment.solution_dir).items() if f in named}
+    # three mutants of three questions, one file after another (02's engine.tensor_basics, a question
+    # of two tests with unequal points per check, gets one)
+    mutants = load_mutants(assignment)
+    by_file = [[m for m in mutants if m.file == f] for f in assignment.files]
     chosen, questions = {}, set()
-    for mutant in load_mutants(assignment):
+    for mutant in (m for row in itertools.zip_longest(*by_file) for m in row if m is not None):
         if mutant.question not in questions and len(chosen) < 3:
             questions.add(mutant.question)
             chosen[f"mutant_{otter_name(mutant.name)}"] = mutant.apply(reference)
