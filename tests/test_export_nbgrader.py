@@ -193,7 +193,7 @@ def test_fill_refuses_what_is_not_a_submission(tmp_path, monkeypatch):
     assert not (tmp_path / "out").exists()  # refused before anything was written
     assert cli.main(["--course", str(REPO), "export", "gradescope", "01_tensors", "--out", str(tmp_path / "gs"),
                      "--fill", str(tmp_path / "empty")]) == 2
-    assert "--fill is for the nbgrader export only" in output.getvalue()
+    assert "--fill is for the nbgrader and otter exports" in output.getvalue()
 
 
 @pytest.mark.parametrize("name", [

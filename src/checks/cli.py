@@ -193,15 +193,18 @@ def _parser() -> argparse.ArgumentParser:
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
                       "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder. "
                       "nbgrader: DIR as an nbgrader course (nbgrader_config.py, source/ASSIGNMENT/ASSIGNMENT.ipynb, "
-                      "the hidden suite beside source/, never released).",
+                      "the hidden suite beside source/, never released). "
+                      "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships.",
                       "  checks export gradescope 01_tensors --out export/01_tensors\n"
-                      "  checks export nbgrader 01_tensors --out course --fill submissions/*")
-    export.add_argument("tool", choices=["gradescope", "nbgrader"], help="the tool to export for")
+                      "  checks export nbgrader 01_tensors --out course --fill submissions/*\n"
+                      "  checks export otter 01_tensors --out export/otter --fill submissions/*")
+    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter"], help="the tool to export for")
     export.add_argument("assignment", help=assignment_help)
     export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
-    export.add_argument("--fill", type=Path, nargs="+", default=None, metavar="SUBMISSION",
-                        help="nbgrader: also write each .py submission (folder or zip) as that student's "
-                             "notebook, DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb")
+    export.add_argument("--fill", type=Path, nargs="+", default=[], metavar="SUBMISSION",
+                        help="nbgrader and otter: also write each .py submission (folder or zip) as that student's "
+                             "notebook (nbgrader: DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb; otter: "
+                             "DIR/submissions/<name>.ipynb)")
     export.set_defaults(run=_export)
     return parser
 
@@ -408,8 +411,10 @@ def _export(root: Path, args: argparse.Namespace) -> int:
     assignment = load_assignment(root, args.assignment)
     if args.tool == "nbgrader":
         return _export_nbgrader(assignment, args)
+    if args.tool == "otter":
+        return _export_otter(assignment, args)
     if args.fill:
-        raise ValueError("--fill is for the nbgrader export only")
+        raise CourseError("--fill is for the nbgrader and otter exports")
     export = export_gradescope(assignment, args.out)
     course = [name for name in export.names if name.startswith("course/")]
     console.print(Text(f"wrote {export.zip_path}: setup.sh, run_autograder, checks and its pinned environment, "
@@ -430,6 +435,24 @@ def _export_nbgrader(assignment: Assignment, args: argparse.Namespace) -> int:
         console.print(Text(f"  filled {path.relative_to(export.root)}"))
     console.print(Text(f"then, in {export.root}: nbgrader generate_assignment {assignment.name}"
                        + (f"; nbgrader autograde {assignment.name} --create" if export.filled else "")))
+    return 0
+
+
+def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
+    from checks.authoring.build import release_files
+    from checks.course.submissions import read_submission
+    from checks.exports.otter import export_otter
+
+    reference = {name: data.decode("utf-8") for name, data in read_submission(assignment.solution_dir).files.items()}
+    stubs = {name: data.decode("utf-8") for name, data in release_files(assignment.solution_dir).items()
+             if name.endswith((".py", ".toml"))}
+    export = export_otter(assignment, args.out, reference, stubs, args.fill)
+    console.print(Text(f"wrote {export.master}: the otter-assign master notebook, {len(export.questions)} questions, "
+                       f"and beside it {len(export.hidden)} hidden course file(s) that the autograder zip ships"))
+    for path in export.submissions:
+        console.print(Text(f"  {path}"))
+    console.print(Text(f"next: otter assign {export.master} dist/ ; otter run -a dist/autograder/"
+                       f"{assignment.name}-autograder_*.zip NOTEBOOK"))
     return 0
 
 

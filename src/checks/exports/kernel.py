@@ -1,5 +1,6 @@
 """What an exported notebook's grading cell calls: grade the answer cells this kernel ran with the
-hidden suite, once per kernel and answers, and give one question's result.
+hidden suite, once per kernel and answers, and give one question's result (score, question_result)
+or one hidden check's (check_case: otter scores a question as the sum of its passed test cases).
 
 The hidden suite is never in the student's release. It is found in $CHECKS_COURSE, else in the
 nearest folder at or above the working folder that holds autograder/<assignment>/assignment.toml:
@@ -53,11 +54,52 @@ def question_result(assignment: str, qid: str) -> QuestionResult:
     return found
 
 
-def grade_answers(assignment: str, answers: dict[str, str]) -> SubmissionResult:
-    """The hidden suite's result for these files (name -> source), graded in a child process."""
+def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> None:
+    """One hidden check of a question, for a tool that scores by test case (the otter export): raise
+    AssertionError when check `index` of test `part` failed for this kernel's answers. `of` is how
+    many checks that test had when the export was written; where the grading found another number
+    (another set of devices), check `index` passes when it is within the same share of passed checks."""
+    result = question_result(assignment, qid)
+    if not result.parts:  # a quiz question, or one graded 0 without running (an unreadable submission)
+        ok, first = result.score >= result.max_score, (part, index) == (0, 0)
+    elif part >= len(result.parts):
+        raise AssertionError(f"{qid} has changed since this notebook's grader was exported (it has no test "
+                             f"{part + 1}); tell the course staff")
+    else:
+        ok = _shown(result.parts[part], of)[index]
+        failed_before = any(not all(_shown(p, 1 if p["all_or_nothing"] else len(p["passed"])))
+                            for p in result.parts[:part])
+        first = not failed_before and all(_shown(result.parts[part], of)[:index])
+    if ok:
+        return
+    if first:  # the question's feedback once, at its first failed check
+        raise AssertionError(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
+    raise AssertionError(f"{qid}: this hidden check failed too (the feedback is at the first one that failed)")
+
+
+def question_parts(result: QuestionResult) -> list[dict]:
+    """A question's tests as check_case counts them (QuestionResult.parts); a quiz question is one
+    all-or-nothing test of its points."""
+    return result.parts or [{"points": result.max_score, "all_or_nothing": True,
+                             "passed": [result.score >= result.max_score]}]
+
+
+def _shown(part: dict, of: int) -> list[bool]:
+    """The pass/fail flags of a test as check_case reports them, `of` checks long."""
+    passed = part["passed"]
+    if part["all_or_nothing"]:
+        return [all(passed)] * of
+    if len(passed) == of:
+        return passed
+    return [i < round(sum(passed) * of / max(len(passed), 1)) for i in range(of)]
+
+
+def grade_answers(assignment: str, answers: dict[str, str], root: Path | None = None) -> SubmissionResult:
+    """The hidden suite's result for these files (name -> source), graded in a child process with the
+    hidden suite under `root` (default: hidden_course_root)."""
     digest = hashlib.sha256(json.dumps(sorted(answers.items())).encode()).hexdigest()
     if (assignment, digest) not in _graded:
-        root = hidden_course_root(assignment)
+        root = root or hidden_course_root(assignment)
         with tempfile.TemporaryDirectory(prefix="checks-kernel-") as scratch:
             notebook, out = Path(scratch) / f"{assignment}.ipynb", Path(scratch) / "result.json"
             write_answer_notebook(notebook, answers)

@@ -36,6 +36,9 @@ class QuestionResult:
     passed_cases: int
     total_cases: int
     not_started: bool = False  # every case failed on the stub's NotImplementedError (not kept in the gradebook)
+    # per test function, in suite order: {"points", "all_or_nothing", "passed": [bool per case]}, so that
+    # a tool that scores by test case (the otter export) can give exactly this score; empty for a quiz
+    parts: list[dict] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -100,7 +103,10 @@ def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
         max_score += points
     passed = sum(c.passed for c in cases)
     not_started = not passed and all(STILL_THE_STUB in c.message for c in cases)
-    return QuestionResult(qid, round(score, 2), round(max_score, 2), _feedback(cases), passed, len(cases), not_started)
+    parts = [{"points": items[0].points, "all_or_nothing": items[0].all_or_nothing, "passed": [c.passed for c in items]}
+             for items in by_test.values()]
+    return QuestionResult(qid, round(score, 2), round(max_score, 2), _feedback(cases), passed, len(cases), not_started,
+                          parts)
 
 
 def _feedback(cases: list[CaseResult]) -> str:
