@@ -10,7 +10,9 @@ the later cell, as in a kernel that ran the notebook from the top.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
+from types import ModuleType
 
 ANSWER_LINE = "%%checks file {name}"
 _ANSWER = re.compile(r"^%%checks[ \t]+file[ \t]+(?P<name>[^\s]+)[ \t]*$")
@@ -57,9 +59,18 @@ def _text(source: object) -> str:
     return source
 
 
+def import_nbformat() -> ModuleType:
+    """nbformat, without jsonschema's optional IRI format checker: importing rfc3987_syntax builds
+    a grammar for about 3 s, in every grading child, and a notebook's schema checks no IRI."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # jsonschema then skips that checker
+    import nbformat
+
+    return nbformat
+
+
 def read_answers(data: bytes) -> NotebookAnswers:
     """The answer cells of a notebook file's bytes; NotANotebook when nbformat cannot read them."""
-    import nbformat  # imported here: only notebook submissions pay for it
+    nbformat = import_nbformat()  # imported here (or by the grader's parent, once): only notebooks need it
 
     try:
         # an invalid notebook is refused, quietly: nbformat would log the validation error

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from checks.course.answer_cells import answer_cell
+from checks.course.answer_cells import answer_cell, import_nbformat
 from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources, named_files
 from checks.notebooks.magic import ANSWERS
@@ -135,7 +135,7 @@ def hidden_course_root(assignment: str, start: Path | None = None) -> Path:
 
 def write_answer_notebook(path: Path, answers: dict[str, str]) -> None:
     """A notebook of one answer cell per file: what `checks grade` reads from a student's notebook."""
-    import nbformat
+    nbformat = import_nbformat()
 
     cells = [nbformat.v4.new_code_cell(answer_cell(name, code)) for name, code in answers.items()]
     nbformat.write(nbformat.v4.new_notebook(cells=cells), str(path))

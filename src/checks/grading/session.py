@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
+from checks.course.answer_cells import import_nbformat
 from checks.sandbox.jail import Isolation
 from checks.grading.pool import ChildFailed, run_forked, stream_forked
 from checks.suites.quiz import QUIZ_FILE, grade_quiz
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
-from checks.course.submissions import (Submission, SubmissionError, missing_files, read_submission,
+from checks.course.submissions import (NOTEBOOK_SUFFIX, Submission, SubmissionError, missing_files, read_submission,
                                        submission_name)
 
 if TYPE_CHECKING:
@@ -50,11 +51,13 @@ class Source:
 
     name: str
     load: Callable[[], Submission]
+    may_be_notebook: bool = False  # then the grader imports nbformat once, before it forks
 
     @classmethod
     def from_path(cls, path: Path, named: tuple[str, ...] | None = None) -> "Source":
         """`named`: the files the assignment names (see named_files); None reads every file."""
-        return cls(submission_name(path), lambda: read_submission(path, named))
+        notebook = path.suffix == NOTEBOOK_SUFFIX or (path.is_dir() and next(path.rglob("*" + NOTEBOOK_SUFFIX), None))
+        return cls(submission_name(path), lambda: read_submission(path, named), bool(notebook))
 
     @classmethod
     def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":
@@ -87,6 +90,8 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     # imported here at all: the session child below does that, so workers never see it.
     with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=batch) as zygote:
         prepare_parent(preload=True)
+        if any(source.may_be_notebook for source in sources):
+            import_nbformat()  # once here, rather than in each grading child
         gc.freeze()
         if batch:
             hugepages.collapse_heap()  # the session child and every grading child fork from this heap
