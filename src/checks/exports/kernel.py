@@ -129,8 +129,7 @@ def hidden_course_root(assignment: str, start: Path | None = None) -> Path:
         if (folder / marker).is_file():
             return folder
     raise HiddenSuiteMissing(f"the hidden checks of {assignment} are not here ({marker} was not found at or above "
-                             f"{candidates[0]}): they run when your notebook is graded. To check your work now, "
-                             f"run `checks test {assignment}` or `%checks test`.")
+                             f"{candidates[0]}): they run when your notebook is graded, not in your copy.")
 
 
 def write_answer_notebook(path: Path, answers: dict[str, str]) -> None:

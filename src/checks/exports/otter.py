@@ -116,8 +116,8 @@ def master_notebook(assignment: Assignment, reference: Mapping[str, str], stubs:
     cells = [
         new_raw_cell("# ASSIGNMENT CONFIG\n" + _yaml(config)),
         new_markdown_cell(f"# {assignment.name}: {assignment.title}\n\nWrite your answers in the cells that start "
-                          "with `%%checks file`: each is one file of the assignment. Run `%checks test` for the "
-                          "public checks; the hidden checks run when your notebook is graded."),
+                          "with `%%checks file`: each is one file of the assignment, and a cell below it can `import` it by "
+                          "that name. Run the cells from the top; the hidden checks run when your notebook is graded."),
         new_code_cell("%load_ext checks"),
     ]
     for name in assignment.files:
