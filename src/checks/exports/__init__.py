@@ -1,7 +1,8 @@
-"""Exports of an assignment for the course tools that run graders elsewhere (Gradescope now;
-nbgrader and otter later): each writes what that tool takes, with the hidden suite and never
-the solutions or the mutants.
+"""Exports of an assignment for the course tools that run graders elsewhere (Gradescope, nbgrader,
+otter-grader): each writes what that tool takes, with the hidden suite and never the solutions or
+the mutants.
 
 May import every layer below it (sandbox, course, suites, reports, grading, notebooks); never authoring or
-the CLI. `hidden` chooses the files every export ships; one module per tool builds on it.
+the CLI. `hidden` chooses the files every export ships; one module per tool builds on it; `kernel`
+is what the notebook tools' grading cells call in the student's kernel.
 """
