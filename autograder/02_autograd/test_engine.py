@@ -577,18 +577,28 @@ def _torch_chain(x_data, w_data, ops):
     return loss.detach().numpy().copy(), [None if t.grad is None else t.grad.numpy().copy() for t in (x0, w)]
 
 
-@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
-@pytest.mark.parametrize("use_w", [False, True], ids=["constants only", "with a second leaf w"])
-def test_deep_chain(student, use_w):
+def _deep_chain_case(use_w):
+    """(x_data, w_data, ops, PyTorch's (loss, grads)) of one deep chain."""
     rng = rng_for("chain_data", use_w)
     x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
     ops = _chain_ops(int(use_w), use_w)
+    return x_data, w_data, ops, _torch_chain(x_data, w_data, ops)
+
+
+# Built and run in PyTorch once, when the suite is collected (about 0.15 s for both chains): the
+# grading processes of a batch are forked after that, and share them instead of each redoing it.
+DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
+
+
+@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
+@pytest.mark.parametrize("use_w", [False, True], ids=["constants only", "with a second leaf w"])
+def test_deep_chain(student, use_w):
+    x_data, w_data, ops, (loss, grads) = DEEP_CHAINS[use_w]
     story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              "recursion limit of 1000")
     got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops)
-    loss, grads = _torch_chain(x_data, w_data, ops)
     check_array(got["loss"], loss, "L.data", f"After {story}")
     program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
     check_leaf_grads(got["grads"], grads, program, f"After {story}")
