@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import fail, question, question_defaults
+from checks.suite import cases, fail, question, question_defaults
 
 from helpers import call_or_fail, check_array, rng_for, shape_text, t64, vjp
 
@@ -103,7 +103,7 @@ SUM_TO_SHAPE = [
 
 
 @question("rules.sum_to_shape", points=5)
-@pytest.mark.parametrize("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
+@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
 def test_sum_to_shape(student, grad_shape, shape):
     rng = rng_for("sum_to_shape", grad_shape, tuple(shape))
     grad = normal(rng, grad_shape)
@@ -166,8 +166,8 @@ def _check_binary(student, op, a_shape, b_shape):
 
 
 @question("rules.{op}_backward", points={"add": 3, "sub": 3, "mul": 4, "div": 4})
-@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
 @pytest.mark.parametrize("op", BINARY)
+@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
 def test_binary_backward(student, op, a_shape, b_shape):
     _check_binary(student, op, a_shape, b_shape)
 
@@ -217,14 +217,14 @@ def _unary_case(op, shape):
 
 
 @question("rules.{op}_backward", points={"neg": 2, "exp": 3, "log": 3, "tanh": 3, "sigmoid": 3, "relu": 2})
-@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
 @pytest.mark.parametrize("op", UNARY)
+@cases("shape", UNARY_SHAPES, ids=shape_text)
 def test_unary_backward(student, op, shape):
     _check_unary(student, op, *_unary_case(op, shape))
 
 
 @question("rules.relu_backward", points=1)
-@pytest.mark.parametrize("shape", [(6,), (2, 3)], ids=shape_text)
+@cases("shape", [(6,), (2, 3)], ids=shape_text)
 def test_relu_backward_at_zero(student, shape):
     rng = rng_for("relu0", shape)
     a = away_from_zero(rng, shape)
@@ -250,7 +250,7 @@ POW_CASES = [
 
 
 @question("rules.pow_backward", points=5)
-@pytest.mark.parametrize("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
+@cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
 def test_pow_backward(student, shape, p, domain):
     rng = rng_for("pow", shape, p, domain)
     if domain == "positive":
@@ -295,7 +295,7 @@ MATMUL_CASES = [
 
 
 @question("rules.matmul_backward", points=8)
-@pytest.mark.parametrize("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
+@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
 def test_matmul_backward(student, a_shape, b_shape):
     rng = rng_for("matmul", a_shape, b_shape)
     a, b = normal(rng, a_shape), normal(rng, b_shape)
@@ -384,12 +384,12 @@ def _check_reduce(student, op, shape, axis, keepdims):
 
 
 @question("rules.sum_backward", points=5)
-@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
 def test_sum_backward(student, shape, axis, keepdims):
     _check_reduce(student, "sum", shape, axis, keepdims)
 
 
 @question("rules.mean_backward", points=5)
-@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
 def test_mean_backward(student, shape, axis, keepdims):
     _check_reduce(student, "mean", shape, axis, keepdims)
