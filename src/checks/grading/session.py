@@ -86,7 +86,9 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     # The zygote starts first and warms up while this process does the same. No suite code is
     # imported here at all: the session child below does that, so workers never see it.
     with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=batch) as zygote:
-        prepare_parent(preload=True)
+        # torch's lazy modules (about a second) pay off only when several grading children
+        # would each import them; one child (`checks test`) imports what it needs, if anything
+        prepare_parent(preload=len(sources) > 1)
         gc.freeze()
         if batch:
             hugepages.collapse_heap()  # the session child and every grading child fork from this heap
