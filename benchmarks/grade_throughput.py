@@ -2,7 +2,8 @@
 
 Both run the same hidden suite on generated submissions (reference, stubs, each mutant, and a
 broken file, in turn), with the same number of submissions in flight, in the same run, for each
-assignment in turn (all three by default). The warm grader grades all N as a class would be
+assignment in turn (all three by default). Both are also given in CPU seconds (every process's
+user and system time), which the other work on a shared machine changes least. The warm grader grades all N as a class would be
 graded, into an output folder (gradebook and reports included); its figure is the steady state,
 from the moment every slot has delivered a result to the last one (start-up is printed apart). A
 fresh process costs the same for every submission, so it runs on an even sample (--fresh-n).
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -92,14 +94,27 @@ class Figures:
     warm_total: float
     warm_first: float
     warm_steady: float  # seconds a submission, once every slot has delivered
+    warm_cpu: float  # CPU seconds a submission, every process of the grader, its start-up spread over all
     fresh_n: int
     fresh_rate: float  # seconds a submission
+    fresh_cpu: float  # CPU seconds a submission
     pss_peak_mib: float
     pss_processes: int
 
     @property
     def ratio(self) -> float:
         return self.fresh_rate / self.warm_steady
+
+    @property
+    def cpu_ratio(self) -> float:
+        """The same comparison in CPU time: what other work on the machine changes least."""
+        return self.fresh_cpu / self.warm_cpu
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (theirs included)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def generate(assignment_name: str, count: int, into: Path) -> list[Path]:
@@ -135,8 +150,9 @@ class PssSampler:
 
 
 def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
-         pss_interval: float) -> tuple[float, float, float, float, int]:
-    """(seconds in all, until the first result, a submission at steady state, PSS peak MiB, processes)."""
+         pss_interval: float) -> tuple[float, float, float, float, float, int]:
+    """(seconds in all, until the first result, a submission at steady state, CPU seconds a
+    submission, PSS peak MiB, processes)."""
     assignment = load_assignment(find_course_root(ROOT), assignment_name)
     finished: list[float] = []
 
@@ -145,19 +161,20 @@ def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
             finished.append(time.perf_counter())
 
     sampler = PssSampler(pss_interval)
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     try:
         summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=Stamps())
+        elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before  # the sampler not yet reaped
     finally:
         peak, count = sampler.stop()
-    elapsed = time.perf_counter() - started
     assert len(summary.graded) == len(paths) and not summary.failed, [r.error for r in summary.failed]
     warm_from = min(jobs, len(finished) - 2)  # every slot has delivered once: the pool is warm
     steady = (finished[-1] - finished[warm_from]) / (len(finished) - 1 - warm_from)
-    return elapsed, finished[0] - started, steady, peak, count
+    return elapsed, finished[0] - started, steady, cpu / len(paths), peak, count
 
 
-def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> float:
+def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> tuple[float, float]:
+    """(seconds in all, CPU seconds in all)."""
     suite = ROOT / "autograder" / assignment_name
 
     def one(path: Path) -> None:
@@ -165,20 +182,21 @@ def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> float
                         "-p", "no:cacheprovider", "--submission", str(path), "--rootdir", str(suite), "-c", "/dev/null"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, paths))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_seconds() - cpu_before
 
 
 def measure(assignment_name: str, n: int, fresh_n: int, jobs: int, pss_interval: float) -> Figures:
     with tempfile.TemporaryDirectory(prefix="checks-bench-") as temp:
         paths = generate(assignment_name, n, Path(temp) / "subs")
         sample = paths[::max(1, len(paths) // fresh_n)][:fresh_n]
-        total, first, steady, peak, count = warm(assignment_name, paths, jobs, Path(temp) / "out", pss_interval)
-        fresh_seconds = fresh_processes(assignment_name, sample, jobs)
-    return Figures(assignment_name, jobs, len(paths), total, first, steady, len(sample),
-                   fresh_seconds / len(sample), peak, count)
+        total, first, steady, warm_cpu, peak, count = warm(assignment_name, paths, jobs, Path(temp) / "out",
+                                                           pss_interval)
+        fresh_seconds, fresh_cpu = fresh_processes(assignment_name, sample, jobs)
+    return Figures(assignment_name, jobs, len(paths), total, first, steady, warm_cpu, len(sample),
+                   fresh_seconds / len(sample), fresh_cpu / len(sample), peak, count)
 
 
 def time_checks_test(runs: int) -> tuple[list[float], list[float]]:
@@ -215,9 +233,11 @@ def main() -> None:
         print(f"{name}: {figures.warm_n} warm ({figures.warm_total:.1f} s in all, first result after "
               f"{figures.warm_first:.1f} s), {figures.fresh_n} fresh; {args.jobs} in flight", flush=True)
     print()
-    print(f"{'assignment':12} {'warm s/sub':>10} {'fresh s/sub':>11} {'ratio':>7} {'PSS peak':>10}")
+    print(f"{'':12} {'seconds a submission':^27} {'CPU seconds a submission':^27}")
+    print(f"{'assignment':12} {'warm':>8} {'fresh':>8} {'ratio':>9} {'warm':>8} {'fresh':>8} {'ratio':>9} {'PSS peak':>10}")
     for f in rows:
-        print(f"{f.assignment:12} {f.warm_steady:10.3f} {f.fresh_rate:11.3f} {f.ratio:6.1f}x "
+        print(f"{f.assignment:12} {f.warm_steady:8.3f} {f.fresh_rate:8.3f} {f.ratio:8.1f}x "
+              f"{f.warm_cpu:8.3f} {f.fresh_cpu:8.3f} {f.cpu_ratio:8.1f}x "
               f"{f.pss_peak_mib:6.0f} MiB  ({f.pss_processes} processes)")
     if args.test_runs:
         test_times, import_times = time_checks_test(args.test_runs)
