@@ -1,32 +1,120 @@
 """Grading throughput: the warm forking grader against a fresh `python -m pytest` per submission.
 
 Both run the same hidden suite on generated submissions (reference, stubs, each mutant, and a
-broken file, in turn), with the same number of submissions in flight, in the same run. The warm
-grader grades all N, start-up included, as a class would be graded; a fresh process costs the
-same for every submission, so it runs on an even sample of them (--fresh-n):
+broken file, in turn), with the same number of submissions in flight, in the same run, for each
+assignment in turn (all three by default). Both are also given in CPU seconds (every process's
+user and system time), which the other work on a shared machine changes least. The warm grader grades all N as a class would be
+graded, into an output folder (gradebook and reports included); its figure is the steady state,
+from the moment every slot has delivered a result to the last one (start-up is printed apart). A
+fresh process costs the same for every submission, so it runs on an even sample (--fresh-n).
 
-    python benchmarks/grade_throughput.py --assignment 01_tensors -n 200 --fresh-n 16 --jobs 2
+While the warm grader runs, a separate sampler process adds up the proportional set size (PSS,
+/proc/PID/smaps_rollup) of the grader's whole process tree: the grading process, its sandbox
+zygote and workers, the session child and the grading children. PSS, not RSS: forked children
+share most of their pages, and RSS would count each shared page once per process.
+
+Last, `checks test 01_tensors` on the reference (the student's command, public suite) is timed
+three times, next to a bare `import torch`:
+
+    python benchmarks/grade_throughput.py                       # all three, 200 each, 2 in flight
+    python benchmarks/grade_throughput.py --assignment 02_autograd -n 60 --fresh-n 8
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from checks.grading.batch import BatchListener, grade_to_folder
 from checks.authoring.build import release_files
+from checks.authoring.verify import load_mutants
 from checks.course.assignment import find_course_root, load_assignment
 from checks.course.submissions import read_submission
-from checks.authoring.verify import load_mutants
+from checks.grading.batch import BatchListener, grade_to_folder
 
 ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = ("01_tensors", "02_autograd", "03_mlp")
+
+# Runs as its own process (never a thread here: the grader forks from this process, and forking
+# a process with threads can deadlock the child). Prints the peak, in KiB, when stdin closes.
+SAMPLER = r"""
+import os, select, sys
+root, interval, me = int(sys.argv[1]), float(sys.argv[2]), os.getpid()
+def tree():
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    ppid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid != me:
+            found.append(pid)
+            todo += children.get(pid, [])
+    return found
+def pss(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+peak = peak_count = 0
+while True:
+    pids = tree()
+    total = sum(pss(pid) for pid in pids)
+    if total > peak:
+        peak, peak_count = total, len(pids)
+    if select.select([sys.stdin], [], [], interval)[0]:
+        break
+print(peak, peak_count)
+"""
+
+
+@dataclass
+class Figures:
+    assignment: str
+    jobs: int
+    warm_n: int
+    warm_total: float
+    warm_first: float
+    warm_steady: float  # seconds a submission, once every slot has delivered
+    warm_cpu: float  # CPU seconds a submission, every process of the grader, its start-up spread over all
+    fresh_n: int
+    fresh_rate: float  # seconds a submission
+    fresh_cpu: float  # CPU seconds a submission
+    pss_peak_mib: float
+    pss_processes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.fresh_rate / self.warm_steady
+
+    @property
+    def cpu_ratio(self) -> float:
+        """The same comparison in CPU time: what other work on the machine changes least."""
+        return self.fresh_cpu / self.warm_cpu
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (theirs included)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def generate(assignment_name: str, count: int, into: Path) -> list[Path]:
@@ -47,24 +135,46 @@ def generate(assignment_name: str, count: int, into: Path) -> list[Path]:
     return paths
 
 
-def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path) -> tuple[float, float]:
-    """(seconds in all, seconds until the first submission was graded)."""
+class PssSampler:
+    """The peak of the summed PSS of this process's tree (the sampler itself left out)."""
+
+    def __init__(self, interval: float) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", SAMPLER, str(os.getpid()), str(interval)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def stop(self) -> tuple[float, int]:
+        """(peak in MiB, how many processes the tree had at that moment)."""
+        output, _ = self.process.communicate("")
+        peak_kib, count = output.split()
+        return int(peak_kib) / 1024, int(count)
+
+
+def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
+         pss_interval: float) -> tuple[float, float, float, float, float, int]:
+    """(seconds in all, until the first result, a submission at steady state, CPU seconds a
+    submission, PSS peak MiB, processes)."""
     assignment = load_assignment(find_course_root(ROOT), assignment_name)
-    started = time.perf_counter()
-    first: list[float] = []
+    finished: list[float] = []
 
-    class FirstResult(BatchListener):
+    class Stamps(BatchListener):
         def graded(self, result, done, total):  # noqa: ANN001 - BatchListener's signature
-            if not first:
-                first.append(time.perf_counter() - started)
+            finished.append(time.perf_counter())
 
-    summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=FirstResult())
-    elapsed = time.perf_counter() - started
+    sampler = PssSampler(pss_interval)
+    started, cpu_before = time.perf_counter(), cpu_seconds()
+    try:
+        summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=Stamps())
+        elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before  # the sampler not yet reaped
+    finally:
+        peak, count = sampler.stop()
     assert len(summary.graded) == len(paths) and not summary.failed, [r.error for r in summary.failed]
-    return elapsed, first[0]
+    warm_from = min(jobs, len(finished) - 2)  # every slot has delivered once: the pool is warm
+    steady = (finished[-1] - finished[warm_from]) / (len(finished) - 1 - warm_from)
+    return elapsed, finished[0] - started, steady, cpu / len(paths), peak, count
 
 
-def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> float:
+def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> tuple[float, float]:
+    """(seconds in all, CPU seconds in all)."""
     suite = ROOT / "autograder" / assignment_name
 
     def one(path: Path) -> None:
@@ -72,37 +182,68 @@ def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> float
                         "-p", "no:cacheprovider", "--submission", str(path), "--rootdir", str(suite), "-c", "/dev/null"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, paths))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_seconds() - cpu_before
+
+
+def measure(assignment_name: str, n: int, fresh_n: int, jobs: int, pss_interval: float) -> Figures:
+    with tempfile.TemporaryDirectory(prefix="checks-bench-") as temp:
+        paths = generate(assignment_name, n, Path(temp) / "subs")
+        sample = paths[::max(1, len(paths) // fresh_n)][:fresh_n]
+        total, first, steady, warm_cpu, peak, count = warm(assignment_name, paths, jobs, Path(temp) / "out",
+                                                           pss_interval)
+        fresh_seconds, fresh_cpu = fresh_processes(assignment_name, sample, jobs)
+    return Figures(assignment_name, jobs, len(paths), total, first, steady, warm_cpu, len(sample),
+                   fresh_seconds / len(sample), fresh_cpu / len(sample), peak, count)
+
+
+def time_checks_test(runs: int) -> tuple[list[float], list[float]]:
+    """Wall seconds of `checks test 01_tensors solutions/01_tensors`, and of `python -c 'import torch'`."""
+    checks = Path(sys.executable).with_name("checks")
+    command = [str(checks), "test", "01_tensors", str(ROOT / "solutions" / "01_tensors")]
+    test_times, import_times = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        test_times.append(time.perf_counter() - started)
+        assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}"
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True)
+        import_times.append(time.perf_counter() - started)
+    return test_times, import_times
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--assignment", default="01_tensors")
-    parser.add_argument("-n", type=int, default=200, help="submissions the warm grader grades")
+    parser.add_argument("--assignment", action="append", choices=ASSIGNMENTS,
+                        help="an assignment to measure (repeat for more; default: all three)")
+    parser.add_argument("-n", type=int, default=200, help="submissions the warm grader grades, per assignment")
     parser.add_argument("--fresh-n", type=int, default=16, help="of those, how many the fresh processes grade")
     parser.add_argument("--jobs", type=int, default=2, help="submissions in flight, for both methods")
+    parser.add_argument("--pss-interval", type=float, default=0.2, help="seconds between PSS samples")
+    parser.add_argument("--test-runs", type=int, default=3, help="timed runs of `checks test 01_tensors` (0: none)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="checks-bench-") as temp:
-        paths = generate(args.assignment, args.n, Path(temp) / "subs")
-        sample = paths[::max(1, len(paths) // args.fresh_n)][:args.fresh_n]
-        warm_seconds, first_seconds = warm(args.assignment, paths, args.jobs, Path(temp) / "out")
-        warm_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        self_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        fresh_seconds = fresh_processes(args.assignment, sample, args.jobs)
-        fresh_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    warm_rate, fresh_rate = warm_seconds / len(paths), fresh_seconds / len(sample)
-    print(f"{args.assignment}: {args.jobs} submissions in flight")
-    print(f"  warm forking grader   {len(paths):4d} submissions {warm_seconds:7.2f} s  "
-          f"{warm_rate:6.3f} s/submission  "
-          f"(first result after {first_seconds:.1f} s)  peak RSS: parent {self_peak:.0f} MiB, "
-          f"largest child {warm_peak:.0f} MiB")
-    print(f"  fresh pytest process  {len(sample):4d} submissions {fresh_seconds:7.2f} s  "
-          f"{fresh_rate:6.3f} s/submission  "
-          f"peak RSS: largest process {fresh_peak:.0f} MiB")
-    print(f"  speed-up              {fresh_rate / warm_rate:7.1f}x")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores", flush=True)
+    rows = []
+    for name in args.assignment or ASSIGNMENTS:
+        figures = measure(name, args.n, args.fresh_n, args.jobs, args.pss_interval)
+        rows.append(figures)
+        print(f"{name}: {figures.warm_n} warm ({figures.warm_total:.1f} s in all, first result after "
+              f"{figures.warm_first:.1f} s), {figures.fresh_n} fresh; {args.jobs} in flight", flush=True)
+    print()
+    print(f"{'':12} {'seconds a submission':^27} {'CPU seconds a submission':^27}")
+    print(f"{'assignment':12} {'warm':>8} {'fresh':>8} {'ratio':>9} {'warm':>8} {'fresh':>8} {'ratio':>9} {'PSS peak':>10}")
+    for f in rows:
+        print(f"{f.assignment:12} {f.warm_steady:8.3f} {f.fresh_rate:8.3f} {f.ratio:8.1f}x "
+              f"{f.warm_cpu:8.3f} {f.fresh_cpu:8.3f} {f.cpu_ratio:8.1f}x "
+              f"{f.pss_peak_mib:6.0f} MiB  ({f.pss_processes} processes)")
+    if args.test_runs:
+        test_times, import_times = time_checks_test(args.test_runs)
+        print(f"checks test 01_tensors: {', '.join(f'{t:.2f}' for t in test_times)} s wall "
+              f"(import torch alone: {', '.join(f'{t:.2f}' for t in import_times)} s)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

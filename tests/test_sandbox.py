@@ -150,3 +150,42 @@ def test_a_broken_hidden_test_is_a_grader_error_not_the_students(make_course):
     })
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")])
     assert "grader error" in result.questions[0].feedback and "not your mistake" in result.questions[0].feedback
+
+
+def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_question_does(make_course):
+    """Between two questions graded with the same reference files the worker is handed on (there
+    is nothing new to carry); a question with other files or none gets a fresh one."""
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py", "other.py"]\n',
+        "autograder/toy/test_order.py": """
+            from checks.suite import question, expect_equal
+
+            PIDS = {}
+
+            @question("first.with_reference", points=25, use_reference=("good.py",))
+            def test_first(student):
+                PIDS["first"] = student.other.pid()
+                expect_equal(student.good.label(), "reference")
+
+            @question("second.same_reference", points=25, use_reference=("good.py",))
+            def test_second(student):
+                expect_equal(student.other.pid(), PIDS["first"])
+
+            @question("third.other_reference", points=25, use_reference=("good.py", "other.py"))
+            def test_third(student):
+                PIDS["third"] = student.other.pid()
+                assert PIDS["third"] != PIDS["first"]
+
+            @question("fourth.without", points=25)
+            def test_fourth(student):
+                assert student.other.pid() not in (PIDS["first"], PIDS["third"])
+                expect_equal(student.good.label(), "mine")
+        """,
+        "solutions/toy/good.py": REFERENCE["good.py"],
+        "solutions/toy/other.py": "import os\n\n\ndef pid():\n    return os.getpid()\n",
+        "subs/s/good.py": REFERENCE["good.py"].replace("'reference'", "'mine'"),
+        "subs/s/other.py": "import os\n\n\ndef pid():\n    return os.getpid()\n",
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+    assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import fail, question
+from checks.suite import cases, fail, question
 
 import drivers
 import programs
@@ -40,7 +40,7 @@ BASICS = [
 
 
 @question("engine.tensor_basics", points=2, **ENGINE)
-@pytest.mark.parametrize("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30])
+@cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30])
 def test_tensor_basics(student, data, requires_grad):
     call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
     call = call.replace("\n", "")
@@ -63,7 +63,7 @@ def test_tensor_basics(student, data, requires_grad):
 
 
 @question("engine.tensor_basics", points=1, **ENGINE)
-@pytest.mark.parametrize("shape", [(3,), (2, 2)], ids=shape_text)
+@cases("shape", [(3,), (2, 2)], ids=shape_text)
 def test_grad_is_an_array(student, shape):
     data = rng_for("grad_type", shape).standard_normal(shape)
     story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
@@ -117,7 +117,7 @@ FORWARD = _forward_programs()
 
 
 @question("engine.ops_forward", points=5, **ENGINE)
-@pytest.mark.parametrize("name", list(FORWARD))
+@cases("name", list(FORWARD))
 def test_ops_forward(student, name):
     program = FORWARD[name]
     context = f"Forward pass of {drivers.describe(program)}"
@@ -156,13 +156,13 @@ def _check_backward(student, program, output, weights):
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@pytest.mark.parametrize("name", list(programs.HANDWRITTEN))
+@cases("name", list(programs.HANDWRITTEN))
 def test_backward_handwritten(student, name):
     _check_backward(student, *programs.HANDWRITTEN[name]())
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@pytest.mark.parametrize("seed", range(12))
+@cases("seed", range(12))
 def test_backward_random(student, seed):
     _check_backward(student, *programs.random_program(seed))
 
@@ -189,7 +189,7 @@ ACCUMULATION = _accumulation_cases()
 
 
 @question("engine.accumulation", points=4, **ENGINE)
-@pytest.mark.parametrize("name", list(ACCUMULATION))
+@cases("name", list(ACCUMULATION))
 def test_accumulation(student, name):
     first, out_1, second, out_2 = ACCUMULATION[name]
     context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
@@ -257,7 +257,7 @@ def _plan_text(plan):
 
 
 @question("engine.retain_graph", points=3, **ENGINE)
-@pytest.mark.parametrize("name", list(RETAIN_PLANS))
+@cases("name", list(RETAIN_PLANS))
 def test_retain_graph(student, name):
     plan = RETAIN_PLANS[name]
     program, output = _retain_program(name)
@@ -315,7 +315,7 @@ LEAF_STORY = ("a = Tensor(.., requires_grad=True); b = Tensor(..); x = a * b; y 
 
 
 @question("engine.leaf_and_grad_fn", points=2, **ENGINE)
-@pytest.mark.parametrize("a_shape, b_shape", LEAF_CASES, ids=shape_text)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text)
 def test_is_leaf_and_grad_fn(student, a_shape, b_shape):
     rng = rng_for("leaf", a_shape, b_shape)
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
@@ -335,7 +335,7 @@ def test_is_leaf_and_grad_fn(student, a_shape, b_shape):
 
 
 @question("engine.leaf_and_grad_fn", points=1, **ENGINE)
-@pytest.mark.parametrize("a_shape, b_shape", LEAF_CASES, ids=shape_text)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text)
 def test_which_tensors_keep_grad(student, a_shape, b_shape):
     rng = rng_for("leaf", a_shape, b_shape)
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
@@ -408,7 +408,7 @@ def _torch_no_grad(a_data, b_data, scenario):
 
 
 @question("engine.no_grad_detach", points=3, **ENGINE)
-@pytest.mark.parametrize("scenario", list(NO_GRAD_SCENARIOS))
+@cases("scenario", list(NO_GRAD_SCENARIOS))
 def test_no_grad_and_detach(student, scenario):
     rng = rng_for("no_grad", scenario)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
@@ -469,7 +469,7 @@ def _torch_zero_grad(a_data, b_data, mode):
 
 
 @question("engine.zero_grad", points=2, **ENGINE)
-@pytest.mark.parametrize("mode", list(ZERO_GRAD_MODES))
+@cases("mode", list(ZERO_GRAD_MODES))
 def test_zero_grad(student, mode):
     rng = rng_for("zero_grad", mode)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
@@ -522,7 +522,7 @@ ARGS = _args_cases()
 
 
 @question("engine.backward_args", points=2, **ENGINE)
-@pytest.mark.parametrize("name", list(ARGS))
+@cases("name", list(ARGS))
 def test_backward_args(student, name):
     program, output, case, grad = ARGS[name]
     call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
@@ -577,18 +577,28 @@ def _torch_chain(x_data, w_data, ops):
     return loss.detach().numpy().copy(), [None if t.grad is None else t.grad.numpy().copy() for t in (x0, w)]
 
 
-@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
-@pytest.mark.parametrize("use_w", [False, True], ids=["constants only", "with a second leaf w"])
-def test_deep_chain(student, use_w):
+def _deep_chain_case(use_w):
+    """(x_data, w_data, ops, PyTorch's (loss, grads)) of one deep chain."""
     rng = rng_for("chain_data", use_w)
     x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
     ops = _chain_ops(int(use_w), use_w)
+    return x_data, w_data, ops, _torch_chain(x_data, w_data, ops)
+
+
+# Built and run in PyTorch once, when the suite is collected (about 0.15 s for both chains): the
+# grading processes of a batch are forked after that, and share them instead of each redoing it.
+DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
+
+
+@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
+@cases("use_w", [False, True], ids=["constants only", "with a second leaf w"])
+def test_deep_chain(student, use_w):
+    x_data, w_data, ops, (loss, grads) = DEEP_CHAINS[use_w]
     story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              "recursion limit of 1000")
     got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops)
-    loss, grads = _torch_chain(x_data, w_data, ops)
     check_array(got["loss"], loss, "L.data", f"After {story}")
     program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
     check_leaf_grads(got["grads"], grads, program, f"After {story}")

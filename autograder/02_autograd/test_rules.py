@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import fail, question, question_defaults
+from checks.suite import cases, fail, question, question_defaults
 
 from helpers import call_or_fail, check_array, rng_for, shape_text, t64, vjp
 
@@ -103,7 +103,7 @@ SUM_TO_SHAPE = [
 
 
 @question("rules.sum_to_shape", points=5)
-@pytest.mark.parametrize("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
+@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
 def test_sum_to_shape(student, grad_shape, shape):
     rng = rng_for("sum_to_shape", grad_shape, tuple(shape))
     grad = normal(rng, grad_shape)
@@ -154,20 +154,22 @@ def _check_binary(student, op, a_shape, b_shape):
     hint = (f"Note: a {shape_text(a_shape)} and b {shape_text(b_shape)} broadcast to {shape_text(grad.shape)} here; "
             "bring each gradient back to its own input's shape (sum_to_shape)." if a_shape != b_shape else None)
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, b, hint=hint)
-    alternatives = {k: [ones_alternative(fn, [a, b], grad, k)] for k in (0, 1)}
-    if a_shape == b_shape:
-        alternatives[0].append((expected[1], "this is the gradient for b: the two results look swapped."))
-        alternatives[1].append((expected[0], "this is the gradient for a: the two results look swapped."))
-    if op == "div":
-        product = vjp(lambda x, y: x * y, [a, b], grad)
-        alternatives[0].append((product[0], "this is grad * b: d(a/b)/da = 1 / b."))
-        alternatives[1].append((product[1], "this is grad * a: d(a/b)/db = -a / b**2."))
-    compare_rule(got, call, "ab", [a, b], grad, expected, alternatives)
+
+    def alternatives_for(k):  # computed only if grad k is wrong (expect_close reads them then)
+        yield ones_alternative(fn, [a, b], grad, k)
+        if a_shape == b_shape:
+            yield (expected[1 - k], f"this is the gradient for {'ba'[k]}: the two results look swapped.")
+        if op == "div":
+            product = vjp(lambda x, y: x * y, [a, b], grad)
+            yield ((product[0], "this is grad * b: d(a/b)/da = 1 / b.") if k == 0 else
+                   (product[1], "this is grad * a: d(a/b)/db = -a / b**2."))
+
+    compare_rule(got, call, "ab", [a, b], grad, expected, {k: alternatives_for(k) for k in (0, 1)})
 
 
 @question("rules.{op}_backward", points={"add": 3, "sub": 3, "mul": 4, "div": 4})
-@pytest.mark.parametrize("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
 @pytest.mark.parametrize("op", BINARY)
+@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
 def test_binary_backward(student, op, a_shape, b_shape):
     _check_binary(student, op, a_shape, b_shape)
 
@@ -202,12 +204,15 @@ UNARY_MISTAKES = {
 def _check_unary(student, op, a, grad):
     fn = UNARY[op][0]
     expected = vjp(fn, [a], grad)
-    alternatives = [ones_alternative(fn, [a], grad, 0)]
-    for formula, sentence in UNARY_MISTAKES.get(op, ()):
-        alternatives.append((formula(t64(a), t64(grad)).numpy(), sentence))
+
+    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
+        yield ones_alternative(fn, [a], grad, 0)
+        for formula, sentence in UNARY_MISTAKES.get(op, ()):
+            yield formula(t64(a), t64(grad)).numpy(), sentence
+
     call = describe_call(f"{op}_backward", "a", [a], grad)
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a)
-    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives})
+    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives()})
 
 
 def _unary_case(op, shape):
@@ -217,14 +222,14 @@ def _unary_case(op, shape):
 
 
 @question("rules.{op}_backward", points={"neg": 2, "exp": 3, "log": 3, "tanh": 3, "sigmoid": 3, "relu": 2})
-@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=shape_text)
 @pytest.mark.parametrize("op", UNARY)
+@cases("shape", UNARY_SHAPES, ids=shape_text)
 def test_unary_backward(student, op, shape):
     _check_unary(student, op, *_unary_case(op, shape))
 
 
 @question("rules.relu_backward", points=1)
-@pytest.mark.parametrize("shape", [(6,), (2, 3)], ids=shape_text)
+@cases("shape", [(6,), (2, 3)], ids=shape_text)
 def test_relu_backward_at_zero(student, shape):
     rng = rng_for("relu0", shape)
     a = away_from_zero(rng, shape)
@@ -250,7 +255,7 @@ POW_CASES = [
 
 
 @question("rules.pow_backward", points=5)
-@pytest.mark.parametrize("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
+@cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
 def test_pow_backward(student, shape, p, domain):
     rng = rng_for("pow", shape, p, domain)
     if domain == "positive":
@@ -264,17 +269,19 @@ def test_pow_backward(student, shape, p, domain):
     grad = upstream(rng, shape)
     fn = (lambda x: x ** p)
     expected = vjp(fn, [a], grad)
-    at, gt = t64(a), t64(grad)
-    alternatives = [ones_alternative(fn, [a], grad, 0),
-                    ((gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."),
-                    ((gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."),
-                    ((gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: "
-                                                             "d(a**p)/da = p * a**(p - 1).")]
+
+    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
+        at, gt = t64(a), t64(grad)
+        yield ones_alternative(fn, [a], grad, 0)
+        yield (gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."
+        yield (gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."
+        yield (gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1)."
+
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
     got = call_or_fail(student, call, "rules", "pow_backward", grad, a, p)
     extra = ("Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a."
              if domain == "zeros" else None)
-    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives}, extra_hint=extra)
+    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives()}, extra_hint=extra)
 
 
 # ----------------------------------------------------------------------------- matmul
@@ -295,7 +302,7 @@ MATMUL_CASES = [
 
 
 @question("rules.matmul_backward", points=8)
-@pytest.mark.parametrize("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
+@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
 def test_matmul_backward(student, a_shape, b_shape):
     rng = rng_for("matmul", a_shape, b_shape)
     a, b = normal(rng, a_shape), normal(rng, b_shape)
@@ -303,15 +310,17 @@ def test_matmul_backward(student, a_shape, b_shape):
     grad = upstream(rng, out_shape)
     fn = torch.matmul
     expected = vjp(fn, [a, b], grad)
-    alternatives = {k: [ones_alternative(fn, [a, b], grad, k)] for k in (0, 1)}
-    for k in (0, 1):
+
+    def alternatives(k):  # computed only if grad k is wrong (expect_close reads them then)
+        yield ones_alternative(fn, [a, b], grad, k)
         if expected[k].ndim >= 2:
             transposed = np.swapaxes(expected[k], -1, -2)
             sentence = ("this is the transpose of the right gradient: grad_a = grad @ b^T and grad_b = a^T @ grad "
                         "(transpose the last two axes only).")
-            alternatives[k].append((transposed, sentence))
-            alternatives[k].append((transposed.reshape(expected[k].shape), sentence.replace(
-                "right gradient:", "right gradient, reshaped to the input's shape:")))
+            yield transposed, sentence
+            yield transposed.reshape(expected[k].shape), sentence.replace(
+                "right gradient:", "right gradient, reshaped to the input's shape:")
+
     call = describe_call("matmul_backward", "ab", [a, b], grad)
     hint = ("Note: a 1-D operand acts as a row (a) or a column (b) whose extra axis is dropped, and batch "
             "dimensions broadcast: sum the gradient over the batch dimensions its input does not have or has as 1."
@@ -328,7 +337,7 @@ def test_matmul_backward(student, a_shape, b_shape):
             return (f"grad_{name} must have {name}'s shape {shape_text(want)}: sum over the batch dimensions "
                     "that broadcasting added or stretched, and give a 1-D operand a 1-D gradient.")
 
-        check_array(items[k], expected[k], f"grad_{name}", call, shape_hint=hint, alternatives=alternatives[k])
+        check_array(items[k], expected[k], f"grad_{name}", call, shape_hint=hint, alternatives=alternatives(k))
 
 
 # ----------------------------------------------------------------------------- sum and mean
@@ -363,16 +372,18 @@ def _check_reduce(student, op, shape, axis, keepdims):
     fn = reduction(op, axis, keepdims)
     grad = upstream(rng, tuple(fn(t64(a)).shape))
     expected = vjp(fn, [a], grad)
-    alternatives = [ones_alternative(fn, [a], grad, 0)]
-    if op == "mean":
-        alternatives.append((vjp(reduction("sum", axis, keepdims), [a], grad)[0],
-                             "this is the sum's gradient: divide by the number of elements each mean averaged."))
-        alternatives.append((vjp(reduction("sum", axis, keepdims, divide_by=np.size(a)), [a], grad)[0],
-                             "this divides by a.size: divide by the number of elements in the reduced axes only."))
-    else:
-        alternatives.append((vjp(reduction("mean", axis, keepdims), [a], grad)[0],
-                             "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
-                             "every summed element, with no division."))
+
+    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
+        yield ones_alternative(fn, [a], grad, 0)
+        if op == "mean":
+            yield (vjp(reduction("sum", axis, keepdims), [a], grad)[0],
+                   "this is the sum's gradient: divide by the number of elements each mean averaged.")
+            yield (vjp(reduction("sum", axis, keepdims, divide_by=np.size(a)), [a], grad)[0],
+                   "this divides by a.size: divide by the number of elements in the reduced axes only.")
+        else:
+            yield (vjp(reduction("mean", axis, keepdims), [a], grad)[0],
+                   "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
+                   "every summed element, with no division.")
     call = describe_call(f"{op}_backward", "a", [a], grad, extra=f", axis={axis!r}, keepdims={keepdims!r}")
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims)
 
@@ -380,16 +391,16 @@ def _check_reduce(student, op, shape, axis, keepdims):
         return f"grad_a must have a's shape {shape_text(shape)}: put back the reduced axes and broadcast grad."
 
     items = gradient_tuple(got, 1, call)
-    check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=alternatives)
+    check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=alternatives())
 
 
 @question("rules.sum_backward", points=5)
-@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
 def test_sum_backward(student, shape, axis, keepdims):
     _check_reduce(student, "sum", shape, axis, keepdims)
 
 
 @question("rules.mean_backward", points=5)
-@pytest.mark.parametrize("shape, axis, keepdims", REDUCE_CASES, ids=repr)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
 def test_mean_backward(student, shape, axis, keepdims):
     _check_reduce(student, "mean", shape, axis, keepdims)

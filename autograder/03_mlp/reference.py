@@ -1,6 +1,8 @@
 """Grader-side helpers for the 03_mlp suite: devices, tolerances, reference models, readable
 feedback. Nothing here runs in the sandbox; every expected value is computed by PyTorch."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -18,6 +20,22 @@ torch.backends.cudnn.allow_tf32 = False
 DEVICES = [pytest.param(d, marks=pytest.mark.cuda) if d == "cuda" else d for d in grading_devices()]
 # devices that hold values (training and evaluation need real numbers)
 VALUE_DEVICES = [d for d in DEVICES if d != "meta"]
+
+
+
+def grid(*axes):
+    """(argnames, rows) for @cases from axes given as ("names", values), as stacked parametrize
+    decorators would give them: every combination, the FIRST axis varying slowest (the order of
+    decorators read from the function upwards). A value of an axis with several names is a tuple."""
+    names = [name.strip() for spec, _ in axes for name in spec.split(",")]
+    rows = []
+    for combination in itertools.product(*(values for _, values in axes)):
+        row = []
+        for (spec, _), value in zip(axes, combination):
+            row.extend(value if "," in spec else (value,))
+        rows.append(tuple(row))
+    return names, rows
+
 
 # (rtol, atol) per (device type, dtype)
 TOLERANCES = {

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import np_drivers
-from checks.suite import expect_close, fail, question
-from reference import as_floats, call_student, describe, first_match, number, run_driver
+from checks.suite import cases, expect_close, fail, question
+from reference import as_floats, call_student, describe, first_match, grid, number, run_driver
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64
@@ -62,7 +62,7 @@ def _linear_case(batch, d_in, d_out):
 
 
 @question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH)
-@pytest.mark.parametrize("batch,d_in,d_out", LINEAR_SHAPES)
+@cases("batch,d_in,d_out", LINEAR_SHAPES)
 def test_linear_forward(student, batch, d_in, d_out):
     X, W, b = _linear_case(batch, d_in, d_out)
     expected = (_t(X) @ _t(W) + _t(b)).numpy()
@@ -81,8 +81,7 @@ def test_linear_forward(student, batch, d_in, d_out):
 # ------------------------------------------------------------------------ linear_backward
 
 @question("numpy_mlp.linear_backward", points=8, block_imports=NO_TORCH)
-@pytest.mark.parametrize("batch,d_in,d_out", LINEAR_SHAPES)
-@pytest.mark.parametrize("part", ["grad_X", "grad_W", "grad_b"])
+@cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)))
 def test_linear_backward(student, batch, d_in, d_out, part):
     X, W, b = _linear_case(batch, d_in, d_out)
     grad_Y = _rng(2, batch, d_in, d_out).normal(size=(batch, d_out))
@@ -134,8 +133,7 @@ SOFTMAX_CASES = [
 
 
 @question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH)
-@pytest.mark.parametrize("batch,classes,scale", SOFTMAX_CASES)
-@pytest.mark.parametrize("part", ["loss", "grad_logits"])
+@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)))
 def test_softmax_cross_entropy(student, batch, classes, scale, part):
     rng = _rng(3, batch, classes, int(scale))
     logits = rng.normal(size=(batch, classes)) * scale
@@ -226,7 +224,7 @@ def _torch_forward(params, X, relu=True, b2=True):
 
 
 @question("numpy_mlp.forward", points=6, block_imports=NO_TORCH)
-@pytest.mark.parametrize("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES])
+@cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES])
 def test_forward(student, name, batch, shape, d_hidden, d_out):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
     expected = _torch_forward(params, X)[0].detach().numpy()
@@ -246,8 +244,7 @@ def test_forward(student, name, batch, shape, d_hidden, d_out):
 
 
 @question("numpy_mlp.backward", points=10, block_imports=NO_TORCH)
-@pytest.mark.parametrize("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES])
-@pytest.mark.parametrize("key", ["W1", "b1", "W2", "b2"])
+@cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)))
 def test_backward(student, name, batch, shape, d_hidden, d_out, key):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
     grad_logits = _rng(6, batch, d_out).normal(size=(batch, d_out))
@@ -284,8 +281,7 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
 # ------------------------------------------------------------------------ sgd_update
 
 @question("numpy_mlp.sgd_update", points=4, block_imports=NO_TORCH)
-@pytest.mark.parametrize("lr", [0.1, 0.5])
-@pytest.mark.parametrize("sizes", [(6, 4, 3), (784, 16, 10)], ids=["small", "mnist"])
+@cases(*grid(("sizes", [(6, 4, 3), (784, 16, 10)]), ("lr", [0.1, 0.5])))
 def test_sgd_update(student, lr, sizes):
     params = _params(*sizes, seed=7)
     grads = _params(*sizes, seed=8)

@@ -6,14 +6,14 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import expect_close, expect_equal, fail, question
+from checks.suite import cases, expect_close, expect_equal, fail, question
 from reference import DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, run_driver, tolerance
 
 
 # ------------------------------------------------------------------------ structure
 
 @question("torch_mlp.MLP", points=3)
-@pytest.mark.parametrize("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"])
+@cases("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"])
 def test_mlp_structure(student, sizes):
     reference = RefMLP() if sizes is None else RefMLP(*sizes)
     expected_state = {key: tuple(value.shape) for key, value in reference.state_dict().items()}
@@ -132,7 +132,7 @@ def _words(spec):
 
 
 @question("torch_mlp.count_parameters", points=5)
-@pytest.mark.parametrize("case", sorted(COUNT_SPECS))
+@cases("case", sorted(COUNT_SPECS))
 def test_count_parameters(student, case):
     spec = COUNT_SPECS[case]
     model = drivers.counting_model(spec)

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import expect_close, expect_equal, expect_raises, fail, question
-from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, is_close, load_ref,
+from checks.suite import cases, expect_close, expect_equal, expect_raises, fail, question
+from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, grid, is_close, load_ref,
                        mlp_state, number, run_driver, tolerance)
 
 
@@ -143,8 +143,7 @@ SGD_SETTINGS = [(0.1, 0.0, 0.0), (0.1, 0.9, 0.0), (0.05, 0.0, 0.1), (0.05, 0.9, 
 
 
 @question("training.SGD", points=8)
-@pytest.mark.parametrize("lr,momentum,weight_decay", SGD_SETTINGS)
-@pytest.mark.parametrize("set_to_none", [True, False])
+@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)))
 def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
     init, targets = _sgd_data(1)
     expected = _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none)
@@ -153,7 +152,7 @@ def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
 
 
 @question("training.SGD", points=2)
-@pytest.mark.parametrize("lr,momentum,weight_decay", [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)])
+@cases("lr,momentum,weight_decay", [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)])
 def test_sgd_skips_params_without_grad(student, lr, momentum, weight_decay):
     init, targets = _sgd_data(2)
     idle = (1,)  # parameter 1 is not in the loss: its .grad stays None
@@ -172,7 +171,7 @@ def test_sgd_accepts_a_generator(student):
 
 
 @question("training.SGD", points=1)
-@pytest.mark.parametrize("set_to_none", [True, False])
+@cases("set_to_none", [True, False])
 def test_sgd_step_keeps_grad(student, set_to_none):
     init, targets = _sgd_data(4)
     got = _run_sgd(student, init, targets, 0.05, 0.9, 0.1, set_to_none)
@@ -185,7 +184,7 @@ def test_sgd_step_keeps_grad(student, set_to_none):
 
 
 @question("training.SGD", points=2)
-@pytest.mark.parametrize("set_to_none", [None, True, False], ids=["default", "True", "False"])
+@cases("set_to_none", [None, True, False], ids=["default", "True", "False"])
 def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
     params = [torch.tensor(a, requires_grad=True) for a in init]
@@ -219,7 +218,7 @@ STEPS_CASES = [(10000, 128, False), (10000, 128, True), (60000, 64, False), (100
 
 
 @question("training.steps_per_epoch", points=3)
-@pytest.mark.parametrize("n,batch_size,drop_last", STEPS_CASES)
+@cases("n,batch_size,drop_last", STEPS_CASES)
 def test_steps_per_epoch(student, n, batch_size, drop_last):
     expected = len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
     got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
@@ -238,7 +237,7 @@ def test_steps_per_epoch(student, n, batch_size, drop_last):
 
 
 @question("training.steps_per_epoch", points=1)
-@pytest.mark.parametrize("batch_size", [0, -4])
+@cases("batch_size", [0, -4])
 def test_steps_per_epoch_invalid(student, batch_size):
     with pytest.raises(ValueError):  # what PyTorch does with such a batch size
         torch.utils.data.DataLoader(range(10), batch_size=batch_size)

@@ -89,7 +89,9 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     # The zygote starts first and warms up while this process does the same. No suite code is
     # imported here at all: the session child below does that, so workers never see it.
     with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=batch) as zygote:
-        prepare_parent(preload=True)
+        # torch's lazy modules (about a second) pay off only when several grading children
+        # would each import them; one child (`checks test`) imports what it needs, if anything
+        prepare_parent(preload=len(sources) > 1)
         if any(source.may_be_notebook for source in sources):
             import_nbformat()  # once here, rather than in each grading child
         gc.freeze()

@@ -42,7 +42,7 @@ class ChecksPlugin:
         self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
-        self._reference_given = False  # whether the open question's worker holds a reference file
+        self._reference_given: tuple[str, ...] = ()  # the reference files the open question's worker holds
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
 
@@ -73,15 +73,18 @@ class ChecksPlugin:
         key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
-        with_reference = self.use_references and bool(options["use_reference"])
-        if with_reference or self._reference_given:
-            self._stop_processes()  # nothing the student started may meet a reference, or carry one on
+        given = tuple(options["use_reference"]) if self.use_references else ()
+        if given != self._reference_given:
+            # nothing the student started may meet a reference, or carry one on to a question
+            # graded without it; between questions graded with the same reference files the
+            # worker is handed on as between any two questions (there is nothing new to carry)
+            self._stop_processes()
         else:
             self.close()
-        self._reference_given = with_reference
+        self._reference_given = given
         files = dict(self.files)
-        if with_reference:
-            files.update(self.assignment.reference_files(options["use_reference"]))
+        if given:
+            files.update(self.assignment.reference_files(given))
         config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.workers, config, options["timeout"])
