@@ -5,12 +5,15 @@ it); and what a run killed outright leaves, the next run removes, never a live r
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from checks.sandbox import jail
 from checks.sandbox.supervisor import RUN_PREFIX, Zygote
@@ -99,7 +102,18 @@ def test_a_grader_killed_with_kill_9_leaves_no_folder_and_no_worker(make_course)
     assert wait_for(lambda: not alive(worker), 10.0), f"the worker {worker} outlived its grader"
 
 
-def test_the_next_run_removes_what_a_dead_run_left_and_never_a_live_runs_folder(make_course):
+@pytest.fixture
+def private_temp(monkeypatch):
+    """A temp folder of this test's own, for its runs and the grader it starts: another checks run on
+    the machine (a second test session) would otherwise remove the dead run's folder first."""
+    folder = tempfile.mkdtemp(prefix="checks-dead-")  # short: the zygote's socket lives below it
+    monkeypatch.setenv("TMPDIR", folder)
+    monkeypatch.setattr(tempfile, "tempdir", folder)
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_next_run_removes_what_a_dead_run_left_and_never_a_live_runs_folder(make_course, private_temp):
     grader = start_grading(make_course)
     try:
         [folder] = wait_for(lambda: run_folders_of(grader.pid)) or [None]
