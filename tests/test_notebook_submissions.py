@@ -193,3 +193,14 @@ def test_checks_test_runs_the_public_checks_on_a_notebook_as_on_the_folder(tmp_p
         printed.append((code, out.getvalue().split("\n", 2)[2]))  # after the header and title: they name it
     assert printed[0] == printed[1]
     assert "quiz answers present and well-formed" in printed[1][1]
+
+
+def test_a_zipped_notebook_that_cannot_be_inflated_refuses_its_submission(tmp_path):
+    archive = tmp_path / "hal.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("01_tensors.ipynb", notebook_of(BEN))
+    data = bytearray(archive.read_bytes())
+    data[60:80] = bytes(20)  # inside the member's compressed data: inflating it fails
+    archive.write_bytes(bytes(data))
+    with pytest.raises(SubmissionError, match="01_tensors.ipynb could not be read"):
+        read_submission(archive, NAMED)

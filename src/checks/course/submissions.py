@@ -34,6 +34,8 @@ NOTEBOOK_SUFFIX = ".ipynb"
 SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX", ".pytest_cache", ".venv", "venv",
                 "site-packages", "node_modules", ".mypy_cache", ".idea", ".vscode"}
 JUNK_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
+# what reading a file or inflating a zip member may raise: the file costs its questions, never the grader
+READ_ERRORS = (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 SHOWN_SKIPPED = 5  # names listed in the warning about skipped files
 
 
@@ -174,7 +176,7 @@ def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collect
         if problem is None:
             try:
                 data = entry.read(MAX_FILE_BYTES + 1)
-            except (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as error:
+            except READ_ERRORS as error:
                 problem = f"could not be read ({error})"
             else:
                 problem = _budget_problem(len(data), total, len(submission.files))
@@ -208,7 +210,11 @@ def _answer_cells(entries: list[_Entry], wanted: set[str] | None,
     found: list[tuple[_Entry, dict[str, str]]] = []
     unreadable: list[str] = []
     for entry in (e for e in entries if e.path.endswith(NOTEBOOK_SUFFIX)):
-        data = entry.read(MAX_NOTEBOOK_BYTES + 1) if entry.size <= MAX_NOTEBOOK_BYTES else b""
+        try:
+            data = entry.read(MAX_NOTEBOOK_BYTES + 1) if entry.size <= MAX_NOTEBOOK_BYTES else b""
+        except READ_ERRORS as error:
+            unreadable.append(f"{entry.path} could not be read ({error})")
+            continue
         if not data or len(data) > MAX_NOTEBOOK_BYTES:
             unreadable.append(f"{entry.path} is over the limit of {MAX_NOTEBOOK_BYTES // 2**20} MiB for a notebook"
                               if data or entry.size else f"{entry.path} is empty, not a notebook")
