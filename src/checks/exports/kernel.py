@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,12 @@ _graded: dict[tuple[str, str], SubmissionResult] = {}  # (assignment, digest of 
 
 class HiddenSuiteMissing(RuntimeError):
     """The grading cell ran where the hidden suite is not (a student's copy of the release)."""
+
+
+def question_name(qid: str) -> str:
+    """The name a notebook tool gives a question (nbgrader's grade_id, otter's question name): every
+    character other than a letter or digit becomes '_' (strides.offset -> strides_offset)."""
+    return re.sub(r"[^A-Za-z0-9]", "_", qid)
 
 
 def score(assignment: str, qid: str) -> float:

@@ -30,7 +30,7 @@ from checks.course.answer_cells import answer_cell, parse_answer_cell
 from checks.course.assignment import Assignment, CourseError
 from checks.course.submissions import Submission, SubmissionError, read_submission
 from checks.exports.hidden import hidden_files
-from checks.exports.kernel import grade_answers, question_parts
+from checks.exports.kernel import grade_answers, question_name, question_parts
 
 QUIZ_FILE = "quiz.toml"
 HIDDEN_DIRS = ("autograder", "assignments", "references")  # the course tree hidden_files writes, shipped in the zip
@@ -49,9 +49,7 @@ class OtterExport:
     submissions: list[Path] = field(default_factory=list)  # DIR/submissions/<name>.ipynb (--fill)
 
 
-def otter_name(qid: str) -> str:
-    """Otter's name for a question: every character other than a letter or digit becomes '_'."""
-    return re.sub(r"[^A-Za-z0-9]", "_", qid)
+otter_name = question_name  # otter's name for a question: strides.offset -> strides_offset
 
 
 def export_otter(assignment: Assignment, out_dir: Path, reference: Mapping[str, str], stubs: Mapping[str, str],

@@ -56,12 +56,19 @@ class Source:
     @classmethod
     def from_path(cls, path: Path, named: tuple[str, ...] | None = None) -> "Source":
         """`named`: the files the assignment names (see named_files); None reads every file."""
-        notebook = path.suffix == NOTEBOOK_SUFFIX or (path.is_dir() and next(path.rglob("*" + NOTEBOOK_SUFFIX), None))
-        return cls(submission_name(path), lambda: read_submission(path, named), bool(notebook))
+        return cls(submission_name(path), lambda: read_submission(path, named), _may_be_notebook(path))
 
     @classmethod
     def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":
         return cls(name, lambda: Submission(name, dict(files)))
+
+
+def _may_be_notebook(path: Path) -> bool:
+    """A notebook, or a folder with one at its top or one level down (nbgrader's submitted/<student>/
+    holds <assignment>/<assignment>.ipynb); looked for without walking a whole student folder."""
+    if path.suffix == NOTEBOOK_SUFFIX:
+        return True
+    return path.is_dir() and any(next(path.glob(level + NOTEBOOK_SUFFIX), None) is not None for level in ("*", "*/*"))
 
 
 def named_files(assignment: Assignment) -> tuple[str, ...] | None:
