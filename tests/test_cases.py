@@ -116,3 +116,48 @@ def test_malformed_cases_are_refused_where_they_are_written(make, message):
 def test_a_case_name_that_is_no_parameter_is_refused():
     with pytest.raises(TypeError, match="no parameter y"):
         cases("y", [1])(lambda x: None)
+
+
+def test_a_reference_is_computed_once_per_case_when_the_suite_is_collected(make_course):
+    """Before the batch forks a grading process per submission: three submissions, one count."""
+    suite = """
+        import os
+        from checks.suite import cases, expect_equal, question
+
+        COMPUTED = []
+
+        def expected_sum(a, b):
+            COMPUTED.append((a, b))
+            with open(os.environ["CHECKS_TEST_LOG"], "a") as log:
+                log.write(f"{a},{b}\\n")
+            return a + b
+
+        @question("good.add", points=10)
+        @cases("a, b", [(1, 2), (5, 5)], reference=expected_sum)
+        def test_add(student, a, b, reference):
+            expect_equal(student.good.add(a, b), reference)
+    """
+    files = {"autograder/toy/assignment.toml": 'files = ["good.py"]\n', "autograder/toy/test_toy.py": suite,
+             "solutions/toy/good.py": REFERENCE["good.py"], "assignments/toy/.keep": ""}
+    wrong = "def add(a, b):\n    return a * b\n"
+    files.update({f"subs/{name}/good.py": source for name, source in
+                  {"a": REFERENCE["good.py"], "b": REFERENCE["good.py"], "c": wrong}.items()})
+    root = make_course(files)
+    log = root / "computed.log"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHECKS_TEST_LOG", str(log))
+        sources = [Source.from_path(root / "subs" / name) for name in "abc"]
+        results = {r.name: r.questions[0] for r in grade_sources(load_assignment(root, "toy"), sources, jobs=2)}
+    assert log.read_text().splitlines() == ["1,2", "5,5"]
+    assert results["a"].score == results["b"].score == 10
+    assert (results["c"].passed_cases, results["c"].total_cases) == (0, 2)
+    assert "add(1, 2) returned 2; expected 3." in results["c"].feedback
+
+
+def test_the_reference_argument_is_hidden_from_pytest_too():
+    @cases("a", [1, 2], reference=lambda a: a * 2)
+    def test_it(student, a, reference):
+        assert reference == 2 * a
+
+    assert list(inspect.signature(test_it).parameters) == ["student"]
+    test_it(student=None)

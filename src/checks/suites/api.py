@@ -117,10 +117,16 @@ def question_options(item: pytest.Item) -> dict[str, Any] | None:
 
 
 def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
-          ids: Sequence[str] | Callable[[Any], "str | None"] | None = None) -> Callable[[TestFunction], TestFunction]:
+          ids: Sequence[str] | Callable[[Any], "str | None"] | None = None,
+          reference: Callable[..., Any] | None = None) -> Callable[[TestFunction], TestFunction]:
     """Like pytest.mark.parametrize, but every case runs inside one pytest test and is still scored
     and reported as its own case: pytest's per-test set-up costs about a millisecond a case, more
     than most checks. Fixtures are set up once for all the cases; pytest.skip skips them all.
+
+    `reference(**case)`, when given, is what the student's answer is checked against, passed to the
+    test as its `reference` argument. It runs once per case when the suite is collected, before a
+    batch forks a grading process per submission, so that every submission shares it. It must not
+    depend on the student's code, nor touch CUDA (processes forked after that cannot use it).
     """
     names = [name.strip() for name in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
     argvalues = list(argvalues)
@@ -144,9 +150,12 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         else:
             labels.append(str(ids[index]))
 
+    references = None if reference is None else [reference(**dict(zip(names, row))) for row in rows]
+    given = [*names, *(["reference"] if references is not None else [])]
+
     def decorate(function: TestFunction) -> TestFunction:
         signature = inspect.signature(function)
-        unknown = [name for name in names if name not in signature.parameters]
+        unknown = [name for name in given if name not in signature.parameters]
         if unknown:
             raise TypeError(f"{function.__name__} has no parameter {', '.join(unknown)} for its cases")
 
@@ -154,12 +163,13 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         def run_cases(**fixtures: Any) -> None:
             failures: list[tuple[str, Exception]] = []
             student, sink = current_student.get(), case_sink.get()
-            for label, row in zip(labels, rows):
+            for index, (label, row) in enumerate(zip(labels, rows)):
                 if student is not None:
                     student.last_call, student.last_result = "", None
                 arguments = dict(zip(names, row))
+                extra = {} if references is None else {"reference": references[index]}
                 try:
-                    function(**fixtures, **arguments)
+                    function(**fixtures, **arguments, **extra)
                     error = None
                 except CaseSettled:
                     error = None
@@ -175,7 +185,7 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
                                   f"{first}") from first
 
         run_cases.__signature__ = signature.replace(  # type: ignore[attr-defined] - what pytest reads
-            parameters=[p for p in signature.parameters.values() if p.name not in names])
+            parameters=[p for p in signature.parameters.values() if p.name not in given])
         run_cases.checks_cases = len(rows)  # type: ignore[attr-defined]
         return run_cases  # type: ignore[return-value]
     return decorate
@@ -400,12 +410,13 @@ def ask_reference(compute: Callable[[], Any]) -> Any:
         return Refusal(error)
 
 
-def reference_or_refusal(compute: Callable[[], Any], call: Callable[[], Any],
+def reference_or_refusal(compute: Callable[[], Any] | Any, call: Callable[[], Any],
                          because: str | Callable[[], str]) -> Any:
     """PyTorch's answer for this case. Where PyTorch rejects the input, the student's `call` must
     raise ValueError as well (the feedback says `because` and PyTorch's own words), and the case
-    ends there: passed if it did, failed if not."""
-    expected = ask_reference(compute)
+    ends there: passed if it did, failed if not. `compute` may also be the answer itself, asked
+    before with ask_reference (a @cases reference, computed once for every submission)."""
+    expected = ask_reference(compute) if callable(compute) else compute
     if not isinstance(expected, Refusal):
         return expected
     why = because() if callable(because) else because
