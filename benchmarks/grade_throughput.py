@@ -2,9 +2,10 @@
 
 Both run the same hidden suite on generated submissions (reference, stubs, each mutant, and a
 broken file, in turn), with the same number of submissions in flight, in the same run, for each
-assignment in turn (all three by default). Both are also given in CPU seconds (every process's
-user and system time), which the other work on a shared machine changes least. The warm grader grades all N as a class would be
-graded, into an output folder (gradebook and reports included); its figure is the steady state,
+assignment in turn (all three by default). Both are also given in CPU seconds a submission: the
+machine's busy time over the phase (/proc/stat; the sandbox's workers are reaped by the kernel, so
+no process's own account holds their time), which only other work on the machine changes: run it
+on a machine doing nothing else. The warm grader grades all N as a class would be graded, into an output folder (gradebook and reports included); its figure is the steady state,
 from the moment every slot has delivered a result to the last one (start-up is printed apart). A
 fresh process costs the same for every submission, so it runs on an even sample (--fresh-n).
 
@@ -94,7 +95,7 @@ class Figures:
     warm_total: float
     warm_first: float
     warm_steady: float  # seconds a submission, once every slot has delivered
-    warm_cpu: float  # CPU seconds a submission, every process of the grader, its start-up spread over all
+    warm_cpu: float  # the machine's CPU seconds a submission, the grader's start-up spread over all
     fresh_n: int
     fresh_rate: float  # seconds a submission
     fresh_cpu: float  # CPU seconds a submission
@@ -107,14 +108,22 @@ class Figures:
 
     @property
     def cpu_ratio(self) -> float:
-        """The same comparison in CPU time: what other work on the machine changes least."""
+        """The same comparison in CPU time, which waiting and scheduling do not change."""
         return self.fresh_cpu / self.warm_cpu
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and of every child it has waited for (theirs included)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    """The machine's busy CPU time so far (/proc/stat): no process's own account has it all, as
+    the sandbox's workers are reaped by the kernel (their time reaches no parent). Elsewhere, the
+    CPU time of this process and of every child it has waited for."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def generate(assignment_name: str, count: int, into: Path) -> list[Path]:
@@ -164,7 +173,7 @@ def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
     started, cpu_before = time.perf_counter(), cpu_seconds()
     try:
         summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=Stamps())
-        elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before  # the sampler not yet reaped
+        elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before
     finally:
         peak, count = sampler.stop()
     assert len(summary.graded) == len(paths) and not summary.failed, [r.error for r in summary.failed]

@@ -161,3 +161,41 @@ def test_the_reference_argument_is_hidden_from_pytest_too():
 
     assert list(inspect.signature(test_it).parameters) == ["student"]
     test_it(student=None)
+
+
+AHEAD_SUITE = """
+    from checks.suite import cases, expect_equal, question
+
+    ROWS = [(1, 2), (2, 2), (3, 4), (5, 1), (0, 0)]
+
+    @question("one_by_one", points=10, timeout=1.0)
+    @cases("a, b", ROWS, reference=lambda a, b: a + b)
+    def test_one_by_one(student, a, b, reference):
+        expect_equal(student.good.add(a, b), reference)
+
+    @question("sent_ahead", points=10, timeout=1.0)
+    @cases("a, b", ROWS, reference=lambda a, b: a + b, send_ahead=True)
+    def test_sent_ahead(student, a, b, reference):
+        expect_equal(student.good.add(a, b), reference)
+"""
+
+AHEAD_SUBMISSIONS = {
+    "right": REFERENCE["good.py"],
+    "wrong": "def add(a, b):\n    return a + b + (a == b)\n",
+    "raises": "def add(a, b):\n    if a == 3:\n        raise KeyError('three')\n    return a + b\n",
+    "hangs": "def add(a, b):\n    while a == 2:\n        pass\n    return a + b\n",
+    "crashes": "import os\n\ndef add(a, b):\n    if a == 5:\n        os._exit(3)\n    return a + b\n",
+}
+
+
+def test_cases_sent_ahead_are_scored_and_explained_as_those_sent_one_by_one(make_course):
+    files = {"autograder/toy/assignment.toml": 'files = ["good.py"]\n', "autograder/toy/test_toy.py": AHEAD_SUITE,
+             "solutions/toy/good.py": REFERENCE["good.py"], "assignments/toy/.keep": ""}
+    files.update({f"subs/{name}/good.py": source for name, source in AHEAD_SUBMISSIONS.items()})
+    root = make_course(files)
+    sources = [Source.from_path(root / "subs" / name) for name in AHEAD_SUBMISSIONS]
+    for result in grade_sources(load_assignment(root, "toy"), sources, jobs=2):
+        one_by_one, sent_ahead = sorted(result.questions, key=lambda q: q.qid)
+        assert (sent_ahead.score, sent_ahead.passed_cases, sent_ahead.feedback) == \
+            (one_by_one.score, one_by_one.passed_cases, one_by_one.feedback), result.name
+        assert one_by_one.passed_cases == {"right": 5, "wrong": 3, "raises": 4, "hangs": 4, "crashes": 4}[result.name]

@@ -3,6 +3,7 @@ when a worker is handed on from one question to the next."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -11,9 +12,9 @@ import pytest
 
 from checks.sandbox import jail
 from checks.course.assignment import CourseError, load_assignment
-from checks.sandbox.supervisor import WorkerConfig, Zygote
-from checks.suites.student import (MAX_HANGS, QuestionSandbox, Student, StudentCrashed, StudentRaised, StudentTimeout,
-                                   SubmissionWorkers, UnsupportedReturn)
+from checks.sandbox.supervisor import Worker, WorkerConfig, Zygote
+from checks.suites.student import (MAX_HANGS, QuestionSandbox, Student, StudentCrashed, StudentFault, StudentRaised,
+                                   StudentTimeout, SubmissionWorkers, UnsupportedReturn)
 
 PROBE = b"""
 import os
@@ -227,3 +228,71 @@ def test_a_function_that_hangs_twice_is_not_called_again_in_that_question(zygote
         student.forger.hang()
     assert time.monotonic() - started < 0.4  # not called: no third wait
     assert student.forger.echo(3) == 3  # other functions still run in that question
+
+
+AHEAD = b"""
+import os
+
+calls = []
+
+
+def square(x):
+    calls.append(x)
+    if x == 3:
+        raise ValueError("three")
+    if x == 5:
+        while True:
+            pass
+    if x == 7:
+        os._exit(1)
+    return x * x
+
+
+def seen():
+    return list(calls)
+"""
+
+
+def ahead_student(zygote: Zygote, timeout: float = 30) -> Student:
+    return Student(QuestionSandbox(SubmissionWorkers(zygote), WorkerConfig(files={"ahead.py": AHEAD}), timeout=timeout),
+                   frozenset({"ahead"}))
+
+
+def test_calls_sent_ahead_go_in_one_write_and_are_answered_in_turn(zygote, monkeypatch):
+    writes = []
+    send = Worker.send
+
+    def counted(worker, requests, timeout):
+        writes.append(len(requests))
+        send(worker, requests, timeout)
+
+    monkeypatch.setattr(Worker, "send", counted)
+    student = ahead_student(zygote)
+    student.send_ahead([functools.partial(student.ahead.square, x) for x in (1, 2, 4)])
+    assert writes == [3]
+    assert [student.ahead.square(x) for x in (1, 2, 4)] == [1, 4, 16]
+    assert writes == [3]  # each answer was there already
+    assert student.ahead.seen() == [1, 2, 4] and writes == [3, 1]
+
+
+def test_a_call_not_sent_ahead_runs_after_those_that_were(zygote):
+    student = ahead_student(zygote)
+    student.send_ahead([functools.partial(student.ahead.square, x) for x in (1, 2)])
+    assert student.ahead.seen() == [1, 2]
+    assert student.ahead.square(2) == 4  # kept for when it was asked for
+    assert student.ahead.square(1) == 1  # asked for after a later one: made again
+    assert student.ahead.seen() == [1, 2, 1]
+
+
+def test_a_call_sent_ahead_that_raises_hangs_or_crashes_costs_only_itself(zygote):
+    student = ahead_student(zygote, timeout=1)
+    numbers = [2, 3, 4, 5, 6, 7, 8]
+    student.send_ahead([functools.partial(student.ahead.square, x) for x in numbers])
+    outcomes = []
+    for x in numbers:
+        try:
+            outcomes.append(student.ahead.square(x))
+        except StudentFault as fault:
+            outcomes.append(type(fault).__name__)
+    assert outcomes == [4, "StudentRaised", 16, "StudentTimeout", 36, "StudentCrashed", 64]
+    assert student.ahead.seen() == [8]  # after the crash, in a fresh worker

@@ -143,10 +143,25 @@ class Worker:
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
         """Send one request; return the reply's JSON header and the codec payload, if any."""
-        deadline = time.monotonic() + timeout
+        self.send([pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)], timeout)
+        return self.reply(timeout)
+
+    def send(self, requests: list[bytes], timeout: float) -> None:
+        """Send pickled requests in one write; the worker answers each in turn (see reply)."""
         try:
             self.sock.settimeout(timeout)
-            send_frame(self.sock, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+            send_frame(self.sock, *requests)
+        except socket.timeout:  # the worker stopped reading: it hangs on an earlier request
+            self.kill()
+            raise WorkerTimedOut() from None
+        except (ConnectionError, BrokenPipeError):
+            self.kill()
+            raise WorkerDied() from None
+
+    def reply(self, timeout: float) -> tuple[dict, bytes | None]:
+        """The next reply, due within `timeout` seconds: its JSON header and codec payload, if any."""
+        deadline = time.monotonic() + timeout
+        try:
             encoded = self.reader.frame(MAX_HEADER_BYTES, deadline)
             header = dict(RETURNED_QUIETLY_HEADER) if encoded == RETURNED_QUIETLY else json.loads(encoded.decode())
             if type(header) is not dict:

@@ -118,7 +118,8 @@ def question_options(item: pytest.Item) -> dict[str, Any] | None:
 
 def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
           ids: Sequence[str] | Callable[[Any], "str | None"] | None = None,
-          reference: Callable[..., Any] | None = None) -> Callable[[TestFunction], TestFunction]:
+          reference: Callable[..., Any] | None = None,
+          send_ahead: bool = False) -> Callable[[TestFunction], TestFunction]:
     """Like pytest.mark.parametrize, but every case runs inside one pytest test and is still scored
     and reported as its own case: pytest's per-test set-up costs about a millisecond a case, more
     than most checks. Fixtures are set up once for all the cases; pytest.skip skips them all.
@@ -127,6 +128,11 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
     test as its `reference` argument. It runs once per case when the suite is collected, before a
     batch forks a grading process per submission, so that every submission shares it. It must not
     depend on the student's code, nor touch CUDA (processes forked after that cannot use it).
+
+    `send_ahead=True` sends the first student call of every case to the sandbox in one write before
+    the cases run, instead of a round trip each (Student.send_ahead): only where those calls are
+    pure functions of their arguments, so that the order they run in does not matter, and the code
+    before a case's first call changes nothing.
     """
     names = [name.strip() for name in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
     argvalues = list(argvalues)
@@ -163,13 +169,17 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         def run_cases(**fixtures: Any) -> None:
             failures: list[tuple[str, Exception]] = []
             student, sink = current_student.get(), case_sink.get()
-            for index, (label, row) in enumerate(zip(labels, rows)):
+            runs = [functools.partial(function, **fixtures, **dict(zip(names, row)),
+                                      **({} if references is None else {"reference": references[index]}))
+                    for index, row in enumerate(rows)]
+            if send_ahead and student is not None:
+                student.send_ahead(runs)
+            for label, row, run in zip(labels, rows, runs):
                 if student is not None:
                     student.last_call, student.last_result = "", None
                 arguments = dict(zip(names, row))
-                extra = {} if references is None else {"reference": references[index]}
                 try:
-                    function(**fixtures, **arguments, **extra)
+                    run()
                     error = None
                 except CaseSettled:
                     error = None

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from checks.course.assignment import Assignment
+from checks.course.assignment import Assignment, CourseError
 from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
@@ -32,12 +32,14 @@ class ChecksPlugin:
         self._open: tuple[tuple, QuestionSandbox] | None = None
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
+        self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
         self.start_submission(files)
 
     def start_submission(self, files: dict[str, bytes]) -> None:
         """Grade these files from now on: in a grading process forked from a collected session."""
         self.files = files
-        self._bytecode: dict[tuple[str, bytes], bytes | None] = {}  # compiled once, for every sandbox
+        # compiled once, for every sandbox of the submission; what every submission shares, before
+        self._bytecode: dict[tuple[str, bytes], bytes | None] = dict(self._shared_bytecode)
         self.cases: list[CaseResult] = []
         self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
@@ -120,6 +122,28 @@ class ChecksPlugin:
                     self.errors.append(f"{item.nodeid} has no @question(...) marker")
             except pytest.UsageError as error:
                 self.errors.append(str(error))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Compile the files every submission is given (course files, the reference files of the
+        questions that use them) once, here, before a batch forks a grading process per submission
+        (milliseconds a file, which each of them would pay again)."""
+        shared = dict(self.assignment.course_files())
+        if self.use_references:
+            given = set()
+            for item in session.items:
+                try:
+                    options = api.question_options(item)
+                except pytest.UsageError:  # pytest_collection_modifyitems reported it
+                    continue
+                if options is not None:
+                    given.update(options["use_reference"])
+            for name in sorted(given):
+                try:
+                    shared.update(self.assignment.reference_files((name,)))
+                except CourseError:  # the question that names it says so when it runs
+                    continue
+        with_bytecode(shared, self._shared_bytecode)
+        self._bytecode.update(self._shared_bytecode)
 
     def pytest_runtest_logstart(self) -> None:  # before each test's set-up, whatever happens in it
         self._first_case_of_item = len(self.cases)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import inspect
 import marshal
+import pickle
 import sys
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from checks.suites.describe import summarize_call
 
 
 MAX_HANGS = 2  # a function that hung this often in one question is not called again there
+SEND_AHEAD_BYTES = 64 * 1024  # calls sent ahead at most: what a socket's buffer takes without waiting
 
 
 class StudentFault(Exception):
@@ -184,18 +186,40 @@ class QuestionSandbox:
         self.timeout = timeout
         self.worker: Worker | None = None
         self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
+        self.ahead: list[_SentAhead] = []  # calls sent ahead (send_ahead), in the order the worker answers them
+
+    def send_ahead(self, calls: list[tuple[str, dict]]) -> None:
+        """Send these calls (key, message) in one write, ahead of the checks that will ask for them:
+        the worker answers each in turn while the grader checks the answers before it, instead of a
+        round trip each. Only for calls that do not depend on what runs between them (a pure
+        function of its arguments): a call asked for that was not sent ahead runs after these."""
+        self._read_ahead(len(self.ahead))
+        self.ahead.clear()  # the last test's, never asked for
+        try:
+            worker = self._worker()
+        except SandboxUnavailable:
+            return  # each call says so when it is made
+        size = 0
+        for key, message in calls:
+            if self.hangs.get(key, 0) >= MAX_HANGS:
+                break  # refused when asked for, without running (see request)
+            request = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            size += len(request)
+            if size > SEND_AHEAD_BYTES:
+                break  # the socket's buffer takes this much without waiting on the worker
+            self.ahead.append(_SentAhead(request))
+        try:
+            worker.send([call.request for call in self.ahead], self.timeout)
+        except (WorkerTimedOut, WorkerDied):
+            self.ahead.clear()  # the calls run one by one when asked for, in a fresh worker
 
     def request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
         """Send `message`; its value, or a StudentFault naming the call as `describe()` says."""
         if self.hangs.get(key, 0) >= MAX_HANGS:
             raise StudentTimeout(describe, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
                                      f"within {self.timeout:g} s")
-        if self.worker is None:
-            self.worker = self.workers.take(self.config)
-        elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
-            self.worker = self.workers.fresh(self.config)
         try:
-            header, payload = self.worker.request(message, self.timeout)
+            header, payload = self._exchange(message)
         except WorkerTimedOut:
             self.hangs[key] = self.hangs.get(key, 0) + 1
             raise StudentTimeout(describe, f"did not finish within {self.timeout:g} s "
@@ -210,18 +234,86 @@ class QuestionSandbox:
         except (StudentRaised, MissingFunction):
             raise  # honest answers: the worker serves the next call
         except StudentFault:
-            self.worker.kill()  # whatever sent that may have sent more: start the next call afresh
+            self._kill()  # whatever sent that may have sent more: start the next call afresh
             raise
         except Exception as error:  # noqa: BLE001 - a reply the parser cannot read was forged: the student's fault
-            self.worker.kill()
+            self._kill()
             detail = str(error) if isinstance(error, MalformedReply) else type(error).__name__
             raise StudentCrashed(describe, f"sent back a malformed reply ({detail}); it was refused, and the calls "
                                            "after it ran in a fresh sandbox process") from None
 
+    def _exchange(self, message: dict) -> tuple[dict, bytes | None]:
+        """The worker's reply to `message`: sent ahead already, or sent now, after the calls sent
+        ahead (whose replies are read first and kept for when they are asked for)."""
+        request = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        match = next((index for index, call in enumerate(self.ahead) if call.request == request), None)
+        self._read_ahead(len(self.ahead) if match is None else match + 1)
+        if match is not None and match < len(self.ahead):
+            call = self.ahead[match]
+            del self.ahead[:match + 1]  # those before it were not asked for
+            return call.outcome()
+        worker = self._worker()
+        worker.send([request], self.timeout)
+        return worker.reply(self.timeout)
+
+    def _read_ahead(self, count: int) -> None:
+        """Read the replies of the first `count` calls sent ahead, in the order they come. A worker
+        that fails to give one is gone: the calls after that one are dropped, to run afresh."""
+        for call in self.ahead[:count]:
+            if not call.answered:
+                call.read(self.worker, self.timeout)
+                if not call.replied:
+                    self.ahead = [other for other in self.ahead if other.answered]
+                    return
+
+    def _worker(self) -> Worker:
+        if self.worker is None:
+            self.worker = self.workers.take(self.config)
+        elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
+            self.worker = self.workers.fresh(self.config)
+        return self.worker
+
+    def _kill(self) -> None:
+        self.ahead.clear()  # their answers came from the worker that misbehaved: asked again afresh
+        if self.worker is not None:
+            self.worker.kill()
+
     def close(self) -> None:
         if self.worker is not None:
+            if any(not call.answered for call in self.ahead):
+                self.worker.kill()  # still answering calls nobody asked for: not fit to hand on
+            self.ahead.clear()
             self.workers.give_back(self.config, self.worker)
             self.worker = None
+
+
+class _SentAhead:
+    """A call sent ahead: its pickled request, and once read, its reply or why none came."""
+
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.answered = False
+        self._reply: tuple[dict, bytes | None] | None = None
+        self._failure: Exception | None = None
+
+    @property
+    def replied(self) -> bool:
+        return self._reply is not None
+
+    def read(self, worker: Worker | None, timeout: float) -> None:
+        try:
+            if worker is None:
+                raise WorkerDied()
+            self._reply = worker.reply(timeout)
+        except (WorkerTimedOut, WorkerDied, ReplyRefused) as failure:
+            self._failure = failure
+        self.answered = True
+
+    def outcome(self) -> tuple[dict, bytes | None]:
+        """The reply, or the failure a call made now would have met (it is raised)."""
+        if self._reply is None:
+            raise self._failure or WorkerDied()
+        return self._reply
 
 
 def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | None) -> Any:
@@ -249,6 +341,7 @@ class Student:
         self._modules = modules
         self._last_call: str | tuple[str, tuple, dict] = ""
         self.last_result: Any = None
+        self._noting = False  # in send_ahead: calls are noted, not made
 
     @property
     def last_call(self) -> str:
@@ -272,7 +365,7 @@ class Student:
         self._last_call, self.last_result = (name, args, kwargs), None
         message = {"op": "call", "module": module, "name": name, "args": args, "kwargs": kwargs}
         describe = functools.partial(summarize_call, name, args, kwargs)  # this call, even after the next
-        return self._remember(self._sandbox.request(f"{module}.{name}", describe, message))
+        return self._request(f"{module}.{name}", describe, message)
 
     def run(self, driver: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run a suite driver (a top-level function of a suite helper module) in the sandbox."""
@@ -280,11 +373,41 @@ class Student:
         message = {"op": "run", "module": driver.__module__, "code": _driver_code(driver.__module__),
                    "name": driver.__name__, "args": args, "kwargs": kwargs}
         describe = functools.partial(summarize_call, driver.__name__, args, kwargs)
-        return self._remember(self._sandbox.request(f"driver {driver.__name__}", describe, message))
+        return self._request(f"driver {driver.__name__}", describe, message)
 
-    def _remember(self, result: Any) -> Any:
-        self.last_result = result
-        return result
+    def send_ahead(self, cases: list[Callable[[], Any]]) -> None:
+        """Send the first call each of `cases` makes to the sandbox at once, ahead of running them
+        (QuestionSandbox.send_ahead). Each case runs up to that call, which is noted, not made: the
+        code before a case's first call must change nothing."""
+        calls = []
+        self._noting = True
+        try:
+            for case in cases:
+                try:
+                    case()
+                except _Noted as noted:
+                    calls.append((noted.key, noted.message))
+                except BaseException:  # noqa: BLE001 - it fails, or skips, before any call: again when run
+                    pass
+        finally:
+            self._noting = False
+            self._last_call, self.last_result = "", None
+        self._sandbox.send_ahead(calls)
+
+    def _request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
+        if self._noting:
+            raise _Noted(key, message)
+        self.last_result = self._sandbox.request(key, describe, message)
+        return self.last_result
+
+
+class _Noted(BaseException):
+    """Ends a case run by Student.send_ahead at its first call (a BaseException, which the checks'
+    own `except Exception` lets through)."""
+
+    def __init__(self, key: str, message: dict) -> None:
+        super().__init__(key)
+        self.key, self.message = key, message
 
 
 @functools.lru_cache(maxsize=None)
