@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import sys
 import time
 
@@ -296,3 +297,26 @@ def test_a_call_sent_ahead_that_raises_hangs_or_crashes_costs_only_itself(zygote
             outcomes.append(type(fault).__name__)
     assert outcomes == [4, "StudentRaised", 16, "StudentTimeout", 36, "StudentCrashed", 64]
     assert student.ahead.seen() == [8]  # after the crash, in a fresh worker
+
+
+def test_a_drivers_code_goes_to_a_worker_once_until_it_starts_afresh(zygote, monkeypatch, tmp_path):
+    (tmp_path / "checks_probe_driver.py").write_text("def double(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import checks_probe_driver
+
+    sent = []
+    send = Worker.send
+
+    def noted(worker, requests, timeout):
+        sent.extend("code" in pickle.loads(request) for request in requests)
+        send(worker, requests, timeout)
+
+    monkeypatch.setattr(Worker, "send", noted)
+    workers = SubmissionWorkers(zygote)
+    first = student_for(zygote, workers)
+    assert [first.run(checks_probe_driver.double, x) for x in (1, 2)] == [2, 4]
+    first._sandbox.close()
+    second = student_for(zygote, workers)  # the same worker, handed on: it starts afresh
+    assert second.run(checks_probe_driver.double, 3) == 6
+    assert second._sandbox.worker is not None and sent == [True, False, False, True]  # the afresh request between
+    workers.close()

@@ -140,6 +140,7 @@ class Worker:
         self.reader = FrameReader(sock)
         self.alive = True
         self.data_at_start = _data_bytes(pid)  # the zygote's, inherited: the worker has only just forked
+        self.given: set[str] = set()  # suite driver modules it holds: sent once, forgotten when it starts afresh
 
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
         """Send one request; return the reply's JSON header and the codec payload, if any."""
@@ -190,6 +191,7 @@ class Worker:
             except (WorkerTimedOut, WorkerDied, ReplyRefused):
                 return False
             if header.get("status") == "afresh":
+                self.given.clear()
                 return True
         self.kill()
         return False

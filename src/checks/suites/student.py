@@ -199,17 +199,18 @@ class QuestionSandbox:
             worker = self._worker()
         except SandboxUnavailable:
             return  # each call says so when it is made
-        size = 0
+        size, wire = 0, []
         for key, message in calls:
             if self.hangs.get(key, 0) >= MAX_HANGS:
                 break  # refused when asked for, without running (see request)
-            request = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            request = _pickle(message)
             size += len(request)
-            if size > SEND_AHEAD_BYTES:
-                break  # the socket's buffer takes this much without waiting on the worker
+            if size > SEND_AHEAD_BYTES and self.ahead:
+                break  # about what the socket's buffer takes without waiting on the worker
             self.ahead.append(_SentAhead(request))
+            wire.append(_wire(worker, message, request))
         try:
-            worker.send([call.request for call in self.ahead], self.timeout)
+            worker.send(wire, self.timeout)
         except (WorkerTimedOut, WorkerDied):
             self.ahead.clear()  # the calls run one by one when asked for, in a fresh worker
 
@@ -245,7 +246,7 @@ class QuestionSandbox:
     def _exchange(self, message: dict) -> tuple[dict, bytes | None]:
         """The worker's reply to `message`: sent ahead already, or sent now, after the calls sent
         ahead (whose replies are read first and kept for when they are asked for)."""
-        request = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        request = _pickle(message)
         match = next((index for index, call in enumerate(self.ahead) if call.request == request), None)
         self._read_ahead(len(self.ahead) if match is None else match + 1)
         if match is not None and match < len(self.ahead):
@@ -253,7 +254,7 @@ class QuestionSandbox:
             del self.ahead[:match + 1]  # those before it were not asked for
             return call.outcome()
         worker = self._worker()
-        worker.send([request], self.timeout)
+        worker.send([_wire(worker, message, request)], self.timeout)
         return worker.reply(self.timeout)
 
     def _read_ahead(self, count: int) -> None:
@@ -285,6 +286,19 @@ class QuestionSandbox:
             self.ahead.clear()
             self.workers.give_back(self.config, self.worker)
             self.worker = None
+
+
+def _pickle(message: dict) -> bytes:
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _wire(worker: Worker, message: dict, pickled: bytes) -> bytes:
+    """`message` (`pickled`) as `worker` gets it: a suite driver's code goes with the first run of
+    its module only (tens of kilobytes), and the worker keeps it until it starts afresh."""
+    if message["op"] != "run" or message["module"] in worker.given:
+        return pickled
+    worker.given.add(message["module"])
+    return _pickle({**message, "code": _driver_code(message["module"])})
 
 
 class _SentAhead:
@@ -370,8 +384,7 @@ class Student:
     def run(self, driver: Callable, *args: Any, **kwargs: Any) -> Any:
         """Run a suite driver (a top-level function of a suite helper module) in the sandbox."""
         self._last_call, self.last_result = (driver.__name__, args, kwargs), None
-        message = {"op": "run", "module": driver.__module__, "code": _driver_code(driver.__module__),
-                   "name": driver.__name__, "args": args, "kwargs": kwargs}
+        message = {"op": "run", "module": driver.__module__, "name": driver.__name__, "args": args, "kwargs": kwargs}
         describe = functools.partial(summarize_call, driver.__name__, args, kwargs)
         return self._request(f"driver {driver.__name__}", describe, message)
 
