@@ -35,17 +35,20 @@ def expect_value_error(call, why: str) -> None:
         call()
 
 
-def value_of(call, expected, hint: str | None = None):
-    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so."""
+def value_of(call, expected, hint=None):
+    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so.
+    `expected` (a value or its text) and `hint` may be callables: their text is made only when shown."""
     try:
         return call()
     except StudentRaised as raised:
         if raised.is_stub:
             raise
         lines = str(raised).split("\n")
+        expected = expected() if callable(expected) else expected
         shown = expected if isinstance(expected, str) else fmt(expected) if isinstance(expected, tuple) \
             else repr(expected)
         refused = raised.type_name == "ValueError"  # a deliberate refusal, not a crash
+        hint = hint() if callable(hint) and refused else hint
         lines[0] += (f"; expected {shown}: PyTorch accepts this input."
                      + (f" Likely mistake: {hint}" if hint and refused else ""))
         fail("\n".join(lines))

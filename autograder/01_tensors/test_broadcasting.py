@@ -51,8 +51,10 @@ def test_broadcast_shape(student, shapes, reference):
             return "the result has as many dims as the longest shape."
         return None
 
-    hint = ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
-            "front), not on their first." if _left_aligned(plain) != expected else None)
+    def hint():  # for a student who refuses shapes that PyTorch broadcasts
+        return ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
+                "front), not on their first." if _left_aligned(plain) != expected else None)
+
     expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
 
 
