@@ -1,21 +1,33 @@
 """Grader-side helpers for the 01_tensors suite: PyTorch references, stride comparisons, and
 models of the usual mistakes (used only to name a mistake in feedback, never as the answer).
 
-Every expected value is computed by PyTorch in the test; this module only compares and explains.
+Every expected value is computed by PyTorch: once per case when the suite is collected (a test's
+`reference`, see torch_reference), so that every submission of a batch shares it. This module only
+asks, compares and explains.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import torch
 
-from checks.suite import StudentRaised, as_index_tuple, expect_raises, fail
+from checks.suite import StudentRaised, as_index_tuple, ask_reference, expect_raises, fail
 
 
 # ---- asking PyTorch -------------------------------------------------------------------------
 # (a reference, or PyTorch's refusal of the input: checks.suite.reference_or_refusal)
+
+def torch_reference(compute):
+    """A @cases reference: what `compute(**case)` returns, or PyTorch's Refusal of the case's input.
+    @cases runs it once per case at collection time, so `compute` must stay on the CPU."""
+    @functools.wraps(compute)
+    def reference(**case):
+        return ask_reference(lambda: compute(**case))
+    return reference
+
 
 def expect_value_error(call, why: str) -> None:
     """The student call must raise ValueError: the input is invalid where PyTorch has no say."""
@@ -23,17 +35,20 @@ def expect_value_error(call, why: str) -> None:
         call()
 
 
-def value_of(call, expected, hint: str | None = None):
-    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so."""
+def value_of(call, expected, hint=None):
+    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so.
+    `expected` (a value or its text) and `hint` may be callables: their text is made only when shown."""
     try:
         return call()
     except StudentRaised as raised:
         if raised.is_stub:
             raise
         lines = str(raised).split("\n")
+        expected = expected() if callable(expected) else expected
         shown = expected if isinstance(expected, str) else fmt(expected) if isinstance(expected, tuple) \
             else repr(expected)
         refused = raised.type_name == "ValueError"  # a deliberate refusal, not a crash
+        hint = hint() if callable(hint) and refused else hint
         lines[0] += (f"; expected {shown}: PyTorch accepts this input."
                      + (f" Likely mistake: {hint}" if hint and refused else ""))
         fail("\n".join(lines))

@@ -1,10 +1,12 @@
-"""Hidden suite for broadcasting.py. Every expected value and every refusal comes from PyTorch."""
+"""Hidden suite for broadcasting.py. Every expected value and every refusal comes from PyTorch, asked
+once per case when the suite is collected (each test's `reference`), not once per submission."""
 
 import torch
 
 import tensor_cases
 from checks.suite import cases, expect_equal, question, reference_or_refusal
-from tensor_checks import expect_strides, expect_value_error, fmt, ints, safe_tuple, value_of
+from tensor_checks import (expect_strides, expect_value_error, fmt, ints, safe_tuple, strided, torch_reference,
+                           value_of)
 
 
 def _left_aligned(shapes):
@@ -23,8 +25,9 @@ def _left_aligned(shapes):
 # ---- broadcast_shape --------------------------------------------------------------------------
 
 @question("broadcasting.broadcast_shape", points=8)
-@cases("shapes", tensor_cases.broadcast_shape_cases())
-def test_broadcast_shape(student, shapes):
+@cases("shapes", tensor_cases.broadcast_shape_cases(),
+       reference=torch_reference(lambda shapes: tuple(torch.broadcast_shapes(*(ints(s) for s in shapes)))))
+def test_broadcast_shape(student, shapes, reference):
     plain = [ints(s) for s in shapes]
     call = lambda: student.broadcasting.broadcast_shape(*shapes)  # noqa: E731
     def refusal_reason():
@@ -33,7 +36,7 @@ def test_broadcast_shape(student, shapes):
                "has two sizes that differ and neither is 1")
         return why
 
-    expected = reference_or_refusal(lambda: tuple(torch.broadcast_shapes(*plain)), call, because=refusal_reason)
+    expected = reference_or_refusal(reference, call, because=refusal_reason)
 
     def diagnose(got):
         got = safe_tuple(got)
@@ -48,16 +51,23 @@ def test_broadcast_shape(student, shapes):
             return "the result has as many dims as the longest shape."
         return None
 
-    hint = ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
-            "front), not on their first." if _left_aligned(plain) != expected else None)
+    def hint():  # for a student who refuses shapes that PyTorch broadcasts
+        return ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
+                "front), not on their first." if _left_aligned(plain) != expected else None)
+
     expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
 
 
 # ---- broadcast_strides ------------------------------------------------------------------------
 
+@torch_reference
+def broadcast_strides_reference(shape, strides, target_shape):
+    return tuple(strided(shape, strides).expand(ints(target_shape)).stride())
+
+
 @question("broadcasting.broadcast_strides", points=8)
-@cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases())
-def test_broadcast_strides(student, shape, strides, target_shape):
+@cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases(), reference=broadcast_strides_reference)
+def test_broadcast_strides(student, shape, strides, target_shape, reference):
     sizes, steps, target = ints(shape), ints(strides), ints(target_shape)
     call = lambda: student.broadcasting.broadcast_strides(shape, strides, target_shape)  # noqa: E731
     def refusal_reason():
@@ -69,9 +79,7 @@ def test_broadcast_strides(student, shape, strides, target_shape):
             why = f"shape {fmt(sizes)} cannot expand to {fmt(target)}: only size-1 dims can be stretched"
         return why
 
-    expected = reference_or_refusal(
-        lambda: tuple(torch.empty_strided(sizes, steps, dtype=torch.uint8).expand(target).stride()), call,
-        because=refusal_reason)
+    expected = reference_or_refusal(reference, call, because=refusal_reason)
     lead = len(target) - len(sizes)
 
     def diagnose(got):
@@ -95,20 +103,27 @@ def test_broadcast_strides(student, shape, strides, target_shape):
 
 # ---- broadcast_index --------------------------------------------------------------------------
 
+@torch_reference
+def broadcast_index_reference(out_index, out_shape, shape):
+    """The index of the input element that out_index reads; None for an index of the wrong length,
+    which PyTorch would misread (the test asks for a ValueError itself)."""
+    where, full, sizes = ints(out_index), ints(out_shape), ints(shape)
+    if len(where) != len(full):
+        return None
+    numbered = torch.arange(torch.empty(sizes).numel()).reshape(sizes)
+    element = int(numbered.expand(full)[where].item())  # the number of the input element it reads
+    return tuple(int(i) for i in (numbered == element).nonzero()[0])
+
+
 @question("broadcasting.broadcast_index", points=8)
-@cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases())
-def test_broadcast_index(student, out_index, out_shape, shape):
+@cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases(), reference=broadcast_index_reference)
+def test_broadcast_index(student, out_index, out_shape, shape, reference):
     where, full, sizes = ints(out_index), ints(out_shape), ints(shape)
 
     call = lambda: student.broadcasting.broadcast_index(out_index, out_shape, shape)  # noqa: E731
     if len(where) != len(full):
         expect_value_error(call, f"an index into shape {fmt(full)} needs {len(full)} entries, not {len(where)}")
         return
-
-    def reference():
-        numbered = torch.arange(torch.empty(sizes).numel()).reshape(sizes)
-        element = int(numbered.expand(full)[where].item())  # the number of the input element it reads
-        return tuple(int(i) for i in (numbered == element).nonzero()[0])
 
     def refusal_reason():
         if any(not 0 <= i < n for i, n in zip(where, full)):

@@ -1,4 +1,5 @@
-"""Hidden suite for strides.py. Every expected value and every refusal comes from PyTorch."""
+"""Hidden suite for strides.py. Every expected value and every refusal comes from PyTorch, asked
+once per case when the suite is collected (each test's `reference`), not once per submission."""
 
 import numpy as np
 import torch
@@ -7,16 +8,16 @@ import tensor_cases
 from checks.suite import Refusal, ask_reference, cases, expect_equal, fail, question, reference_or_refusal
 from tensor_checks import (column_major, expect_array, expect_layout, expect_strides,
                            expect_value_error, fmt, inclusive_row_major, ints, plural, row_major, safe_tuple,
-                           same_ignoring_size1, strided, unclamped_row_major, value_of)
+                           same_ignoring_size1, strided, torch_reference, unclamped_row_major, value_of)
 
 
 # ---- numel ------------------------------------------------------------------------------------
 
 @question("strides.numel", points=4)
-@cases("shape", tensor_cases.numel_cases())
-def test_numel(student, shape):
-    expected = reference_or_refusal(lambda: torch.empty(ints(shape)).numel(),
-                                    lambda: student.strides.numel(shape),
+@cases("shape", tensor_cases.numel_cases(),
+       reference=torch_reference(lambda shape: torch.empty(ints(shape)).numel()))
+def test_numel(student, shape, reference):
+    expected = reference_or_refusal(reference, lambda: student.strides.numel(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
 
     def diagnose(got):
@@ -35,10 +36,10 @@ def test_numel(student, shape):
 # ---- contiguous_strides -----------------------------------------------------------------------
 
 @question("strides.contiguous_strides", points=8)
-@cases("shape", tensor_cases.contiguous_strides_cases())
-def test_contiguous_strides(student, shape):
-    expected = reference_or_refusal(lambda: tuple(torch.empty(ints(shape)).stride()),
-                                    lambda: student.strides.contiguous_strides(shape),
+@cases("shape", tensor_cases.contiguous_strides_cases(),
+       reference=torch_reference(lambda shape: tuple(torch.empty(ints(shape)).stride())))
+def test_contiguous_strides(student, shape, reference):
+    expected = reference_or_refusal(reference, lambda: student.strides.contiguous_strides(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
     sizes = ints(shape)
 
@@ -70,9 +71,18 @@ def test_contiguous_strides(student, shape):
 
 # ---- offset -----------------------------------------------------------------------------------
 
+@torch_reference
+def offset_reference(index, strides, storage_offset, keyword):
+    # A storage just big enough, holding 0, 1, 2, ...: the element read back IS its offset.
+    idx, steps, start = ints(index), ints(strides), int(storage_offset or 0)
+    shape = tuple(i + 1 for i in idx)
+    size = start + sum(i * s for i, s in zip(idx, steps)) + 1
+    return int(torch.arange(size).as_strided(shape, steps, start)[idx].item())
+
+
 @question("strides.offset", points=6)
-@cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases())
-def test_offset(student, index, strides, storage_offset, keyword):
+@cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases(), reference=offset_reference)
+def test_offset(student, index, strides, storage_offset, keyword, reference):
     if storage_offset is None:
         call = lambda: student.strides.offset(index, strides)  # noqa: E731
     elif keyword:
@@ -81,13 +91,6 @@ def test_offset(student, index, strides, storage_offset, keyword):
         call = lambda: student.strides.offset(index, strides, storage_offset)  # noqa: E731
     start = int(storage_offset or 0)
     idx, steps = ints(index), ints(strides)
-
-    def reference():
-        # A storage just big enough, holding 0, 1, 2, ...: the element read back IS its offset.
-        shape = tuple(i + 1 for i in idx)
-        size = start + sum(i * s for i, s in zip(idx, steps)) + 1
-        return int(torch.arange(size).as_strided(shape, steps, start)[idx].item())
-
     expected = reference_or_refusal(reference, call,
                                     because=lambda: f"index {fmt(idx)} has length {len(idx)} but strides {fmt(steps)} "
                                                     f"has length {len(steps)}")
@@ -113,19 +116,25 @@ def _torch_unravel(flat, shape):
     return tuple(int(i) for i in (numbered == int(flat)).nonzero()[0])
 
 
+@torch_reference
+def unravel_reference(flat, shape):
+    """The number of elements of `shape`, and the index of element `flat` (None when out of range)."""
+    total = torch.empty(ints(shape)).numel()
+    return total, (_torch_unravel(flat, shape) if 0 <= int(flat) < total else None)
+
+
 @question("strides.unravel", points=8)
-@cases("flat, shape", tensor_cases.unravel_cases())
-def test_unravel(student, flat, shape):
+@cases("flat, shape", tensor_cases.unravel_cases(), reference=unravel_reference)
+def test_unravel(student, flat, shape, reference):
     sizes = ints(shape)
-    total = reference_or_refusal(lambda: torch.empty(sizes).numel(), lambda: student.strides.unravel(flat, shape),
-                                 because=lambda: f"shape {fmt(sizes)} has a negative size")
+    total, expected = reference_or_refusal(reference, lambda: student.strides.unravel(flat, shape),
+                                           because=lambda: f"shape {fmt(sizes)} has a negative size")
     if not 0 <= int(flat) < total:
         expect_value_error(lambda: student.strides.unravel(flat, shape),
                            f"a tensor of shape {fmt(sizes)} has {plural(total, 'element')}, numbered 0..{total - 1}, "
                            f"so {int(flat)} is out of range" if total else
                            f"a tensor of shape {fmt(sizes)} has no elements at all")
         return
-    expected = _torch_unravel(flat, sizes)
 
     def diagnose(got):
         got = safe_tuple(got)
@@ -149,13 +158,15 @@ def test_unravel(student, flat, shape):
 
 # ---- transpose --------------------------------------------------------------------------------
 
-@question("strides.transpose", points=8)
-@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases())
-def test_transpose(student, shape, strides, dim0, dim1):
-    def reference():
-        t = strided(shape, strides).transpose(int(dim0), int(dim1))
-        return tuple(t.shape), tuple(t.stride())
+@torch_reference
+def transpose_reference(shape, strides, dim0, dim1):
+    t = strided(shape, strides).transpose(int(dim0), int(dim1))
+    return tuple(t.shape), tuple(t.stride())
 
+
+@question("strides.transpose", points=8)
+@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases(), reference=transpose_reference)
+def test_transpose(student, shape, strides, dim0, dim1, reference):
     call = lambda: student.strides.transpose(shape, strides, dim0, dim1)  # noqa: E731
     expected = reference_or_refusal(reference, call,
                                     because=lambda: f"transpose({int(dim0)}, {int(dim1)}) is impossible for shape "
@@ -175,19 +186,21 @@ def test_transpose(student, shape, strides, dim0, dim1):
             return "the whole shape was reversed; a transpose exchanges exactly the two dims it is given."
         return None
 
-    expect_layout(student, value_of(call, f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"), *expected,
-                  diagnose=diagnose)
+    expect_layout(student, value_of(call, lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"),
+                  *expected, diagnose=diagnose)
 
 
 # ---- permute ----------------------------------------------------------------------------------
 
-@question("strides.permute", points=8)
-@cases("shape, strides, dims", tensor_cases.permute_cases())
-def test_permute(student, shape, strides, dims):
-    def reference():
-        t = strided(shape, strides).permute(ints(dims))
-        return tuple(t.shape), tuple(t.stride())
+@torch_reference
+def permute_reference(shape, strides, dims):
+    t = strided(shape, strides).permute(ints(dims))
+    return tuple(t.shape), tuple(t.stride())
 
+
+@question("strides.permute", points=8)
+@cases("shape, strides, dims", tensor_cases.permute_cases(), reference=permute_reference)
+def test_permute(student, shape, strides, dims, reference):
     call = lambda: student.strides.permute(shape, strides, dims)  # noqa: E731
 
     def refusal_reason():
@@ -197,10 +210,10 @@ def test_permute(student, shape, strides, dims):
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
     sizes, steps = ints(shape), ints(strides)
-    order = [d % len(sizes) for d in ints(dims)] if sizes else []
 
     def diagnose(pair):
         got_shape, got_strides = pair
+        order = [d % len(sizes) for d in ints(dims)] if sizes else []
         inverse = [order.index(k) for k in range(len(order))]
         inv_shape = tuple(sizes[d] for d in inverse)
         inv_strides = tuple(steps[d] for d in inverse)
@@ -214,17 +227,18 @@ def test_permute(student, shape, strides, dims):
                     "(new[k] = old[dims[k]]), not new[dims[k]] = old[k].")
         return None
 
-    expect_layout(student, value_of(call, f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"), *expected,
-                  diagnose=diagnose)
+    expect_layout(student, value_of(call, lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"),
+                  *expected, diagnose=diagnose)
 
 
 # ---- is_contiguous ----------------------------------------------------------------------------
 
 @question("strides.is_contiguous", points=8)
-@cases("shape, strides", tensor_cases.is_contiguous_cases())
-def test_is_contiguous(student, shape, strides):
+@cases("shape, strides", tensor_cases.is_contiguous_cases(),
+       reference=torch_reference(lambda shape, strides: bool(strided(shape, strides).is_contiguous())))
+def test_is_contiguous(student, shape, strides, reference):
     call = lambda: student.strides.is_contiguous(shape, strides)  # noqa: E731
-    expected = reference_or_refusal(lambda: bool(strided(shape, strides).is_contiguous()), call,
+    expected = reference_or_refusal(reference, call,
                                     because=lambda: f"shape {fmt(ints(shape))} with strides {fmt(ints(strides))} "
                                                     "is not a valid layout")
     sizes, steps = ints(shape), ints(strides)
@@ -272,19 +286,20 @@ def _view_refusal(shape, strides, new_shape) -> str:
             "without copying: some new dim would have to span two separate blocks of memory")
 
 
-@question("strides.view", points=12)
-@cases("shape, strides, new_shape", tensor_cases.view_cases())
-def test_view(student, shape, strides, new_shape):
-    def reference():
-        t = strided(shape, strides).view(ints(new_shape))
-        return tuple(t.shape), tuple(t.stride())
+@torch_reference
+def view_reference(shape, strides, new_shape):
+    t = strided(shape, strides).view(ints(new_shape))
+    return tuple(t.shape), tuple(t.stride())
 
+
+@question("strides.view", points=12)
+@cases("shape, strides, new_shape", tensor_cases.view_cases(), reference=view_reference)
+def test_view(student, shape, strides, new_shape, reference):
     call = lambda: student.strides.view(shape, strides, new_shape)  # noqa: E731
     expected = reference_or_refusal(reference, call,
                                     because=lambda: _view_refusal(shape, strides, new_shape))
     out_shape, out_strides = expected
     sizes, steps = ints(shape), ints(strides)
-    source_contiguous = strided(sizes, steps).is_contiguous()
 
     def diagnose(got):
         got = safe_tuple(got)
@@ -293,33 +308,35 @@ def test_view(student, shape, strides, new_shape):
         if -1 in ints(new_shape) and len(got) == len(out_shape) and -1 in got:
             return "the -1 must be replaced by the size that makes the element count match."
         fresh = row_major(out_shape)
-        if not source_contiguous and any(same_ignoring_size1(got, tuple(c * f for f in fresh), out_shape)
-                                         for c in {1, *steps}):
+        as_if_contiguous = any(same_ignoring_size1(got, tuple(c * f for f in fresh), out_shape) for c in {1, *steps})
+        if as_if_contiguous and not strided(sizes, steps).is_contiguous():
             return (f"these strides treat the tensor as if it were contiguous, but its strides are {fmt(steps)}: "
                     "a view must step through memory the way the original dims do.")
         return None
 
-    if total_of(sizes) == 0:
-        hint = "a tensor with no elements can be viewed as any shape with no elements."
-    elif any(n == 1 for n in sizes):
-        hint = "a size-1 dim never splits memory into separate blocks, whatever its stride: skip it."
-    else:
-        hint = None
-    expect_strides(student, value_of(call, f"strides {fmt(out_strides)}", hint), out_strides, out_shape,
+    def hint():  # for a student who refuses a view that PyTorch accepts
+        if total_of(sizes) == 0:
+            return "a tensor with no elements can be viewed as any shape with no elements."
+        if any(n == 1 for n in sizes):
+            return "a size-1 dim never splits memory into separate blocks, whatever its stride: skip it."
+        return None
+
+    expect_strides(student, value_of(call, lambda: f"strides {fmt(out_strides)}", hint), out_strides, out_shape,
                    diagnose=diagnose)
 
 
 # ---- gather -----------------------------------------------------------------------------------
 
+@torch_reference
+def gather_reference(storage, shape, strides, storage_offset):
+    source = torch.from_numpy(np.ascontiguousarray(storage).copy())
+    return source.as_strided(ints(shape), ints(strides), int(storage_offset or 0)).numpy().copy()
+
+
 @question("strides.gather", points=10)
-@cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases())
-def test_gather(student, storage, shape, strides, storage_offset):
+@cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases(), reference=gather_reference)
+def test_gather(student, storage, shape, strides, storage_offset, reference):
     start = int(storage_offset or 0)
-
-    def reference():
-        source = torch.from_numpy(np.ascontiguousarray(storage).copy())
-        return source.as_strided(ints(shape), ints(strides), start).numpy().copy()
-
     if storage_offset is None:
         call = lambda: student.strides.gather(storage, shape, strides)  # noqa: E731
     else:
@@ -352,4 +369,5 @@ def test_gather(student, storage, shape, strides, storage_offset):
                 return "strides were applied to the dims in reverse order: stride k belongs to dim k."
         return None
 
-    expect_array(student, value_of(call, f"an array of shape {fmt(expected.shape)}"), expected, diagnose=diagnose)
+    expect_array(student, value_of(call, lambda: f"an array of shape {fmt(expected.shape)}"), expected,
+                 diagnose=diagnose)
