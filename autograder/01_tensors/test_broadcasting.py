@@ -1,5 +1,7 @@
 """Hidden suite for broadcasting.py. Every expected value and every refusal comes from PyTorch, asked
-once per case when the suite is collected (each test's `reference`), not once per submission."""
+once per case when the suite is collected (each test's `reference`), not once per submission.
+The functions of broadcasting.py are pure, so each test sends its cases' calls to the sandbox at once
+(send_ahead)."""
 
 import torch
 
@@ -26,7 +28,8 @@ def _left_aligned(shapes):
 
 @question("broadcasting.broadcast_shape", points=8)
 @cases("shapes", tensor_cases.broadcast_shape_cases(),
-       reference=torch_reference(lambda shapes: tuple(torch.broadcast_shapes(*(ints(s) for s in shapes)))))
+       reference=torch_reference(lambda shapes: tuple(torch.broadcast_shapes(*(ints(s) for s in shapes)))),
+       send_ahead=True)
 def test_broadcast_shape(student, shapes, reference):
     plain = [ints(s) for s in shapes]
     call = lambda: student.broadcasting.broadcast_shape(*shapes)  # noqa: E731
@@ -66,7 +69,8 @@ def broadcast_strides_reference(shape, strides, target_shape):
 
 
 @question("broadcasting.broadcast_strides", points=8)
-@cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases(), reference=broadcast_strides_reference)
+@cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases(), reference=broadcast_strides_reference,
+       send_ahead=True)
 def test_broadcast_strides(student, shape, strides, target_shape, reference):
     sizes, steps, target = ints(shape), ints(strides), ints(target_shape)
     call = lambda: student.broadcasting.broadcast_strides(shape, strides, target_shape)  # noqa: E731
@@ -116,7 +120,8 @@ def broadcast_index_reference(out_index, out_shape, shape):
 
 
 @question("broadcasting.broadcast_index", points=8)
-@cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases(), reference=broadcast_index_reference)
+@cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases(), reference=broadcast_index_reference,
+       send_ahead=True)
 def test_broadcast_index(student, out_index, out_shape, shape, reference):
     where, full, sizes = ints(out_index), ints(out_shape), ints(shape)
 

@@ -1,5 +1,7 @@
 """Hidden suite for strides.py. Every expected value and every refusal comes from PyTorch, asked
-once per case when the suite is collected (each test's `reference`), not once per submission."""
+once per case when the suite is collected (each test's `reference`), not once per submission.
+The functions of strides.py are pure, so each test sends its cases' calls to the sandbox at once
+(send_ahead)."""
 
 import numpy as np
 import torch
@@ -15,7 +17,7 @@ from tensor_checks import (column_major, expect_array, expect_layout, expect_str
 
 @question("strides.numel", points=4)
 @cases("shape", tensor_cases.numel_cases(),
-       reference=torch_reference(lambda shape: torch.empty(ints(shape)).numel()))
+       reference=torch_reference(lambda shape: torch.empty(ints(shape)).numel()), send_ahead=True)
 def test_numel(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.numel(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
@@ -37,7 +39,7 @@ def test_numel(student, shape, reference):
 
 @question("strides.contiguous_strides", points=8)
 @cases("shape", tensor_cases.contiguous_strides_cases(),
-       reference=torch_reference(lambda shape: tuple(torch.empty(ints(shape)).stride())))
+       reference=torch_reference(lambda shape: tuple(torch.empty(ints(shape)).stride())), send_ahead=True)
 def test_contiguous_strides(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.contiguous_strides(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
@@ -81,7 +83,8 @@ def offset_reference(index, strides, storage_offset, keyword):
 
 
 @question("strides.offset", points=6)
-@cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases(), reference=offset_reference)
+@cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases(), reference=offset_reference,
+       send_ahead=True)
 def test_offset(student, index, strides, storage_offset, keyword, reference):
     if storage_offset is None:
         call = lambda: student.strides.offset(index, strides)  # noqa: E731
@@ -124,7 +127,7 @@ def unravel_reference(flat, shape):
 
 
 @question("strides.unravel", points=8)
-@cases("flat, shape", tensor_cases.unravel_cases(), reference=unravel_reference)
+@cases("flat, shape", tensor_cases.unravel_cases(), reference=unravel_reference, send_ahead=True)
 def test_unravel(student, flat, shape, reference):
     sizes = ints(shape)
     total, expected = reference_or_refusal(reference, lambda: student.strides.unravel(flat, shape),
@@ -165,7 +168,7 @@ def transpose_reference(shape, strides, dim0, dim1):
 
 
 @question("strides.transpose", points=8)
-@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases(), reference=transpose_reference)
+@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases(), reference=transpose_reference, send_ahead=True)
 def test_transpose(student, shape, strides, dim0, dim1, reference):
     call = lambda: student.strides.transpose(shape, strides, dim0, dim1)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -199,7 +202,7 @@ def permute_reference(shape, strides, dims):
 
 
 @question("strides.permute", points=8)
-@cases("shape, strides, dims", tensor_cases.permute_cases(), reference=permute_reference)
+@cases("shape, strides, dims", tensor_cases.permute_cases(), reference=permute_reference, send_ahead=True)
 def test_permute(student, shape, strides, dims, reference):
     call = lambda: student.strides.permute(shape, strides, dims)  # noqa: E731
 
@@ -235,7 +238,8 @@ def test_permute(student, shape, strides, dims, reference):
 
 @question("strides.is_contiguous", points=8)
 @cases("shape, strides", tensor_cases.is_contiguous_cases(),
-       reference=torch_reference(lambda shape, strides: bool(strided(shape, strides).is_contiguous())))
+       reference=torch_reference(lambda shape, strides: bool(strided(shape, strides).is_contiguous())),
+       send_ahead=True)
 def test_is_contiguous(student, shape, strides, reference):
     call = lambda: student.strides.is_contiguous(shape, strides)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -293,7 +297,7 @@ def view_reference(shape, strides, new_shape):
 
 
 @question("strides.view", points=12)
-@cases("shape, strides, new_shape", tensor_cases.view_cases(), reference=view_reference)
+@cases("shape, strides, new_shape", tensor_cases.view_cases(), reference=view_reference, send_ahead=True)
 def test_view(student, shape, strides, new_shape, reference):
     call = lambda: student.strides.view(shape, strides, new_shape)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -334,7 +338,8 @@ def gather_reference(storage, shape, strides, storage_offset):
 
 
 @question("strides.gather", points=10)
-@cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases(), reference=gather_reference)
+@cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases(), reference=gather_reference,
+       send_ahead=True)
 def test_gather(student, storage, shape, strides, storage_offset, reference):
     start = int(storage_offset or 0)
     if storage_offset is None:
