@@ -127,11 +127,14 @@ def cpu_seconds() -> float:
 
 
 def generate(assignment_name: str, count: int, into: Path) -> list[Path]:
-    """`count` submission folders cycling through correct, stub, mutant and broken variants."""
+    """`count` submission folders cycling through correct, stub, mutant and broken variants, each a
+    whole student folder: the release (notebook, public tests) with the student's files in it."""
     assignment = load_assignment(find_course_root(ROOT), assignment_name)
-    reference = read_submission(assignment.solution_dir).files
+    release = release_files(assignment.solution_dir)
+    solution = read_submission(assignment.solution_dir).files
+    reference = {name: solution.get(name, data) for name, data in release.items()}
     first_file = assignment.files[0]
-    variants = [("correct", reference), ("stubs", release_files(assignment.solution_dir)),
+    variants = [("correct", reference), ("stubs", release),
                 ("broken", {**reference, first_file: b"def broken(:\n"})]
     variants += [(f"mutant-{m.name}", m.apply(reference)) for m in load_mutants(assignment)]
     paths = []
