@@ -132,16 +132,17 @@ FORWARD = _forward_programs()
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]))
 def test_ops_forward(student, name, reference):
     program = FORWARD[name]
-    context = f"Forward pass of {drivers.describe(program)}"
+    text = drivers.describe(program)
+    context = f"Forward pass of {text}"
     got = run_or_fail(student, context, drivers.forward_values, program)
     want = reference
     n_leaves = len(program["leaves"])
     for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
         if k < n_leaves:
             continue
-        step = drivers.describe(program).split("; ")[k]
+        step = text.split("; ")[k]
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {drivers.describe(program)})")
+                    f"In {step} (program: {text})")
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
                     f"In {step}",
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
