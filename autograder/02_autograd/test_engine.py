@@ -3,6 +3,8 @@
 Every question here runs with the reference rules.py in the sandbox (a wrong rule costs only its
 own rules question) and with torch blocked there. The drivers (drivers.py) build each graph in the
 sandbox and return plain data; the same graph is built here in PyTorch for the expected values.
+Those do not depend on the submission: each case's `reference` builds them once, when the suite is
+collected (@cases), and every submission of a batch shares them.
 """
 
 import warnings
@@ -39,13 +41,17 @@ BASICS = [
 ]
 
 
+def tensor_reference(data, requires_grad):
+    return torch.tensor(np.asarray(data), dtype=torch.float64)
+
+
 @question("engine.tensor_basics", points=2, **ENGINE)
-@cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30])
-def test_tensor_basics(student, data, requires_grad):
+@cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30], reference=tensor_reference)
+def test_tensor_basics(student, data, requires_grad, reference):
     call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
     call = call.replace("\n", "")
     got = run_or_fail(student, f"While running t = {call}:", drivers.tensor_basics, data, requires_grad)
-    want = torch.tensor(np.asarray(data), dtype=torch.float64)
+    want = reference
     if got["dtype"] != "float64":
         fail(f"t = {call}: t.data has dtype {got['dtype']}; expected float64 (convert whatever data comes in).")
     check_array(got["data"], want.numpy(), "t.data", f"t = {call}")
@@ -62,18 +68,24 @@ def test_tensor_basics(student, data, requires_grad):
             fail(f"t = {call}: t.item() returned {item!r}; expected {want.item()!r}.")
 
 
-@question("engine.tensor_basics", points=1, **ENGINE)
-@cases("shape", [(3,), (2, 2)], ids=shape_text)
-def test_grad_is_an_array(student, shape):
+def grad_type_reference(shape):
+    """The case's data, and a.grad after PyTorch's (a * 2.0).sum().backward()."""
     data = rng_for("grad_type", shape).standard_normal(shape)
-    story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
-    got = run_or_fail(student, f"While running {story}:", drivers.grad_type, data)
     a = t64(data, requires_grad=True)
     (a * 2.0).sum().backward()
+    return data, a.grad.numpy()
+
+
+@question("engine.tensor_basics", points=1, **ENGINE)
+@cases("shape", [(3,), (2, 2)], ids=shape_text, reference=grad_type_reference)
+def test_grad_is_an_array(student, shape, reference):
+    data, want = reference
+    story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
+    got = run_or_fail(student, f"While running {story}:", drivers.grad_type, data)
     if got["type"] != "ndarray":
         fail(f"After {story}: a.grad is {'None' if got['type'] == 'builtins.NoneType' else 'an object of type ' + got['type']}; "
              "expected a NumPy float64 array of a's shape (.grad holds a plain ndarray, not a Tensor).")
-    check_array(got["value"], a.grad.numpy(), "a.grad", f"After {story}")
+    check_array(got["value"], want, "a.grad", f"After {story}")
 
 
 # ============================================================================= engine.ops_forward
@@ -117,19 +129,20 @@ FORWARD = _forward_programs()
 
 
 @question("engine.ops_forward", points=5, **ENGINE)
-@cases("name", list(FORWARD))
-def test_ops_forward(student, name):
+@cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]))
+def test_ops_forward(student, name, reference):
     program = FORWARD[name]
-    context = f"Forward pass of {drivers.describe(program)}"
+    text = drivers.describe(program)
+    context = f"Forward pass of {text}"
     got = run_or_fail(student, context, drivers.forward_values, program)
-    want = torch_values(program)
+    want = reference
     n_leaves = len(program["leaves"])
     for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
         if k < n_leaves:
             continue
-        step = drivers.describe(program).split("; ")[k]
+        step = text.split("; ")[k]
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {drivers.describe(program)})")
+                    f"In {step} (program: {text})")
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
                     f"In {step}",
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
@@ -137,13 +150,18 @@ def test_ops_forward(student, name):
 
 # ============================================================================= engine.backward_graphs
 
-def _check_backward(student, program, output, weights):
+def backward_reference(program, output, weights):
+    """A graph (program, output, weights) with PyTorch's (loss, leaf grads) for it."""
+    return program, output, weights, torch_backward(program, output, weights)
+
+
+def _check_backward(student, program, output, weights, want):
     text = drivers.describe(program)
     tail = (f"L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
             if weights is not None else f"L = {drivers.value_name(program, output)}; L.backward()")
     context = f"After {text}; {tail}"
     got = run_or_fail(student, context, drivers.backward_program, program, output, weights)
-    loss, grads = torch_backward(program, output, weights)
+    loss, grads = want
     reused = reused_values(program)
     hint = None
     if reused:
@@ -156,15 +174,15 @@ def _check_backward(student, program, output, weights):
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@cases("name", list(programs.HANDWRITTEN))
-def test_backward_handwritten(student, name):
-    _check_backward(student, *programs.HANDWRITTEN[name]())
+@cases("name", list(programs.HANDWRITTEN), reference=lambda name: backward_reference(*programs.HANDWRITTEN[name]()))
+def test_backward_handwritten(student, name, reference):
+    _check_backward(student, *reference)
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@cases("seed", range(12))
-def test_backward_random(student, seed):
-    _check_backward(student, *programs.random_program(seed))
+@cases("seed", range(12), reference=lambda seed: backward_reference(*programs.random_program(seed)))
+def test_backward_random(student, seed, reference):
+    _check_backward(student, *reference)
 
 
 # ============================================================================= engine.accumulation
@@ -188,16 +206,10 @@ def _accumulation_cases():
 ACCUMULATION = _accumulation_cases()
 
 
-@question("engine.accumulation", points=4, **ENGINE)
-@cases("name", list(ACCUMULATION))
-def test_accumulation(student, name):
+def accumulation_reference(name):
+    """PyTorch's leaf grads after each of the two passes on shared leaves, and the second pass's
+    grads on its own (what a .grad that is overwritten instead of added to would hold)."""
     first, out_1, second, out_2 = ACCUMULATION[name]
-    context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
-               f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
-               f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
-               f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
-    got = run_or_fail(student, context, drivers.backward_twice, first, out_1, second, out_2)
-    # PyTorch: the same two passes on shared leaves, and the second pass on its own
     leaves = [t64(spec["data"], requires_grad=True) for spec in first["leaves"]]
     snapshots = []
     for program, output in ((first, out_1), (second, out_2)):
@@ -207,6 +219,19 @@ def test_accumulation(student, name):
         values[output].backward()
         snapshots.append([None if t.grad is None else t.grad.numpy().copy() for t in leaves])
     _, second_alone = torch_backward(second, out_2)
+    return snapshots, second_alone
+
+
+@question("engine.accumulation", points=4, **ENGINE)
+@cases("name", list(ACCUMULATION), reference=accumulation_reference)
+def test_accumulation(student, name, reference):
+    first, out_1, second, out_2 = ACCUMULATION[name]
+    context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
+               f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
+               f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
+               f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
+    got = run_or_fail(student, context, drivers.backward_twice, first, out_1, second, out_2)
+    snapshots, second_alone = reference
     check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
     alternatives = {k: [(g, "this is the gradient of the second pass alone: the first pass's gradient was "
                             "overwritten. A leaf must ADD each new gradient into its .grad.")]
@@ -256,15 +281,20 @@ def _plan_text(plan):
     return calls
 
 
-@question("engine.retain_graph", points=3, **ENGINE)
-@cases("name", list(RETAIN_PLANS))
-def test_retain_graph(student, name):
-    plan = RETAIN_PLANS[name]
+def retain_reference(name):
+    """The case's program and output, and what PyTorch reports for each call of its plan."""
     program, output = _retain_program(name)
+    return program, output, _torch_plan(program, output, RETAIN_PLANS[name])
+
+
+@question("engine.retain_graph", points=3, **ENGINE)
+@cases("name", list(RETAIN_PLANS), reference=retain_reference)
+def test_retain_graph(student, name, reference):
+    plan = RETAIN_PLANS[name]
+    program, output, want = reference
     calls = _plan_text(plan)
     context = f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; then {'; '.join(calls)}"
     got = run_or_fail(student, context, drivers.retain_graph, program, output, plan)
-    want = _torch_plan(program, output, plan)
     for k, ((status, payload), (want_status, want_payload)) in enumerate(zip(got, want)):
         where = f"{context}: call {k + 1} ({calls[k]})"
         if want_status == "raised":
@@ -310,17 +340,22 @@ def _torch_leaf_scenario(a_data, b_data):
     return {"before": before, "after": state()}
 
 
+def leaf_reference(a_shape, b_shape):
+    """The case's a and b, and PyTorch's account of the scenario on them."""
+    rng = rng_for("leaf", a_shape, b_shape)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    return a, b, _torch_leaf_scenario(a, b)
+
+
 LEAF_STORY = ("a = Tensor(.., requires_grad=True); b = Tensor(..); x = a * b; y = x.exp(); y.retain_grad(); "
               "L = (y * 3.0).sum()")
 
 
 @question("engine.leaf_and_grad_fn", points=2, **ENGINE)
-@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text)
-def test_is_leaf_and_grad_fn(student, a_shape, b_shape):
-    rng = rng_for("leaf", a_shape, b_shape)
-    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference)
+def test_is_leaf_and_grad_fn(student, a_shape, b_shape, reference):
+    a, b, want = reference
     got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
-    want = _torch_leaf_scenario(a, b)
     for stage in ("before", "after"):
         when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
         for name, expected in want[stage].items():
@@ -335,12 +370,10 @@ def test_is_leaf_and_grad_fn(student, a_shape, b_shape):
 
 
 @question("engine.leaf_and_grad_fn", points=1, **ENGINE)
-@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text)
-def test_which_tensors_keep_grad(student, a_shape, b_shape):
-    rng = rng_for("leaf", a_shape, b_shape)
-    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference)
+def test_which_tensors_keep_grad(student, a_shape, b_shape, reference):
+    a, b, want = reference
     got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
-    want = _torch_leaf_scenario(a, b)
     for stage in ("before", "after"):
         when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
         for name, expected in want[stage].items():
@@ -407,14 +440,19 @@ def _torch_no_grad(a_data, b_data, scenario):
     return {"d": info(d), "a_grad": a.grad.numpy().copy(), "h_requires_grad": h.requires_grad}
 
 
-@question("engine.no_grad_detach", points=3, **ENGINE)
-@cases("scenario", list(NO_GRAD_SCENARIOS))
-def test_no_grad_and_detach(student, scenario):
+def no_grad_reference(scenario):
+    """The case's a and b, and PyTorch's account of the scenario on them."""
     rng = rng_for("no_grad", scenario)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    return a, b, _torch_no_grad(a, b, scenario)
+
+
+@question("engine.no_grad_detach", points=3, **ENGINE)
+@cases("scenario", list(NO_GRAD_SCENARIOS), reference=no_grad_reference)
+def test_no_grad_and_detach(student, scenario, reference):
+    a, b, want = reference
     story = f"a = Tensor(.., requires_grad=True); b = Tensor(..); {NO_GRAD_SCENARIOS[scenario]}"
     got = run_or_fail(student, f"While running {story}", drivers.no_grad_scenario, a, b, scenario)
-    want = _torch_no_grad(a, b, scenario)
     for key, expected in want.items():
         if key == "a_grad":
             check_array(got[key], expected, "a.grad", f"After {story}",
@@ -468,15 +506,20 @@ def _torch_zero_grad(a_data, b_data, mode):
     return report
 
 
-@question("engine.zero_grad", points=2, **ENGINE)
-@cases("mode", list(ZERO_GRAD_MODES))
-def test_zero_grad(student, mode):
+def zero_grad_reference(mode):
+    """The case's a and b, and PyTorch's grads at each stage of the scenario."""
     rng = rng_for("zero_grad", mode)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    return a, b, _torch_zero_grad(a, b, mode)
+
+
+@question("engine.zero_grad", points=2, **ENGINE)
+@cases("mode", list(ZERO_GRAD_MODES), reference=zero_grad_reference)
+def test_zero_grad(student, mode, reference):
+    a, b, want = reference
     story = (f"a, b, c = Tensor(.., requires_grad=True) x3; (a * b * c).exp().sum().backward(); "
              f"{ZERO_GRAD_MODES[mode]}")
     got = run_or_fail(student, f"While running {story}", drivers.zero_grad_scenario, a, b, mode)
-    want = _torch_zero_grad(a, b, mode)
     for stage in ("after", "again"):
         if stage not in want:
             continue
@@ -521,27 +564,34 @@ def _args_cases():
 ARGS = _args_cases()
 
 
-@question("engine.backward_args", points=2, **ENGINE)
-@cases("name", list(ARGS))
-def test_backward_args(student, name):
+def args_reference(name):
+    """What PyTorch's backward does in the case: ("ok", leaf grads) or ("raised", None), and
+    whether the output requires grad (which says why it raised)."""
     program, output, case, grad = ARGS[name]
-    call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
-            f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
-    context = f"After {drivers.describe(program)}; {call}"
-    got = run_or_fail(student, context, drivers.backward_args, program, output, case, grad)
     values = torch_values(program)
     out = values[output]
     try:
         out.backward() if case == "default" else out.backward(t64(grad))
     except RuntimeError:
-        want = ("raised", None)
-    else:
-        want = ("ok", [None if t.grad is None else t.grad.numpy().copy() for t in values[:len(program["leaves"])]])
+        return ("raised", None), out.requires_grad
+    return ("ok", [None if t.grad is None else t.grad.numpy().copy()
+                   for t in values[:len(program["leaves"])]]), out.requires_grad
+
+
+@question("engine.backward_args", points=2, **ENGINE)
+@cases("name", list(ARGS), reference=args_reference)
+def test_backward_args(student, name, reference):
+    program, output, case, grad = ARGS[name]
+    call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
+            f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
+    context = f"After {drivers.describe(program)}; {call}"
+    got = run_or_fail(student, context, drivers.backward_args, program, output, case, grad)
+    want, out_requires_grad = reference
     status, payload = got
     if want[0] == "raised":
         if status == "ok":
             reason = ("a tensor with more than one element needs an explicit grad"
-                      if out.requires_grad else "the tensor does not require grad, so there is no graph to walk")
+                      if out_requires_grad else "the tensor does not require grad, so there is no graph to walk")
             fail(f"{context} did not raise; expected RuntimeError: {reason}.")
         if not payload.startswith("RuntimeError"):
             fail(f"{context} raised {payload}; expected RuntimeError.")

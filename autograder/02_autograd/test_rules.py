@@ -3,7 +3,13 @@
 Each case draws its inputs and a random (never all-ones) upstream gradient from a generator
 seeded by the case itself, asks PyTorch for the vector-Jacobian product in this process, and
 compares it with what the student's rule returns in the sandbox (where torch cannot be imported).
+The inputs, PyTorch's answer and what known mistakes would return instead do not depend on the
+submission: each case's `reference` makes them once, when the suite is collected (@cases), and
+every submission of a batch shares them. No autograd then runs in a grading process: on a machine
+with a GPU, one forked after autograd ran (here, at collection) cannot run it again.
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -102,12 +108,16 @@ SUM_TO_SHAPE = [
 ]
 
 
+def sum_to_shape_reference(grad_shape, shape):
+    """The case's grad, and PyTorch's sum_to_size of it."""
+    grad = normal(rng_for("sum_to_shape", grad_shape, tuple(shape)), grad_shape)
+    return grad, t64(grad).sum_to_size(tuple(shape)).numpy()
+
+
 @question("rules.sum_to_shape", points=5)
-@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s))
-def test_sum_to_shape(student, grad_shape, shape):
-    rng = rng_for("sum_to_shape", grad_shape, tuple(shape))
-    grad = normal(rng, grad_shape)
-    want = t64(grad).sum_to_size(tuple(shape)).numpy()
+@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s), reference=sum_to_shape_reference)
+def test_sum_to_shape(student, grad_shape, shape, reference):
+    grad, want = reference
     call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
     got = call_or_fail(student, call, "rules", "sum_to_shape", grad, shape)
 
@@ -144,34 +154,46 @@ BINARY = {
 }
 
 
-def _check_binary(student, op, a_shape, b_shape):
+def binary_reference(op, a_shape, b_shape):
+    """The case's inputs a, b and grad, PyTorch's VJP [grad_a, grad_b], and the known mistakes."""
     fn, sample_a, sample_b = BINARY[op]
     rng = rng_for(op, a_shape, b_shape)
     a, b = sample_a(rng, a_shape), sample_b(rng, b_shape)
     grad = upstream(rng, np.broadcast_shapes(a_shape, b_shape))
     expected = vjp(fn, [a, b], grad)
+    return a, b, grad, expected, {k: list(binary_mistakes(op, a_shape, b_shape, a, b, grad, expected, k))
+                                  for k in (0, 1)}
+
+
+def binary_mistakes(op, a_shape, b_shape, a, b, grad, expected, k):
+    """What a rule with a known mistake returns for grad k, and the sentence that names it."""
+    yield ones_alternative(BINARY[op][0], [a, b], grad, k)
+    if a_shape == b_shape:
+        yield (expected[1 - k], f"this is the gradient for {'ba'[k]}: the two results look swapped.")
+    if op == "div":
+        product = vjp(lambda x, y: x * y, [a, b], grad)
+        yield ((product[0], "this is grad * b: d(a/b)/da = 1 / b.") if k == 0 else
+               (product[1], "this is grad * a: d(a/b)/db = -a / b**2."))
+
+
+def binary_references(a_shape, b_shape):
+    """binary_reference of every op: the op is a pytest parameter, which @cases does not see."""
+    return {op: binary_reference(op, a_shape, b_shape) for op in BINARY}
+
+
+def _check_binary(student, op, a_shape, b_shape, a, b, grad, expected, mistakes):
     call = describe_call(f"{op}_backward", "ab", [a, b], grad)
     hint = (f"Note: a {shape_text(a_shape)} and b {shape_text(b_shape)} broadcast to {shape_text(grad.shape)} here; "
             "bring each gradient back to its own input's shape (sum_to_shape)." if a_shape != b_shape else None)
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, b, hint=hint)
-
-    def alternatives_for(k):  # computed only if grad k is wrong (expect_close reads them then)
-        yield ones_alternative(fn, [a, b], grad, k)
-        if a_shape == b_shape:
-            yield (expected[1 - k], f"this is the gradient for {'ba'[k]}: the two results look swapped.")
-        if op == "div":
-            product = vjp(lambda x, y: x * y, [a, b], grad)
-            yield ((product[0], "this is grad * b: d(a/b)/da = 1 / b.") if k == 0 else
-                   (product[1], "this is grad * a: d(a/b)/db = -a / b**2."))
-
-    compare_rule(got, call, "ab", [a, b], grad, expected, {k: alternatives_for(k) for k in (0, 1)})
+    compare_rule(got, call, "ab", [a, b], grad, expected, mistakes)
 
 
 @question("rules.{op}_backward", points={"add": 3, "sub": 3, "mul": 4, "div": 4})
 @pytest.mark.parametrize("op", BINARY)
-@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text)
-def test_binary_backward(student, op, a_shape, b_shape):
-    _check_binary(student, op, a_shape, b_shape)
+@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references)
+def test_binary_backward(student, op, a_shape, b_shape, reference):
+    _check_binary(student, op, a_shape, b_shape, *reference[op])
 
 
 # ----------------------------------------------------------------------------- unary elementwise
@@ -201,40 +223,53 @@ UNARY_MISTAKES = {
 }
 
 
-def _check_unary(student, op, a, grad):
-    fn = UNARY[op][0]
-    expected = vjp(fn, [a], grad)
+def unary_reference(op, a, grad):
+    """The case's input a and grad, PyTorch's VJP [grad_a], and the known mistakes."""
+    return a, grad, vjp(UNARY[op][0], [a], grad), {0: list(unary_mistakes(op, a, grad))}
 
-    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
-        yield ones_alternative(fn, [a], grad, 0)
-        for formula, sentence in UNARY_MISTAKES.get(op, ()):
-            yield formula(t64(a), t64(grad)).numpy(), sentence
 
+def unary_mistakes(op, a, grad):
+    """What a rule with a known mistake returns, and the sentence that names it."""
+    yield ones_alternative(UNARY[op][0], [a], grad, 0)
+    for formula, sentence in UNARY_MISTAKES.get(op, ()):
+        yield formula(t64(a), t64(grad)).numpy(), sentence
+
+
+def _check_unary(student, op, a, grad, expected, mistakes):
     call = describe_call(f"{op}_backward", "a", [a], grad)
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a)
-    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives()})
+    compare_rule(got, call, "a", [a], grad, expected, mistakes)
 
 
 def _unary_case(op, shape):
     rng = rng_for(op, shape)
     a = UNARY[op][1](rng, shape)
-    return a, upstream(rng, shape)
+    return unary_reference(op, a, upstream(rng, shape))
+
+
+def unary_references(shape):
+    """_unary_case of every op: the op is a pytest parameter, which @cases does not see."""
+    return {op: _unary_case(op, shape) for op in UNARY}
 
 
 @question("rules.{op}_backward", points={"neg": 2, "exp": 3, "log": 3, "tanh": 3, "sigmoid": 3, "relu": 2})
 @pytest.mark.parametrize("op", UNARY)
-@cases("shape", UNARY_SHAPES, ids=shape_text)
-def test_unary_backward(student, op, shape):
-    _check_unary(student, op, *_unary_case(op, shape))
+@cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references)
+def test_unary_backward(student, op, shape, reference):
+    _check_unary(student, op, *reference[op])
 
 
-@question("rules.relu_backward", points=1)
-@cases("shape", [(6,), (2, 3)], ids=shape_text)
-def test_relu_backward_at_zero(student, shape):
+def relu_at_zero_reference(shape):
     rng = rng_for("relu0", shape)
     a = away_from_zero(rng, shape)
     a.reshape(-1)[::2] = 0.0   # PyTorch's convention at the kink: the gradient at exactly 0 is 0
-    _check_unary(student, "relu", a, upstream(rng, shape))
+    return unary_reference("relu", a, upstream(rng, shape))
+
+
+@question("rules.relu_backward", points=1)
+@cases("shape", [(6,), (2, 3)], ids=shape_text, reference=relu_at_zero_reference)
+def test_relu_backward_at_zero(student, shape, reference):
+    _check_unary(student, "relu", *reference)
 
 
 # ----------------------------------------------------------------------------- pow
@@ -254,9 +289,8 @@ POW_CASES = [
 ]
 
 
-@question("rules.pow_backward", points=5)
-@cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x))
-def test_pow_backward(student, shape, p, domain):
+def pow_reference(shape, p, domain):
+    """The case's input a and grad, and PyTorch's VJP of a ** p: [grad_a]."""
     rng = rng_for("pow", shape, p, domain)
     if domain == "positive":
         a = positive(rng, shape, 0.4, 2.5)
@@ -267,21 +301,28 @@ def test_pow_backward(student, shape, p, domain):
         if domain == "zeros":
             a[::2] = 0.0   # at a == 0 with p >= 1 the derivative is finite: PyTorch gives p * 0**(p-1)
     grad = upstream(rng, shape)
-    fn = (lambda x: x ** p)
-    expected = vjp(fn, [a], grad)
+    return a, grad, vjp(lambda x: x ** p, [a], grad), {0: list(pow_mistakes(a, p, grad))}
 
-    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
-        at, gt = t64(a), t64(grad)
-        yield ones_alternative(fn, [a], grad, 0)
-        yield (gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."
-        yield (gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."
-        yield (gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1)."
 
+def pow_mistakes(a, p, grad):
+    """What a rule with a known mistake returns, and the sentence that names it."""
+    at, gt = t64(a), t64(grad)
+    yield ones_alternative(lambda x: x ** p, [a], grad, 0)
+    yield (gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."
+    yield (gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."
+    yield (gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1)."
+
+
+@question("rules.pow_backward", points=5)
+@cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
+       reference=pow_reference)
+def test_pow_backward(student, shape, p, domain, reference):
+    a, grad, expected, mistakes = reference
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
     got = call_or_fail(student, call, "rules", "pow_backward", grad, a, p)
     extra = ("Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a."
              if domain == "zeros" else None)
-    compare_rule(got, call, "a", [a], grad, expected, {0: alternatives()}, extra_hint=extra)
+    compare_rule(got, call, "a", [a], grad, expected, mistakes, extra_hint=extra)
 
 
 # ----------------------------------------------------------------------------- matmul
@@ -301,25 +342,32 @@ MATMUL_CASES = [
 ]
 
 
-@question("rules.matmul_backward", points=8)
-@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text)
-def test_matmul_backward(student, a_shape, b_shape):
+def matmul_reference(a_shape, b_shape):
+    """The case's inputs a, b and grad, PyTorch's VJP [grad_a, grad_b], and the known mistakes."""
     rng = rng_for("matmul", a_shape, b_shape)
     a, b = normal(rng, a_shape), normal(rng, b_shape)
     out_shape = tuple(torch.matmul(t64(a), t64(b)).shape)
     grad = upstream(rng, out_shape)
-    fn = torch.matmul
-    expected = vjp(fn, [a, b], grad)
+    expected = vjp(torch.matmul, [a, b], grad)
+    return a, b, grad, expected, {k: list(matmul_mistakes(a, b, grad, expected, k)) for k in (0, 1)}
 
-    def alternatives(k):  # computed only if grad k is wrong (expect_close reads them then)
-        yield ones_alternative(fn, [a, b], grad, k)
-        if expected[k].ndim >= 2:
-            transposed = np.swapaxes(expected[k], -1, -2)
-            sentence = ("this is the transpose of the right gradient: grad_a = grad @ b^T and grad_b = a^T @ grad "
-                        "(transpose the last two axes only).")
-            yield transposed, sentence
-            yield transposed.reshape(expected[k].shape), sentence.replace(
-                "right gradient:", "right gradient, reshaped to the input's shape:")
+
+def matmul_mistakes(a, b, grad, expected, k):
+    """What a rule with a known mistake returns for grad k, and the sentence that names it."""
+    yield ones_alternative(torch.matmul, [a, b], grad, k)
+    if expected[k].ndim >= 2:
+        transposed = np.swapaxes(expected[k], -1, -2)
+        sentence = ("this is the transpose of the right gradient: grad_a = grad @ b^T and grad_b = a^T @ grad "
+                    "(transpose the last two axes only).")
+        yield transposed, sentence
+        yield transposed.reshape(expected[k].shape), sentence.replace(
+            "right gradient:", "right gradient, reshaped to the input's shape:")
+
+
+@question("rules.matmul_backward", points=8)
+@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference)
+def test_matmul_backward(student, a_shape, b_shape, reference):
+    a, b, grad, expected, mistakes = reference
 
     call = describe_call("matmul_backward", "ab", [a, b], grad)
     hint = ("Note: a 1-D operand acts as a row (a) or a column (b) whose extra axis is dropped, and batch "
@@ -337,7 +385,7 @@ def test_matmul_backward(student, a_shape, b_shape):
             return (f"grad_{name} must have {name}'s shape {shape_text(want)}: sum over the batch dimensions "
                     "that broadcasting added or stretched, and give a 1-D operand a 1-D gradient.")
 
-        check_array(items[k], expected[k], f"grad_{name}", call, shape_hint=hint, alternatives=alternatives(k))
+        check_array(items[k], expected[k], f"grad_{name}", call, shape_hint=hint, alternatives=mistakes[k])
 
 
 # ----------------------------------------------------------------------------- sum and mean
@@ -366,24 +414,31 @@ def reduction(op, axis, keepdims, divide_by=1):
     return fn
 
 
-def _check_reduce(student, op, shape, axis, keepdims):
+def reduce_reference(op, shape, axis, keepdims):
+    """The case's input a and grad, PyTorch's VJP of a.<op>(axis, keepdims) [grad_a], and the known
+    mistakes."""
     rng = rng_for(op, shape, axis, keepdims)
     a = normal(rng, shape)
     fn = reduction(op, axis, keepdims)
     grad = upstream(rng, tuple(fn(t64(a)).shape))
-    expected = vjp(fn, [a], grad)
+    return a, grad, vjp(fn, [a], grad), list(reduce_mistakes(op, axis, keepdims, a, grad))
 
-    def alternatives():  # computed only if the gradient is wrong (expect_close reads them then)
-        yield ones_alternative(fn, [a], grad, 0)
-        if op == "mean":
-            yield (vjp(reduction("sum", axis, keepdims), [a], grad)[0],
-                   "this is the sum's gradient: divide by the number of elements each mean averaged.")
-            yield (vjp(reduction("sum", axis, keepdims, divide_by=np.size(a)), [a], grad)[0],
-                   "this divides by a.size: divide by the number of elements in the reduced axes only.")
-        else:
-            yield (vjp(reduction("mean", axis, keepdims), [a], grad)[0],
-                   "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
-                   "every summed element, with no division.")
+
+def reduce_mistakes(op, axis, keepdims, a, grad):
+    """What a rule with a known mistake returns, and the sentence that names it."""
+    yield ones_alternative(reduction(op, axis, keepdims), [a], grad, 0)
+    if op == "mean":
+        yield (vjp(reduction("sum", axis, keepdims), [a], grad)[0],
+               "this is the sum's gradient: divide by the number of elements each mean averaged.")
+        yield (vjp(reduction("sum", axis, keepdims, divide_by=np.size(a)), [a], grad)[0],
+               "this divides by a.size: divide by the number of elements in the reduced axes only.")
+    else:
+        yield (vjp(reduction("mean", axis, keepdims), [a], grad)[0],
+               "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
+               "every summed element, with no division.")
+
+
+def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistakes):
     call = describe_call(f"{op}_backward", "a", [a], grad, extra=f", axis={axis!r}, keepdims={keepdims!r}")
     got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims)
 
@@ -391,16 +446,16 @@ def _check_reduce(student, op, shape, axis, keepdims):
         return f"grad_a must have a's shape {shape_text(shape)}: put back the reduced axes and broadcast grad."
 
     items = gradient_tuple(got, 1, call)
-    check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=alternatives())
+    check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=mistakes)
 
 
 @question("rules.sum_backward", points=5)
-@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
-def test_sum_backward(student, shape, axis, keepdims):
-    _check_reduce(student, "sum", shape, axis, keepdims)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "sum"))
+def test_sum_backward(student, shape, axis, keepdims, reference):
+    _check_reduce(student, "sum", shape, axis, keepdims, *reference)
 
 
 @question("rules.mean_backward", points=5)
-@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr)
-def test_mean_backward(student, shape, axis, keepdims):
-    _check_reduce(student, "mean", shape, axis, keepdims)
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "mean"))
+def test_mean_backward(student, shape, axis, keepdims, reference):
+    _check_reduce(student, "mean", shape, axis, keepdims, *reference)

@@ -321,11 +321,12 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1
     def close(a: np.ndarray, b: np.ndarray) -> bool:
         return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
 
-    shown = summarize(expected) if want.size <= 8 else f"{what} of shape {tuple(want.shape)}"
     if close(values, want):
         if dtype is not None and have.dtype != np.dtype(dtype):
             _failed(got, f"{what} of dtype {dtype}", None, f"It has dtype {have.dtype}.", subject=subject)
         return
+    # Only a failure shows the expected value: summarizing it (np.array2string) costs more than the check.
+    shown = summarize(expected) if want.size <= 8 else f"{what} of shape {tuple(want.shape)}"
     detail = _difference(values, want, rtol, atol, what)
     if np.abs(want).max(initial=0.0) > atol:
         for value, sentence in alternatives:
