@@ -5,6 +5,8 @@ own rules question) and with torch blocked there. The drivers (drivers.py) build
 sandbox and return plain data; the same graph is built here in PyTorch for the expected values.
 Those do not depend on the submission: each case's `reference` builds them once, when the suite is
 collected (@cases), and every submission of a batch shares them.
+Each case runs its graph in one driver call, so each test sends its cases' calls to the sandbox at
+once (send_ahead): they run in the same order as one by one.
 """
 
 import warnings
@@ -46,7 +48,7 @@ def tensor_reference(data, requires_grad):
 
 
 @question("engine.tensor_basics", points=2, **ENGINE)
-@cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30], reference=tensor_reference)
+@cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30], reference=tensor_reference, send_ahead=True)
 def test_tensor_basics(student, data, requires_grad, reference):
     call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
     call = call.replace("\n", "")
@@ -77,7 +79,7 @@ def grad_type_reference(shape):
 
 
 @question("engine.tensor_basics", points=1, **ENGINE)
-@cases("shape", [(3,), (2, 2)], ids=shape_text, reference=grad_type_reference)
+@cases("shape", [(3,), (2, 2)], ids=shape_text, reference=grad_type_reference, send_ahead=True)
 def test_grad_is_an_array(student, shape, reference):
     data, want = reference
     story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
@@ -129,7 +131,7 @@ FORWARD = _forward_programs()
 
 
 @question("engine.ops_forward", points=5, **ENGINE)
-@cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]))
+@cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
     program = FORWARD[name]
     text = drivers.describe(program)
@@ -174,13 +176,15 @@ def _check_backward(student, program, output, weights, want):
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@cases("name", list(programs.HANDWRITTEN), reference=lambda name: backward_reference(*programs.HANDWRITTEN[name]()))
+@cases("name", list(programs.HANDWRITTEN), reference=lambda name: backward_reference(*programs.HANDWRITTEN[name]()),
+       send_ahead=True)
 def test_backward_handwritten(student, name, reference):
     _check_backward(student, *reference)
 
 
 @question("engine.backward_graphs", points=4, **ENGINE)
-@cases("seed", range(12), reference=lambda seed: backward_reference(*programs.random_program(seed)))
+@cases("seed", range(12), reference=lambda seed: backward_reference(*programs.random_program(seed)),
+       send_ahead=True)
 def test_backward_random(student, seed, reference):
     _check_backward(student, *reference)
 
@@ -223,7 +227,7 @@ def accumulation_reference(name):
 
 
 @question("engine.accumulation", points=4, **ENGINE)
-@cases("name", list(ACCUMULATION), reference=accumulation_reference)
+@cases("name", list(ACCUMULATION), reference=accumulation_reference, send_ahead=True)
 def test_accumulation(student, name, reference):
     first, out_1, second, out_2 = ACCUMULATION[name]
     context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
@@ -288,7 +292,7 @@ def retain_reference(name):
 
 
 @question("engine.retain_graph", points=3, **ENGINE)
-@cases("name", list(RETAIN_PLANS), reference=retain_reference)
+@cases("name", list(RETAIN_PLANS), reference=retain_reference, send_ahead=True)
 def test_retain_graph(student, name, reference):
     plan = RETAIN_PLANS[name]
     program, output, want = reference
@@ -352,7 +356,7 @@ LEAF_STORY = ("a = Tensor(.., requires_grad=True); b = Tensor(..); x = a * b; y 
 
 
 @question("engine.leaf_and_grad_fn", points=2, **ENGINE)
-@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference, send_ahead=True)
 def test_is_leaf_and_grad_fn(student, a_shape, b_shape, reference):
     a, b, want = reference
     got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
@@ -370,7 +374,7 @@ def test_is_leaf_and_grad_fn(student, a_shape, b_shape, reference):
 
 
 @question("engine.leaf_and_grad_fn", points=1, **ENGINE)
-@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference)
+@cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference, send_ahead=True)
 def test_which_tensors_keep_grad(student, a_shape, b_shape, reference):
     a, b, want = reference
     got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
@@ -448,7 +452,7 @@ def no_grad_reference(scenario):
 
 
 @question("engine.no_grad_detach", points=3, **ENGINE)
-@cases("scenario", list(NO_GRAD_SCENARIOS), reference=no_grad_reference)
+@cases("scenario", list(NO_GRAD_SCENARIOS), reference=no_grad_reference, send_ahead=True)
 def test_no_grad_and_detach(student, scenario, reference):
     a, b, want = reference
     story = f"a = Tensor(.., requires_grad=True); b = Tensor(..); {NO_GRAD_SCENARIOS[scenario]}"
@@ -514,7 +518,7 @@ def zero_grad_reference(mode):
 
 
 @question("engine.zero_grad", points=2, **ENGINE)
-@cases("mode", list(ZERO_GRAD_MODES), reference=zero_grad_reference)
+@cases("mode", list(ZERO_GRAD_MODES), reference=zero_grad_reference, send_ahead=True)
 def test_zero_grad(student, mode, reference):
     a, b, want = reference
     story = (f"a, b, c = Tensor(.., requires_grad=True) x3; (a * b * c).exp().sum().backward(); "
@@ -579,7 +583,7 @@ def args_reference(name):
 
 
 @question("engine.backward_args", points=2, **ENGINE)
-@cases("name", list(ARGS), reference=args_reference)
+@cases("name", list(ARGS), reference=args_reference, send_ahead=True)
 def test_backward_args(student, name, reference):
     program, output, case, grad = ARGS[name]
     call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
@@ -641,7 +645,7 @@ DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
 
 
 @question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
-@cases("use_w", [False, True], ids=["constants only", "with a second leaf w"])
+@cases("use_w", [False, True], ids=["constants only", "with a second leaf w"], send_ahead=True)
 def test_deep_chain(student, use_w):
     x_data, w_data, ops, (loss, grads) = DEEP_CHAINS[use_w]
     story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "

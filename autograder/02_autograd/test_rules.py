@@ -7,6 +7,8 @@ The inputs, PyTorch's answer and what known mistakes would return instead do not
 submission: each case's `reference` makes them once, when the suite is collected (@cases), and
 every submission of a batch shares them. No autograd then runs in a grading process: on a machine
 with a GPU, one forked after autograd ran (here, at collection) cannot run it again.
+Rules are pure functions of their arguments, so each test sends its cases' calls to the sandbox at
+once (send_ahead).
 """
 
 import functools
@@ -115,7 +117,8 @@ def sum_to_shape_reference(grad_shape, shape):
 
 
 @question("rules.sum_to_shape", points=5)
-@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s), reference=sum_to_shape_reference)
+@cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s), reference=sum_to_shape_reference,
+       send_ahead=True)
 def test_sum_to_shape(student, grad_shape, shape, reference):
     grad, want = reference
     call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
@@ -191,7 +194,7 @@ def _check_binary(student, op, a_shape, b_shape, a, b, grad, expected, mistakes)
 
 @question("rules.{op}_backward", points={"add": 3, "sub": 3, "mul": 4, "div": 4})
 @pytest.mark.parametrize("op", BINARY)
-@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references)
+@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references, send_ahead=True)
 def test_binary_backward(student, op, a_shape, b_shape, reference):
     _check_binary(student, op, a_shape, b_shape, *reference[op])
 
@@ -254,7 +257,7 @@ def unary_references(shape):
 
 @question("rules.{op}_backward", points={"neg": 2, "exp": 3, "log": 3, "tanh": 3, "sigmoid": 3, "relu": 2})
 @pytest.mark.parametrize("op", UNARY)
-@cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references)
+@cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references, send_ahead=True)
 def test_unary_backward(student, op, shape, reference):
     _check_unary(student, op, *reference[op])
 
@@ -267,7 +270,7 @@ def relu_at_zero_reference(shape):
 
 
 @question("rules.relu_backward", points=1)
-@cases("shape", [(6,), (2, 3)], ids=shape_text, reference=relu_at_zero_reference)
+@cases("shape", [(6,), (2, 3)], ids=shape_text, reference=relu_at_zero_reference, send_ahead=True)
 def test_relu_backward_at_zero(student, shape, reference):
     _check_unary(student, "relu", *reference)
 
@@ -315,7 +318,7 @@ def pow_mistakes(a, p, grad):
 
 @question("rules.pow_backward", points=5)
 @cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
-       reference=pow_reference)
+       reference=pow_reference, send_ahead=True)
 def test_pow_backward(student, shape, p, domain, reference):
     a, grad, expected, mistakes = reference
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
@@ -365,7 +368,7 @@ def matmul_mistakes(a, b, grad, expected, k):
 
 
 @question("rules.matmul_backward", points=8)
-@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference)
+@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference, send_ahead=True)
 def test_matmul_backward(student, a_shape, b_shape, reference):
     a, b, grad, expected, mistakes = reference
 
@@ -450,12 +453,14 @@ def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistake
 
 
 @question("rules.sum_backward", points=5)
-@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "sum"))
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "sum"),
+       send_ahead=True)
 def test_sum_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "sum", shape, axis, keepdims, *reference)
 
 
 @question("rules.mean_backward", points=5)
-@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "mean"))
+@cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "mean"),
+       send_ahead=True)
 def test_mean_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "mean", shape, axis, keepdims, *reference)
