@@ -1,6 +1,12 @@
 """Hidden checks for numpy_mlp.py: every value is compared with PyTorch autograd in float64 on
 the same inputs. torch is blocked in the sandbox for these questions: the point is to derive the
-gradients by hand."""
+gradients by hand.
+
+The inputs are drawn once (functools.cache) and PyTorch's answers computed once per case
+(@cases(reference=...), precomputed: gradients only where no GPU is present), both when the suite
+is collected: every submission of a batch shares them."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -9,7 +15,7 @@ import torch.nn.functional as F
 
 import np_drivers
 from checks.suite import cases, expect_close, fail, question
-from reference import as_floats, call_student, describe, first_match, grid, number, run_driver
+from reference import as_floats, call_student, describe, first_match, grid, number, precomputed, run_driver
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64
@@ -23,6 +29,7 @@ def _t(array, grad=False):
     return torch.tensor(np.asarray(array), dtype=torch.float64, requires_grad=grad)
 
 
+@functools.cache
 def _params(d_in, d_hidden, d_out, seed):
     rng = _rng(seed, d_in, d_hidden, d_out)
     return {
@@ -56,16 +63,22 @@ def _shape_hint(got, want, name, gradient=True):
 LINEAR_SHAPES = [(4, 3, 2), (1, 5, 1), (3, 4, 4), (16, 784, 32)]
 
 
+@functools.cache
 def _linear_case(batch, d_in, d_out):
     rng = _rng(1, batch, d_in, d_out)
     return rng.normal(size=(batch, d_in)), rng.normal(size=(d_in, d_out)), rng.normal(size=d_out)
 
 
-@question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH)
-@cases("batch,d_in,d_out", LINEAR_SHAPES)
-def test_linear_forward(student, batch, d_in, d_out):
+def _linear_forward(batch, d_in, d_out):
     X, W, b = _linear_case(batch, d_in, d_out)
-    expected = (_t(X) @ _t(W) + _t(b)).numpy()
+    return (_t(X) @ _t(W) + _t(b)).numpy()
+
+
+@question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH)
+@cases("batch,d_in,d_out", LINEAR_SHAPES, reference=_linear_forward)
+def test_linear_forward(student, batch, d_in, d_out, reference):
+    X, W, b = _linear_case(batch, d_in, d_out)
+    expected = reference
     got = call_student(student, f"linear_forward(X {X.shape}, W {W.shape}, b {b.shape})",
                        student.numpy_mlp.linear_forward, X, W, b)
 
@@ -80,14 +93,28 @@ def test_linear_forward(student, batch, d_in, d_out):
 
 # ------------------------------------------------------------------------ linear_backward
 
+@functools.cache
+def _grad_Y(batch, d_in, d_out):
+    return _rng(2, batch, d_in, d_out).normal(size=(batch, d_out))
+
+
+def _linear_backward(batch, d_in, d_out):
+    """PyTorch's gradients of X @ W + b, backward from grad_Y."""
+    X, W, b = _linear_case(batch, d_in, d_out)
+    Xt, Wt, bt = _t(X, True), _t(W, True), _t(b, True)
+    (Xt @ Wt + bt).backward(_t(_grad_Y(batch, d_in, d_out)))
+    return {"grad_X": Xt.grad.numpy(), "grad_W": Wt.grad.numpy(), "grad_b": bt.grad.numpy()}
+
+
+LINEAR_GRADS = precomputed(_linear_backward, LINEAR_SHAPES, backward=True)
+
+
 @question("numpy_mlp.linear_backward", points=8, block_imports=NO_TORCH)
 @cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)))
 def test_linear_backward(student, batch, d_in, d_out, part):
     X, W, b = _linear_case(batch, d_in, d_out)
-    grad_Y = _rng(2, batch, d_in, d_out).normal(size=(batch, d_out))
-    Xt, Wt, bt = _t(X, True), _t(W, True), _t(b, True)
-    (Xt @ Wt + bt).backward(_t(grad_Y))
-    expected = {"grad_X": Xt.grad, "grad_W": Wt.grad, "grad_b": bt.grad}[part].numpy()
+    grad_Y = _grad_Y(batch, d_in, d_out)
+    expected = LINEAR_GRADS(batch, d_in, d_out)[part]
 
     call = f"linear_backward(X {X.shape}, W {W.shape}, grad_Y {grad_Y.shape})"
     got = call_student(student, call, student.numpy_mlp.linear_backward, X, W, grad_Y)
@@ -132,16 +159,30 @@ SOFTMAX_CASES = [
 ]
 
 
-@question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH)
-@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)))
-def test_softmax_cross_entropy(student, batch, classes, scale, part):
+@functools.cache
+def _softmax_case(batch, classes, scale):
     rng = _rng(3, batch, classes, int(scale))
     logits = rng.normal(size=(batch, classes)) * scale
-    y = rng.integers(0, classes, size=batch).astype(np.int64)
+    return logits, rng.integers(0, classes, size=batch).astype(np.int64)
+
+
+def _cross_entropy(batch, classes, scale):
+    """PyTorch's loss and its gradient with respect to the logits."""
+    logits, y = _softmax_case(batch, classes, scale)
     logits_t = _t(logits, True)
     loss_t = F.cross_entropy(logits_t, torch.tensor(y))
     loss_t.backward()
-    expected_loss, expected_grad = loss_t.item(), logits_t.grad.numpy()
+    return loss_t.item(), logits_t.grad.numpy()
+
+
+CROSS_ENTROPY = precomputed(_cross_entropy, SOFTMAX_CASES, backward=True)
+
+
+@question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH)
+@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)))
+def test_softmax_cross_entropy(student, batch, classes, scale, part):
+    logits, y = _softmax_case(batch, classes, scale)
+    expected_loss, expected_grad = CROSS_ENTROPY(batch, classes, scale)
 
     call = f"softmax_cross_entropy(logits of shape {logits.shape} scaled by {scale:g}, y={y.tolist()})"
     got = call_student(student, call, student.numpy_mlp.softmax_cross_entropy, logits, y)
@@ -209,6 +250,7 @@ MLP_CASES = [
 ]
 
 
+@functools.cache
 def _mlp_case(batch, shape, d_hidden, d_out):
     d_in = int(np.prod(shape))
     return _params(d_in, d_hidden, d_out, 4), _inputs(batch, shape, 5)
@@ -223,11 +265,15 @@ def _torch_forward(params, X, relu=True, b2=True):
     return logits, t
 
 
+def _logits(name, batch, shape, d_hidden, d_out):
+    return _torch_forward(*_mlp_case(batch, shape, d_hidden, d_out))[0].detach().numpy()
+
+
 @question("numpy_mlp.forward", points=6, block_imports=NO_TORCH)
-@cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES])
-def test_forward(student, name, batch, shape, d_hidden, d_out):
+@cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES], reference=_logits)
+def test_forward(student, name, batch, shape, d_hidden, d_out, reference):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
-    expected = _torch_forward(params, X)[0].detach().numpy()
+    expected = reference
     call = f"forward(params with W1 {params['W1'].shape}, W2 {params['W2'].shape}, X of shape {X.shape})"
     got = run_driver(student, call, np_drivers.forward_logits, params, X)
 
@@ -243,18 +289,31 @@ def test_forward(student, name, batch, shape, d_hidden, d_out):
     expect_close(got, expected, rtol=RTOL, atol=ATOL, what="logits", diagnose=diagnose)
 
 
+@functools.cache
+def _grad_logits(batch, d_out):
+    return _rng(6, batch, d_out).normal(size=(batch, d_out))
+
+
+def _mlp_grads(batch, shape, d_hidden, d_out, relu):
+    """PyTorch's gradients of the parameters (with the ReLU's mask left out when not `relu`, to
+    recognise that mistake)."""
+    params, X = _mlp_case(batch, shape, d_hidden, d_out)
+    logits, t = _torch_forward(params, X, relu=relu)
+    (logits * _t(_grad_logits(batch, d_out))).sum().backward()
+    return {key: tensor.grad.numpy() for key, tensor in t.items()}
+
+
+MLP_GRADS = precomputed(_mlp_grads, [(*case[1:], relu) for case in MLP_CASES for relu in (True, False)],
+                        backward=True)
+
+
 @question("numpy_mlp.backward", points=10, block_imports=NO_TORCH)
 @cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)))
 def test_backward(student, name, batch, shape, d_hidden, d_out, key):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
-    grad_logits = _rng(6, batch, d_out).normal(size=(batch, d_out))
-    logits, t = _torch_forward(params, X)
-    (logits * _t(grad_logits)).sum().backward()
-    expected = t[key].grad.numpy()
-    # the same gradient with the ReLU's mask left out, to recognise that mistake
-    linear, t_lin = _torch_forward(params, X, relu=False)
-    (linear * _t(grad_logits)).sum().backward()
-    unmasked = t_lin[key].grad.numpy()
+    grad_logits = _grad_logits(batch, d_out)
+    expected = MLP_GRADS(batch, shape, d_hidden, d_out, True)[key]
+    unmasked = MLP_GRADS(batch, shape, d_hidden, d_out, False)[key]  # to recognise that mistake
 
     call = f"backward(params, cache, grad_logits) after forward(params, X of shape {X.shape})"
     grads = run_driver(student, call, np_drivers.forward_then_backward, params, X, grad_logits)
@@ -280,12 +339,17 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
 
 # ------------------------------------------------------------------------ sgd_update
 
+def _sgd_step(sizes, lr):
+    params, grads = _params(*sizes, seed=7), _params(*sizes, seed=8)
+    return {key: (_t(params[key]) - lr * _t(grads[key])).numpy() for key in params}
+
+
 @question("numpy_mlp.sgd_update", points=4, block_imports=NO_TORCH)
-@cases(*grid(("sizes", [(6, 4, 3), (784, 16, 10)]), ("lr", [0.1, 0.5])))
-def test_sgd_update(student, lr, sizes):
+@cases(*grid(("sizes", [(6, 4, 3), (784, 16, 10)]), ("lr", [0.1, 0.5])), reference=_sgd_step)
+def test_sgd_update(student, lr, sizes, reference):
     params = _params(*sizes, seed=7)
     grads = _params(*sizes, seed=8)
-    expected = {key: (_t(params[key]) - lr * _t(grads[key])).numpy() for key in params}
+    expected = reference
 
     call = f"sgd_update(params, grads, lr={lr})"
     got = run_driver(student, call, np_drivers.sgd_update_checked, params, grads, lr)

@@ -1,5 +1,9 @@
 """Hidden checks for torch_mlp.py: the module's structure, its forward and backward against a
-reference nn.Module loaded with the same state_dict on every device, and count_parameters."""
+reference nn.Module loaded with the same state_dict on every device, and count_parameters.
+
+PyTorch's answers are computed when the suite is collected, once for every submission of a batch
+(@cases(reference=...), per_device), but on a cuda device, which is used at run time only, and
+the gradients where a GPU is present (see reference.BACKWARD_BEFORE_FORK)."""
 
 import numpy as np
 import pytest
@@ -7,16 +11,22 @@ import torch
 
 import drivers
 from checks.suite import cases, expect_close, expect_equal, fail, question
-from reference import DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, run_driver, tolerance
+from reference import (DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, per_device, run_driver,
+                       tolerance)
 
 
 # ------------------------------------------------------------------------ structure
 
-@question("torch_mlp.MLP", points=3)
-@cases("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"])
-def test_mlp_structure(student, sizes):
+def _state_shapes(sizes):
+    """The shapes in the reference MLP's state_dict."""
     reference = RefMLP() if sizes is None else RefMLP(*sizes)
-    expected_state = {key: tuple(value.shape) for key, value in reference.state_dict().items()}
+    return {key: tuple(value.shape) for key, value in reference.state_dict().items()}
+
+
+@question("torch_mlp.MLP", points=3)
+@cases("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"], reference=_state_shapes)
+def test_mlp_structure(student, sizes, reference):
+    expected_state = reference
     call = "MLP()" if sizes is None else f"MLP{sizes}"
     got = run_driver(student, call, drivers.mlp_structure, sizes)
     for name in ("fc1", "fc2"):
@@ -42,18 +52,43 @@ INPUTS = {
     "flat": ((20, 7, 3), 5, (20,)),
     "image": ((784, 32, 10), 4, (1, 28, 28)),
 }
+DTYPE_NAMES = ["float32", "float64"]
+
+
+def _draw(sizes, batch, shape):
+    """The state_dict, the input x and the gradient grad_out of the output for one input form."""
+    rng = np.random.default_rng([12, batch, *shape])
+    x = rng.uniform(-1.0, 1.0, size=(batch, *shape))
+    return mlp_state(sizes, seed=11), x, rng.normal(size=(batch, sizes[2]))
+
+
+DRAWN = {form: _draw(*spec) for form, spec in INPUTS.items()}
+
+
+def _forward_backward(form, dtype_name, device):
+    """The reference MLP's output, x's gradient and every parameter's, for (out * grad_out).sum()."""
+    sizes = INPUTS[form][0]
+    state, x, grad_out = DRAWN[form]
+    dtype = getattr(torch, dtype_name)
+    reference = load_ref(RefMLP, sizes, state, device, dtype)
+    xt = torch.tensor(x, dtype=dtype, device=device, requires_grad=True)
+    out = reference(xt)
+    (out * torch.tensor(grad_out, dtype=dtype, device=device)).sum().backward()
+    return {"out": out.detach().cpu().numpy(), "grad_x": xt.grad.cpu().numpy(),
+            "grads": {name: p.grad.cpu().numpy() for name, p in reference.named_parameters()}}
+
+
+FORWARD_BACKWARD = per_device(_forward_backward, [(form, dtype_name) for form in INPUTS for dtype_name in DTYPE_NAMES],
+                              backward=True)
 
 
 @question("torch_mlp.MLP", points=9)
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+@pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @pytest.mark.parametrize("form", sorted(INPUTS))
 def test_mlp_forward_backward(student, device, dtype_name, form):
     sizes, batch, shape = INPUTS[form]
-    state = mlp_state(sizes, seed=11)
-    rng = np.random.default_rng([12, batch, *shape])
-    x = rng.uniform(-1.0, 1.0, size=(batch, *shape))
-    grad_out = rng.normal(size=(batch, sizes[2]))
+    state, x, grad_out = DRAWN[form]
     dtype = getattr(torch, dtype_name)
     call = f"MLP{sizes} loaded with a state_dict, .to({device!r}, torch.{dtype_name}), forward on x of shape {x.shape}"
 
@@ -85,10 +120,7 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
         return
 
     rtol, atol = tolerance(device, dtype_name)
-    reference = load_ref(RefMLP, sizes, state, device, dtype)
-    xt = torch.tensor(x, dtype=dtype, device=device, requires_grad=True)
-    out = reference(xt)
-    (out * torch.tensor(grad_out, dtype=dtype, device=device)).sum().backward()
+    expected = FORWARD_BACKWARD(form, dtype_name, device=device)
 
     def no_relu(value):
         w = {k: torch.tensor(v, dtype=torch.float64) for k, v in state.items()}
@@ -96,14 +128,14 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
         linear = (flat @ w["fc1.weight"].T + w["fc1.bias"]) @ w["fc2.weight"].T + w["fc2.bias"]
         return first_match(value, [(linear.numpy(), "there is no ReLU between fc1 and fc2")], rtol=1e-4, atol=1e-5)
 
-    expect_close(got["out"], out.detach().cpu().numpy(), rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
+    expect_close(got["out"], expected["out"], rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
     describe(student, f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
-    expect_close(got["grad_x"], xt.grad.cpu().numpy(), rtol=rtol, atol=atol, what="entries of x.grad")
-    for name, p in reference.named_parameters():
+    expect_close(got["grad_x"], expected["grad_x"], rtol=rtol, atol=atol, what="entries of x.grad")
+    for name, grad in expected["grads"].items():
         describe(student, f"{call}, then backward of (out * g).sum(): {name}.grad")
         if name not in got["grads"]:
             fail(f"{call}: the model has no parameter {name}.")
-        expect_close(got["grads"][name], p.grad.cpu().numpy(), rtol=rtol, atol=atol, what=f"entries of {name}.grad")
+        expect_close(got["grads"][name], grad, rtol=rtol, atol=atol, what=f"entries of {name}.grad")
 
 
 # ------------------------------------------------------------------------ count_parameters
@@ -131,30 +163,36 @@ def _words(spec):
     return text
 
 
+def _counts(case):
+    """The count for the model of `case`, built as in the sandbox, and what the usual mistakes give."""
+    model = drivers.counting_model(COUNT_SPECS[case])
+    return {
+        "expected": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "every": sum(p.numel() for p in model.parameters()),
+        "with_buffers": sum(v.numel() for v in model.state_dict().values() if v.is_floating_point()),
+        "state_total": sum(v.numel() for v in model.state_dict().values()),
+        "tensors": sum(1 for p in model.parameters() if p.requires_grad),
+        "per_layer": sum(p.numel() for layer in model for p in layer.parameters() if p.requires_grad),
+    }
+
+
 @question("torch_mlp.count_parameters", points=5)
-@cases("case", sorted(COUNT_SPECS))
-def test_count_parameters(student, case):
+@cases("case", sorted(COUNT_SPECS), reference=_counts)
+def test_count_parameters(student, case, reference):
     spec = COUNT_SPECS[case]
-    model = drivers.counting_model(spec)
-    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    every = sum(p.numel() for p in model.parameters())
-    with_buffers = sum(v.numel() for v in model.state_dict().values() if v.is_floating_point())
-    state_total = sum(v.numel() for v in model.state_dict().values())
     got = run_driver(student, f"count_parameters({_words(spec)})", drivers.count_parameters_of, spec)
 
     def diagnose(value):
         return first_match(value, [
-            (every, "frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
-            (with_buffers, "buffers such as BatchNorm's running statistics were counted: count "
-                           "model.parameters(), not the state_dict"),
-            (state_total, "buffers such as BatchNorm's running statistics were counted: count "
-                          "model.parameters(), not the state_dict"),
-            (sum(1 for p in model.parameters() if p.requires_grad),
-             "that is the number of parameter TENSORS: add up p.numel() instead"),
-            (sum(p.numel() for layer in model for p in layer.parameters() if p.requires_grad)
-             if case == "tied" else None,
+            (reference["every"], "frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
+            (reference["with_buffers"], "buffers such as BatchNorm's running statistics were counted: count "
+                                        "model.parameters(), not the state_dict"),
+            (reference["state_total"], "buffers such as BatchNorm's running statistics were counted: count "
+                                       "model.parameters(), not the state_dict"),
+            (reference["tensors"], "that is the number of parameter TENSORS: add up p.numel() instead"),
+            (reference["per_layer"] if case == "tied" else None,
              "a layer used twice was counted twice: its parameters are shared, count them once "
              "(model.parameters() lists each parameter once)"),
         ])
 
-    expect_equal(got, int(expected), diagnose=diagnose)
+    expect_equal(got, int(reference["expected"]), diagnose=diagnose)

@@ -3,7 +3,14 @@ DataLoader, train_epoch against the canonical loop, evaluate against a direct co
 
 train_epoch is graded with the reference MLP (use_reference) and a torch.optim.SGD built in the
 sandbox, so only the loop itself is on trial; evaluate is graded on a probe model from
-drivers.py that records the mode and grad mode of every forward."""
+drivers.py that records the mode and grad mode of every forward.
+
+Inputs are drawn, and PyTorch's answers computed, when the suite is collected: once for every
+submission of a batch (@cases(reference=...), precomputed, per_device); but on a cuda device,
+which is used at run time only, and those that call backward() where a GPU is present (see
+reference.BACKWARD_BEFORE_FORK)."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -13,15 +20,16 @@ from torch import nn
 import drivers
 from checks.suite import cases, expect_close, expect_equal, expect_raises, fail, question
 from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, grid, is_close, load_ref,
-                       mlp_state, number, run_driver, tolerance)
+                       mlp_state, number, per_device, precomputed, run_driver, tolerance)
 
 
 # ------------------------------------------------------------------------ SGD
 
 SGD_STEPS = 5
-SGD_SHAPES = [(3, 4), (4,), (2, 2, 3)]
+SGD_SHAPES = ((3, 4), (4,), (2, 2, 3))
 
 
+@functools.cache
 def _sgd_data(seed, shapes=SGD_SHAPES, steps=SGD_STEPS):
     rng = np.random.default_rng([21, seed])
     init = [rng.normal(size=shape) for shape in shapes]
@@ -140,31 +148,44 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
 
 
 SGD_SETTINGS = [(0.1, 0.0, 0.0), (0.1, 0.9, 0.0), (0.05, 0.0, 0.1), (0.05, 0.9, 0.01)]
+SKIP_SETTINGS = [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)]
+IDLE = (1,)  # in test_sgd_skips_params_without_grad, parameter 1 is not in the loss: its .grad stays None
+
+
+def _torch_sgd(data, lr, momentum, weight_decay, set_to_none, idle=()):
+    """torch.optim.SGD's trajectory on _sgd_data(data)."""
+    return _reference_sgd(*_sgd_data(data), lr, momentum, weight_decay, set_to_none, idle)
+
+
+TRAJECTORIES = precomputed(_torch_sgd, [
+    *((1, *setting, set_to_none) for set_to_none in (True, False) for setting in SGD_SETTINGS),
+    *((2, *setting, True, IDLE) for setting in SKIP_SETTINGS),
+    (3, 0.1, 0.9, 0.0, True),
+], backward=True)
 
 
 @question("training.SGD", points=8)
 @cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)))
 def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
     init, targets = _sgd_data(1)
-    expected = _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none)
+    expected = TRAJECTORIES(1, lr, momentum, weight_decay, set_to_none)
     got = _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none)
     _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none)
 
 
 @question("training.SGD", points=2)
-@cases("lr,momentum,weight_decay", [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)])
+@cases("lr,momentum,weight_decay", SKIP_SETTINGS)
 def test_sgd_skips_params_without_grad(student, lr, momentum, weight_decay):
     init, targets = _sgd_data(2)
-    idle = (1,)  # parameter 1 is not in the loss: its .grad stays None
-    expected = _reference_sgd(init, targets, lr, momentum, weight_decay, True, idle)
-    got = _run_sgd(student, init, targets, lr, momentum, weight_decay, True, idle=idle)
-    _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, True, idle)
+    expected = TRAJECTORIES(2, lr, momentum, weight_decay, True, IDLE)
+    got = _run_sgd(student, init, targets, lr, momentum, weight_decay, True, idle=IDLE)
+    _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, True, IDLE)
 
 
 @question("training.SGD", points=1)
 def test_sgd_accepts_a_generator(student):
     init, targets = _sgd_data(3)
-    expected = _reference_sgd(init, targets, 0.1, 0.9, 0.0, True)
+    expected = TRAJECTORIES(3, 0.1, 0.9, 0.0, True)
     got = _run_sgd(student, init, targets, 0.1, 0.9, 0.0, True, as_generator=True)
     _check_trajectory(student, got, expected, init, targets, 0.1, 0.9, 0.0, True,
                       how="SGD(model.parameters() (a generator)")
@@ -183,23 +204,31 @@ def test_sgd_step_keeps_grad(student, set_to_none):
              "keep a clone of the gradient as the momentum buffer, not the .grad tensor itself.")
 
 
+def _torch_zero_grad(set_to_none):
+    """Each parameter's .grad (None or an array) after torch.optim.SGD's zero_grad."""
+    params = [torch.tensor(a, requires_grad=True) for a in _sgd_data(5)[0]]
+    sum(((p + 1.0) ** 3).sum() for p in params).backward()
+    optimizer = torch.optim.SGD(params, lr=0.1)
+    if set_to_none is None:
+        optimizer.zero_grad()
+    else:
+        optimizer.zero_grad(set_to_none=set_to_none)
+    return [None if p.grad is None else p.grad.numpy() for p in params]
+
+
+ZERO_GRADS = precomputed(_torch_zero_grad, [(None,), (True,), (False,)], backward=True)
+
+
 @question("training.SGD", points=2)
 @cases("set_to_none", [None, True, False], ids=["default", "True", "False"])
 def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
-    params = [torch.tensor(a, requires_grad=True) for a in init]
-    sum(((p + 1.0) ** 3).sum() for p in params).backward()
-    reference = torch.optim.SGD(params, lr=0.1)
-    if set_to_none is None:
-        reference.zero_grad()
-    else:
-        reference.zero_grad(set_to_none=set_to_none)
     call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
     got = run_driver(student, f"SGD(params, lr=0.1), backward, then {call}", drivers.sgd_zero_grad, init, set_to_none)
     if got["torch_optim"]:
         fail(f"training.SGD used {got['torch_optim'][0]}: write it yourself, without torch.optim.")
-    for i, (p, g) in enumerate(zip(params, got["grads"])):
-        if p.grad is None:
+    for i, (expected, g) in enumerate(zip(ZERO_GRADS(set_to_none), got["grads"])):
+        if expected is None:
             if g is not None:
                 fail(f"after {call}, parameter {i}'s .grad is an array; expected None"
                      + (" (set_to_none defaults to True, as in torch.optim)" if set_to_none is None else "") + ".")
@@ -208,7 +237,7 @@ def test_sgd_zero_grad(student, set_to_none):
                 fail(f"after {call}, parameter {i}'s .grad is None; expected a tensor of zeros "
                      "(set_to_none=False zeroes the gradient instead of dropping it).")
             describe(student, f"after {call}, parameter {i}'s .grad")
-            expect_close(g, p.grad.numpy(), rtol=0, atol=0, what="entries")
+            expect_close(g, expected, rtol=0, atol=0, what="entries")
 
 
 # ------------------------------------------------------------------------ steps_per_epoch
@@ -217,10 +246,14 @@ STEPS_CASES = [(10000, 128, False), (10000, 128, True), (60000, 64, False), (100
                (100, 10, True), (5, 10, False), (5, 10, True), (0, 4, False), (1, 1, False), (1438, 32, False)]
 
 
+def _torch_steps(n, batch_size, drop_last):
+    return len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
+
+
 @question("training.steps_per_epoch", points=3)
-@cases("n,batch_size,drop_last", STEPS_CASES)
-def test_steps_per_epoch(student, n, batch_size, drop_last):
-    expected = len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
+@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps)
+def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
+    expected = reference
     got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
                        student.training.steps_per_epoch, n, batch_size, drop_last=drop_last)
 
@@ -236,11 +269,17 @@ def test_steps_per_epoch(student, n, batch_size, drop_last):
     expect_equal(got, expected, diagnose=diagnose)
 
 
+def _refused_by_pytorch(*batch_sizes):
+    """The batch sizes, once DataLoader has refused each with ValueError (when the suite is collected)."""
+    for batch_size in batch_sizes:
+        with pytest.raises(ValueError):
+            torch.utils.data.DataLoader(range(10), batch_size=batch_size)
+    return list(batch_sizes)
+
+
 @question("training.steps_per_epoch", points=1)
-@cases("batch_size", [0, -4])
+@cases("batch_size", _refused_by_pytorch(0, -4))
 def test_steps_per_epoch_invalid(student, batch_size):
-    with pytest.raises(ValueError):  # what PyTorch does with such a batch size
-        torch.utils.data.DataLoader(range(10), batch_size=batch_size)
     with expect_raises(ValueError, because=f"batch_size={batch_size} is not a positive number of examples"):
         student.training.steps_per_epoch(10, batch_size)
 
@@ -248,6 +287,9 @@ def test_steps_per_epoch_invalid(student, batch_size):
 # ------------------------------------------------------------------------ train_epoch
 
 EPOCH_SIZES = (20, 16, 4)
+EPOCH_STATE = mlp_state(EPOCH_SIZES, seed=32)
+EPOCH_LR = 0.1
+EPOCH_MOMENTA = [0.0, 0.9]
 BATCHINGS = {
     # name: (examples, batch size, shuffle seed or None)
     "shuffled": (64, 16, 3),
@@ -255,6 +297,7 @@ BATCHINGS = {
 }
 
 
+@functools.cache
 def _epoch_data(n, seed=31):
     rng = np.random.default_rng([seed, n])
     X = rng.normal(size=(n, EPOCH_SIZES[0])).astype(np.float32)
@@ -262,9 +305,12 @@ def _epoch_data(n, seed=31):
     return X, Y
 
 
-def _reference_epoch(state, X, Y, batch_size, seed, lr, momentum, device):
-    model = load_ref(RefMLP, EPOCH_SIZES, state, device, torch.float32)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+def _reference_epoch(batching, momentum, device):
+    """The canonical loop with torch.optim.SGD: the parameters after every step, the batch losses and sizes."""
+    n, batch_size, seed = BATCHINGS[batching]
+    X, Y = _epoch_data(n)
+    model = load_ref(RefMLP, EPOCH_SIZES, EPOCH_STATE, device, torch.float32)
+    optimizer = torch.optim.SGD(model.parameters(), lr=EPOCH_LR, momentum=momentum)
     loss_fn = nn.CrossEntropyLoss()
     snapshots, losses, sizes = [], [], []
     for x, y in drivers.make_loader(X, Y, batch_size, seed):
@@ -279,18 +325,19 @@ def _reference_epoch(state, X, Y, batch_size, seed, lr, momentum, device):
     return snapshots, losses, sizes
 
 
+REFERENCE_EPOCHS = per_device(_reference_epoch, [(batching, momentum) for batching in BATCHINGS
+                                                 for momentum in EPOCH_MOMENTA], backward=True)
+
+
 def _run_epoch(student, device, batching, momentum):
     n, batch_size, seed = BATCHINGS[batching]
     X, Y = _epoch_data(n)
-    state = mlp_state(EPOCH_SIZES, seed=32)
-    lr = 0.1
     call = (f"train_epoch(MLP{EPOCH_SIZES}, a loader of {n} examples in batches of {batch_size}"
-            f"{', shuffled' if seed is not None else ''}, SGD(lr={lr}, momentum={momentum}), "
+            f"{', shuffled' if seed is not None else ''}, SGD(lr={EPOCH_LR}, momentum={momentum}), "
             f"CrossEntropyLoss(), {device!r})")
-    got = run_driver(student, call, drivers.train_epoch_run, EPOCH_SIZES, state, X, Y, batch_size, seed, lr,
-                     momentum, device)
-    reference = _reference_epoch(state, X, Y, batch_size, seed, lr, momentum, device)
-    return got, reference, call
+    got = run_driver(student, call, drivers.train_epoch_run, EPOCH_SIZES, EPOCH_STATE, X, Y, batch_size, seed,
+                     EPOCH_LR, momentum, device)
+    return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
 
 
 def _loop_mistake(events, batches, device):
@@ -317,7 +364,7 @@ def _loop_mistake(events, batches, device):
 
 @question("training.train_epoch", points=6, use_reference=("torch_mlp.py",))
 @pytest.mark.parametrize("device", VALUE_DEVICES)
-@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("momentum", EPOCH_MOMENTA)
 @pytest.mark.parametrize("batching", sorted(BATCHINGS))
 def test_train_epoch_parameters(student, device, momentum, batching):
     got, (snapshots, _, _), call = _run_epoch(student, device, batching, momentum)
@@ -366,28 +413,40 @@ PROBE_SIZES = (20, 16, 4)
 EVAL_BATCHINGS = {"even": (64, 16), "ragged": (70, 32)}
 
 
-def _eval_case(n, device):
+def _probe_state():
     torch.manual_seed(41)
     probe = drivers.Probe(*PROBE_SIZES).to(torch.float32)
-    state = {k: v.detach().numpy().copy() for k, v in probe.state_dict().items()}
+    return {k: v.detach().numpy().copy() for k, v in probe.state_dict().items()}
+
+
+PROBE_STATE = _probe_state()
+
+
+def _eval_case(batching, device):
+    """Inputs X, labels Y (about a third disagree with the probe's predictions on `device`) and
+    the number of correct predictions."""
+    n, _ = EVAL_BATCHINGS[batching]
     rng = np.random.default_rng([42, n])
     X = rng.normal(size=(n, PROBE_SIZES[0])).astype(np.float32)
-    reference = load_ref(drivers.Probe, PROBE_SIZES, state, device, torch.float32).eval()
+    reference = load_ref(drivers.Probe, PROBE_SIZES, PROBE_STATE, device, torch.float32).eval()
     with torch.no_grad():
         predicted = reference(torch.tensor(X, device=device)).argmax(dim=1).cpu().numpy()
     wrong = rng.random(n) < 0.35  # about a third of the labels disagree with the model
     Y = np.where(wrong, (predicted + 1) % PROBE_SIZES[2], predicted).astype(np.int64)
     correct = int((torch.tensor(predicted) == torch.tensor(Y)).sum().item())
-    return state, X, Y, correct
+    return X, Y, correct
+
+
+EVAL_CASES = per_device(_eval_case, [(batching,) for batching in EVAL_BATCHINGS], backward=False)
 
 
 def _run_eval(student, device, batching, start_training):
     n, batch_size = EVAL_BATCHINGS[batching]
-    state, X, Y, correct = _eval_case(n, device)
+    X, Y, correct = EVAL_CASES(batching, device=device)
     call = (f"evaluate(a model in {'train' if start_training else 'eval'} mode, a loader of {n} examples "
             f"in batches of {batch_size}, {device!r})")
-    got = run_driver(student, call, drivers.evaluate_run, PROBE_SIZES, state, X, Y, batch_size, start_training,
-                     device)
+    got = run_driver(student, call, drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
+                     start_training, device)
     return got, call, n, batch_size, correct
 
 
