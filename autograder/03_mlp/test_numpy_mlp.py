@@ -4,7 +4,9 @@ gradients by hand.
 
 The inputs are drawn once (functools.cache) and PyTorch's answers computed once per case
 (@cases(reference=...), precomputed: gradients only where no GPU is present), both when the suite
-is collected: every submission of a batch shares them."""
+is collected: every submission of a batch shares them.
+Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
+(send_ahead): they run in the same order as one by one."""
 
 import functools
 
@@ -75,7 +77,7 @@ def _linear_forward(batch, d_in, d_out):
 
 
 @question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH)
-@cases("batch,d_in,d_out", LINEAR_SHAPES, reference=_linear_forward)
+@cases("batch,d_in,d_out", LINEAR_SHAPES, reference=_linear_forward, send_ahead=True)
 def test_linear_forward(student, batch, d_in, d_out, reference):
     X, W, b = _linear_case(batch, d_in, d_out)
     expected = reference
@@ -110,7 +112,7 @@ LINEAR_GRADS = precomputed(_linear_backward, LINEAR_SHAPES, backward=True)
 
 
 @question("numpy_mlp.linear_backward", points=8, block_imports=NO_TORCH)
-@cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)))
+@cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)), send_ahead=True)
 def test_linear_backward(student, batch, d_in, d_out, part):
     X, W, b = _linear_case(batch, d_in, d_out)
     grad_Y = _grad_Y(batch, d_in, d_out)
@@ -179,7 +181,7 @@ CROSS_ENTROPY = precomputed(_cross_entropy, SOFTMAX_CASES, backward=True)
 
 
 @question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH)
-@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)))
+@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)), send_ahead=True)
 def test_softmax_cross_entropy(student, batch, classes, scale, part):
     logits, y = _softmax_case(batch, classes, scale)
     expected_loss, expected_grad = CROSS_ENTROPY(batch, classes, scale)
@@ -270,7 +272,8 @@ def _logits(name, batch, shape, d_hidden, d_out):
 
 
 @question("numpy_mlp.forward", points=6, block_imports=NO_TORCH)
-@cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES], reference=_logits)
+@cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES], reference=_logits,
+       send_ahead=True)
 def test_forward(student, name, batch, shape, d_hidden, d_out, reference):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
     expected = reference
@@ -308,7 +311,7 @@ MLP_GRADS = precomputed(_mlp_grads, [(*case[1:], relu) for case in MLP_CASES for
 
 
 @question("numpy_mlp.backward", points=10, block_imports=NO_TORCH)
-@cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)))
+@cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)), send_ahead=True)
 def test_backward(student, name, batch, shape, d_hidden, d_out, key):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
     grad_logits = _grad_logits(batch, d_out)
@@ -345,7 +348,7 @@ def _sgd_step(sizes, lr):
 
 
 @question("numpy_mlp.sgd_update", points=4, block_imports=NO_TORCH)
-@cases(*grid(("sizes", [(6, 4, 3), (784, 16, 10)]), ("lr", [0.1, 0.5])), reference=_sgd_step)
+@cases(*grid(("sizes", [(6, 4, 3), (784, 16, 10)]), ("lr", [0.1, 0.5])), reference=_sgd_step, send_ahead=True)
 def test_sgd_update(student, lr, sizes, reference):
     params = _params(*sizes, seed=7)
     grads = _params(*sizes, seed=8)

@@ -3,7 +3,9 @@ reference nn.Module loaded with the same state_dict on every device, and count_p
 
 PyTorch's answers are computed when the suite is collected, once for every submission of a batch
 (@cases(reference=...), per_device), but on a cuda device, which is used at run time only, and
-the gradients where a GPU is present (see reference.BACKWARD_BEFORE_FORK)."""
+the gradients where a GPU is present (see reference.BACKWARD_BEFORE_FORK).
+Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
+(send_ahead): they run in the same order as one by one."""
 
 import numpy as np
 import pytest
@@ -24,7 +26,8 @@ def _state_shapes(sizes):
 
 
 @question("torch_mlp.MLP", points=3)
-@cases("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"], reference=_state_shapes)
+@cases("sizes", [None, (20, 7, 3), (5, 3, 2)], ids=["default", "20-7-3", "5-3-2"], reference=_state_shapes,
+       send_ahead=True)
 def test_mlp_structure(student, sizes, reference):
     expected_state = reference
     call = "MLP()" if sizes is None else f"MLP{sizes}"
@@ -177,7 +180,7 @@ def _counts(case):
 
 
 @question("torch_mlp.count_parameters", points=5)
-@cases("case", sorted(COUNT_SPECS), reference=_counts)
+@cases("case", sorted(COUNT_SPECS), reference=_counts, send_ahead=True)
 def test_count_parameters(student, case, reference):
     spec = COUNT_SPECS[case]
     got = run_driver(student, f"count_parameters({_words(spec)})", drivers.count_parameters_of, spec)

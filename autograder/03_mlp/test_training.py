@@ -8,7 +8,9 @@ drivers.py that records the mode and grad mode of every forward.
 Inputs are drawn, and PyTorch's answers computed, when the suite is collected: once for every
 submission of a batch (@cases(reference=...), precomputed, per_device); but on a cuda device,
 which is used at run time only, and those that call backward() where a GPU is present (see
-reference.BACKWARD_BEFORE_FORK)."""
+reference.BACKWARD_BEFORE_FORK).
+Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
+(send_ahead): they run in the same order as one by one."""
 
 import functools
 
@@ -165,7 +167,7 @@ TRAJECTORIES = precomputed(_torch_sgd, [
 
 
 @question("training.SGD", points=8)
-@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)))
+@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)), send_ahead=True)
 def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
     init, targets = _sgd_data(1)
     expected = TRAJECTORIES(1, lr, momentum, weight_decay, set_to_none)
@@ -174,7 +176,7 @@ def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
 
 
 @question("training.SGD", points=2)
-@cases("lr,momentum,weight_decay", SKIP_SETTINGS)
+@cases("lr,momentum,weight_decay", SKIP_SETTINGS, send_ahead=True)
 def test_sgd_skips_params_without_grad(student, lr, momentum, weight_decay):
     init, targets = _sgd_data(2)
     expected = TRAJECTORIES(2, lr, momentum, weight_decay, True, IDLE)
@@ -192,7 +194,7 @@ def test_sgd_accepts_a_generator(student):
 
 
 @question("training.SGD", points=1)
-@cases("set_to_none", [True, False])
+@cases("set_to_none", [True, False], send_ahead=True)
 def test_sgd_step_keeps_grad(student, set_to_none):
     init, targets = _sgd_data(4)
     got = _run_sgd(student, init, targets, 0.05, 0.9, 0.1, set_to_none)
@@ -220,7 +222,7 @@ ZERO_GRADS = precomputed(_torch_zero_grad, [(None,), (True,), (False,)], backwar
 
 
 @question("training.SGD", points=2)
-@cases("set_to_none", [None, True, False], ids=["default", "True", "False"])
+@cases("set_to_none", [None, True, False], ids=["default", "True", "False"], send_ahead=True)
 def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
     call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
@@ -251,7 +253,7 @@ def _torch_steps(n, batch_size, drop_last):
 
 
 @question("training.steps_per_epoch", points=3)
-@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps)
+@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True)
 def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
     expected = reference
     got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
@@ -278,7 +280,7 @@ def _refused_by_pytorch(*batch_sizes):
 
 
 @question("training.steps_per_epoch", points=1)
-@cases("batch_size", _refused_by_pytorch(0, -4))
+@cases("batch_size", _refused_by_pytorch(0, -4), send_ahead=True)
 def test_steps_per_epoch_invalid(student, batch_size):
     with expect_raises(ValueError, because=f"batch_size={batch_size} is not a positive number of examples"):
         student.training.steps_per_epoch(10, batch_size)
