@@ -96,6 +96,7 @@ class Figures:
     warm_first: float
     warm_steady: float  # seconds a submission, once every slot has delivered
     warm_cpu: float  # the machine's CPU seconds a submission, the grader's start-up spread over all
+    warm_cpu_steady: float  # the same at steady state: what a submission costs once the grader is warm
     fresh_n: int
     fresh_rate: float  # seconds a submission
     fresh_cpu: float  # CPU seconds a submission
@@ -162,15 +163,17 @@ class PssSampler:
 
 
 def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
-         pss_interval: float) -> tuple[float, float, float, float, float, int]:
+         pss_interval: float) -> tuple[float, float, float, float, float, float, int]:
     """(seconds in all, until the first result, a submission at steady state, CPU seconds a
-    submission, PSS peak MiB, processes)."""
+    submission in all and at steady state, PSS peak MiB, processes)."""
     assignment = load_assignment(find_course_root(ROOT), assignment_name)
     finished: list[float] = []
+    cpu_at: list[float] = []
 
     class Stamps(BatchListener):
         def graded(self, result, done, total):  # noqa: ANN001 - BatchListener's signature
             finished.append(time.perf_counter())
+            cpu_at.append(cpu_seconds())
 
     sampler = PssSampler(pss_interval)
     started, cpu_before = time.perf_counter(), cpu_seconds()
@@ -182,7 +185,8 @@ def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
     assert len(summary.graded) == len(paths) and not summary.failed, [r.error for r in summary.failed]
     warm_from = min(jobs, len(finished) - 2)  # every slot has delivered once: the pool is warm
     steady = (finished[-1] - finished[warm_from]) / (len(finished) - 1 - warm_from)
-    return elapsed, finished[0] - started, steady, cpu / len(paths), peak, count
+    steady_cpu = (cpu_at[-1] - cpu_at[warm_from]) / (len(cpu_at) - 1 - warm_from)
+    return elapsed, finished[0] - started, steady, cpu / len(paths), steady_cpu, peak, count
 
 
 def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> tuple[float, float]:
@@ -204,10 +208,10 @@ def measure(assignment_name: str, n: int, fresh_n: int, jobs: int, pss_interval:
     with tempfile.TemporaryDirectory(prefix="checks-bench-") as temp:
         paths = generate(assignment_name, n, Path(temp) / "subs")
         sample = paths[::max(1, len(paths) // fresh_n)][:fresh_n]
-        total, first, steady, warm_cpu, peak, count = warm(assignment_name, paths, jobs, Path(temp) / "out",
-                                                           pss_interval)
+        total, first, steady, warm_cpu, steady_cpu, peak, count = warm(assignment_name, paths, jobs,
+                                                                       Path(temp) / "out", pss_interval)
         fresh_seconds, fresh_cpu = fresh_processes(assignment_name, sample, jobs)
-    return Figures(assignment_name, jobs, len(paths), total, first, steady, warm_cpu, len(sample),
+    return Figures(assignment_name, jobs, len(paths), total, first, steady, warm_cpu, steady_cpu, len(sample),
                    fresh_seconds / len(sample), fresh_cpu / len(sample), peak, count)
 
 
@@ -246,11 +250,13 @@ def main() -> None:
               f"{figures.warm_first:.1f} s), {figures.fresh_n} fresh; {args.jobs} in flight", flush=True)
     print()
     print(f"{'':12} {'seconds a submission':^27} {'CPU seconds a submission':^27}")
-    print(f"{'assignment':12} {'warm':>8} {'fresh':>8} {'ratio':>9} {'warm':>8} {'fresh':>8} {'ratio':>9} {'PSS peak':>10}")
+    print(f"{'assignment':12} {'warm':>8} {'fresh':>8} {'ratio':>9} {'warm':>8} {'fresh':>8} {'ratio':>9} "
+          f"{'steady':>8} {'PSS peak':>10}")
     for f in rows:
         print(f"{f.assignment:12} {f.warm_steady:8.3f} {f.fresh_rate:8.3f} {f.ratio:8.1f}x "
-              f"{f.warm_cpu:8.3f} {f.fresh_cpu:8.3f} {f.cpu_ratio:8.1f}x "
+              f"{f.warm_cpu:8.3f} {f.fresh_cpu:8.3f} {f.cpu_ratio:8.1f}x {f.warm_cpu_steady:8.3f} "
               f"{f.pss_peak_mib:6.0f} MiB  ({f.pss_processes} processes)")
+    print("(steady: the warm grader's CPU seconds a submission once every slot has delivered, start-up left out)")
     if args.test_runs:
         test_times, import_times = time_checks_test(args.test_runs)
         print(f"checks test 01_tensors: {', '.join(f'{t:.2f}' for t in test_times)} s wall "

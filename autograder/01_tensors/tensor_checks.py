@@ -68,6 +68,11 @@ def strided(shape, strides) -> torch.Tensor:
     return torch.empty_strided(ints(shape), ints(strides), dtype=torch.uint8)
 
 
+def layout(tensor: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A tensor's (shape, strides), as the student's layout functions return them."""
+    return tuple(tensor.shape), tuple(tensor.stride())
+
+
 # ---- comparing ------------------------------------------------------------------------------
 
 def fmt(values) -> str:

@@ -9,7 +9,7 @@ import torch
 import tensor_cases
 from checks.suite import Refusal, ask_reference, cases, expect_equal, fail, question, reference_or_refusal
 from tensor_checks import (column_major, expect_array, expect_layout, expect_strides,
-                           expect_value_error, fmt, inclusive_row_major, ints, plural, row_major, safe_tuple,
+                           expect_value_error, fmt, inclusive_row_major, ints, layout, plural, row_major, safe_tuple,
                            same_ignoring_size1, strided, torch_reference, unclamped_row_major, value_of)
 
 
@@ -163,8 +163,7 @@ def test_unravel(student, flat, shape, reference):
 
 @torch_reference
 def transpose_reference(shape, strides, dim0, dim1):
-    t = strided(shape, strides).transpose(int(dim0), int(dim1))
-    return tuple(t.shape), tuple(t.stride())
+    return layout(strided(shape, strides).transpose(int(dim0), int(dim1)))
 
 
 @question("strides.transpose", points=8)
@@ -197,8 +196,7 @@ def test_transpose(student, shape, strides, dim0, dim1, reference):
 
 @torch_reference
 def permute_reference(shape, strides, dims):
-    t = strided(shape, strides).permute(ints(dims))
-    return tuple(t.shape), tuple(t.stride())
+    return layout(strided(shape, strides).permute(ints(dims)))
 
 
 @question("strides.permute", points=8)
@@ -292,8 +290,7 @@ def _view_refusal(shape, strides, new_shape) -> str:
 
 @torch_reference
 def view_reference(shape, strides, new_shape):
-    t = strided(shape, strides).view(ints(new_shape))
-    return tuple(t.shape), tuple(t.stride())
+    return layout(strided(shape, strides).view(ints(new_shape)))
 
 
 @question("strides.view", points=12)
