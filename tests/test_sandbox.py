@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources
+from checks.sandbox.supervisor import with_bytecode
 
 REFERENCE = {
     "good.py": "def add(a, b):\n    return a + b\n\n\ndef label():\n    return 'reference'\n",
@@ -189,3 +192,11 @@ def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_qu
     })
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
     assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
+
+
+def test_only_the_named_modules_are_compiled_ahead():
+    """A student's other files (a copy of the public tests, say) compile in the worker, if imported."""
+    files = {"strides.py": b"X = 1\n", "tests/test_public.py": b"Y = 2\n", "helper.py": b"Z = 3\n"}
+    compiled = with_bytecode(files, {}, modules={"strides"})
+    assert set(compiled) - set(files) == {importlib.util.cache_from_source("strides.py")}
+    assert len(set(with_bytecode(files, {})) - set(files)) == 3

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Container
 
 from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
@@ -86,9 +87,12 @@ class WorkerConfig:
                 "limits": self.limits.as_rlimits(self.uid is not None)}
 
 
-def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None]) -> dict[str, bytes]:
+def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None],
+                  modules: Container[str] | None = None) -> dict[str, bytes]:
     """`files` plus the bytecode of each .py file, where import looks for it: the workers of a
     submission then skip compiling (milliseconds a file). `cache` holds what was compiled before.
+    `modules`: only the files of these top-level modules (the others, such as a student's copy of
+    the public tests, are compiled by a worker that imports them, if one does).
 
     Compiling runs none of the code, and a file that does not compile is left to fail where the
     student's code runs. The bytecode is checked against its source on import (PEP 552).
@@ -96,7 +100,7 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
     checked_hash_pyc = (3).to_bytes(4, "little")
     compiled = {}
     for name, source in files.items():
-        if not name.endswith(".py"):
+        if not name.endswith(".py") or (modules is not None and name.split("/")[0].removesuffix(".py") not in modules):
             continue
         if (name, source) not in cache:
             try:

@@ -87,7 +87,8 @@ class ChecksPlugin:
         files = dict(self.files)
         if given:
             files.update(self.assignment.reference_files(given))
-        config = WorkerConfig(files=with_bytecode(files, self._bytecode), block_imports=options["block_imports"],
+        config = WorkerConfig(files=with_bytecode(files, self._bytecode, self.assignment.modules or None),
+                              block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid)
         sandbox = QuestionSandbox(self.workers, config, options["timeout"])
         self._open = (key, sandbox)
