@@ -64,7 +64,8 @@ def test_offset(student, index, shape, storage_offset):
 @question("strides.unravel", points=8)
 @pytest.mark.parametrize("flat, shape", [(5, (2, 3)), (13, (2, 3, 4)), (0, ())], ids=repr)
 def test_unravel(student, flat, shape):
-    expected = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+    numbered = torch.arange(torch.empty(shape).numel()).reshape(shape)  # each element holds its flat index
+    expected = tuple(int(i) for i in (numbered == flat).nonzero()[0])
     expect_equal(student.strides.unravel(flat, shape), expected)
 
 
@@ -149,7 +150,7 @@ def test_gather(student, shape, strides, storage_offset):
 @question("broadcasting.broadcast_shape", points=8)
 @pytest.mark.parametrize("shapes", [((2, 1), (3,)), ((64, 1), (768,)), ((5, 1, 4), (3, 1), ())], ids=repr)
 def test_broadcast_shape(student, shapes):
-    expected = tuple(torch.broadcast_shapes(*shapes))
+    expected = tuple(torch.broadcast_tensors(*(torch.empty(s) for s in shapes))[0].shape)
     try:
         got = student.broadcasting.broadcast_shape(*shapes)
     except StudentRaised as raised:
