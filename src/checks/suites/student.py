@@ -400,6 +400,8 @@ class Student:
                     case()
                 except _Noted as noted:
                     calls.append((noted.key, noted.message))
+                except KeyboardInterrupt:
+                    raise
                 except BaseException:  # noqa: BLE001 - it fails, or skips, before any call: again when run
                     pass
         finally:
