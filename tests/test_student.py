@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import pickle
+import socket
 import sys
 import time
 
@@ -237,7 +238,7 @@ import os
 calls = []
 
 
-def square(x):
+def square(x, padding=""):
     calls.append(x)
     if x == 3:
         raise ValueError("three")
@@ -274,6 +275,26 @@ def test_calls_sent_ahead_go_in_one_write_and_are_answered_in_turn(zygote, monke
     assert [student.ahead.square(x) for x in (1, 2, 4)] == [1, 4, 16]
     assert writes == [3]  # each answer was there already
     assert student.ahead.seen() == [1, 2, 4] and writes == [3, 1]
+
+
+def test_no_more_is_sent_ahead_than_the_socket_takes_at_once(zygote, monkeypatch):
+    """A worker busy sending a large reply reads no request: the grader must not wait on it."""
+    writes = []
+    send = Worker.send
+
+    def counted(worker, requests, timeout):
+        writes.append(sum(map(len, requests)))
+        send(worker, requests, timeout)
+
+    monkeypatch.setattr(Worker, "send", counted)
+    student = ahead_student(zygote)
+    student._sandbox._worker().sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    capacity = student._sandbox.worker.send_capacity
+    padded = [10_000 + x for x in range(40)]  # big ints: each request about 40 bytes
+    student.send_ahead([functools.partial(student.ahead.square, x, "-" * 200) for x in padded])
+    assert writes and writes[0] <= capacity
+    assert [student.ahead.square(x, "-" * 200) for x in padded] == [x * x for x in padded]
+    assert len(writes) > 1  # the calls that did not fit went one by one
 
 
 def test_a_call_not_sent_ahead_runs_after_those_that_were(zygote):

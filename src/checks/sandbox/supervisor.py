@@ -146,6 +146,11 @@ class Worker:
         self.data_at_start = _data_bytes(pid)  # the zygote's, inherited: the worker has only just forked
         self.given: set[str] = set()  # suite driver modules it holds: sent once, forgotten when it starts afresh
 
+    @property
+    def send_capacity(self) -> int:
+        """Bytes a send may queue without waiting for the worker to read: half the socket's buffer."""
+        return self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
+
     def request(self, message: dict, timeout: float) -> tuple[dict, bytes | None]:
         """Send one request; return the reply's JSON header and the codec payload, if any."""
         self.send([pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)], timeout)

@@ -20,7 +20,7 @@ from checks.suites.describe import summarize_call
 
 
 MAX_HANGS = 2  # a function that hung this often in one question is not called again there
-SEND_AHEAD_BYTES = 64 * 1024  # calls sent ahead at most: what a socket's buffer takes without waiting
+SEND_AHEAD_BYTES = 64 * 1024  # calls sent ahead at once, at most (and at most Worker.send_capacity)
 
 
 class StudentFault(Exception):
@@ -199,16 +199,20 @@ class QuestionSandbox:
             worker = self._worker()
         except SandboxUnavailable:
             return  # each call says so when it is made
-        size, wire = 0, []
+        # all of them must fit in the socket at once: the worker may be busy sending a large reply
+        budget, size, wire = min(SEND_AHEAD_BYTES, worker.send_capacity), 0, []
         for key, message in calls:
             if self.hangs.get(key, 0) >= MAX_HANGS:
                 break  # refused when asked for, without running (see request)
             request = _pickle(message)
-            size += len(request)
-            if size > SEND_AHEAD_BYTES and self.ahead:
-                break  # about what the socket's buffer takes without waiting on the worker
+            data, driver = _wire(worker, message, request)
+            size += len(data)
+            if size > budget and self.ahead:
+                break
+            if driver:
+                worker.given.add(driver)
             self.ahead.append(_SentAhead(request))
-            wire.append(_wire(worker, message, request))
+            wire.append(data)
         try:
             worker.send(wire, self.timeout)
         except (WorkerTimedOut, WorkerDied):
@@ -254,7 +258,10 @@ class QuestionSandbox:
             del self.ahead[:match + 1]  # those before it were not asked for
             return call.outcome()
         worker = self._worker()
-        worker.send([_wire(worker, message, request)], self.timeout)
+        data, driver = _wire(worker, message, request)
+        if driver:
+            worker.given.add(driver)
+        worker.send([data], self.timeout)
         return worker.reply(self.timeout)
 
     def _read_ahead(self, count: int) -> None:
@@ -292,13 +299,13 @@ def _pickle(message: dict) -> bytes:
     return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _wire(worker: Worker, message: dict, pickled: bytes) -> bytes:
-    """`message` (`pickled`) as `worker` gets it: a suite driver's code goes with the first run of
-    its module only (tens of kilobytes), and the worker keeps it until it starts afresh."""
+def _wire(worker: Worker, message: dict, pickled: bytes) -> tuple[bytes, str | None]:
+    """`message` (`pickled`) as `worker` gets it, and the suite driver module whose code it carries:
+    a driver's code goes with the first run of its module only (tens of kilobytes), and the worker
+    keeps it until it starts afresh (the caller notes it in worker.given once it is sent)."""
     if message["op"] != "run" or message["module"] in worker.given:
-        return pickled
-    worker.given.add(message["module"])
-    return _pickle({**message, "code": _driver_code(message["module"])})
+        return pickled, None
+    return _pickle({**message, "code": _driver_code(message["module"])}), message["module"]
 
 
 class _SentAhead:
