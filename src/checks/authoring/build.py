@@ -13,41 +13,27 @@ import shutil
 from pathlib import Path
 
 from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
+from checks.course.solution_regions import Region, RegionError, split_regions
 from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
 from checks.suites.quiz import QUIZ_FILE
 
-BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")
-END = re.compile(r"^[ \t]*# END SOLUTION\s*$")
 DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
 QUIZ_ANSWER = re.compile(r"^(?P<key>[A-Za-z0-9_\-]+)\s*=.*$")
 IGNORED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 
-
-class BuildError(Exception):
-    """A solution file whose regions do not pair up; str() names the file and line."""
+BuildError = RegionError  # a solution file whose regions do not pair up; str() names the file and line
 
 
 def strip_solutions(source: str, filename: str = "<source>") -> str:
     """Replace every solution region with a NotImplementedError carrying the region's hint."""
     out: list[str] = []
-    region_start: int | None = None
-    for number, line in enumerate(source.splitlines(keepends=True), start=1):
-        begin, end = BEGIN.match(line), END.match(line)
-        if begin:
-            if region_start is not None:
-                raise BuildError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {region_start}")
-            region_start = number
-            where = _enclosing_name(out, len(begin["indent"]))
-            hint = begin["hint"] or "not implemented yet"
-            out.append(f"{begin['indent']}raise NotImplementedError({f'{where}: {hint}'!r})\n")
-        elif end:
-            if region_start is None:
-                raise BuildError(f"{filename}:{number}: END SOLUTION without a BEGIN SOLUTION")
-            region_start = None
-        elif region_start is None:
-            out.append(line)
-    if region_start is not None:
-        raise BuildError(f"{filename}:{region_start}: BEGIN SOLUTION is never closed")
+    for part in split_regions(source, filename):
+        if isinstance(part, Region):
+            where = _enclosing_name(out, len(part.indent))
+            hint = part.hint or "not implemented yet"
+            out.append(f"{part.indent}raise NotImplementedError({f'{where}: {hint}'!r})\n")
+        else:
+            out.append(part[1])
     return "".join(out)
 
 

@@ -18,13 +18,13 @@ submitted/<name>/<A>/, so that a course moving from .py files, and the tests, ca
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from checks.course.answer_cells import answer_cell, parse_answer_cell
 from checks.course.assignment import Assignment, CourseError
+from checks.course.solution_regions import END, Region, split_regions
 from checks.course.submissions import SubmissionError, read_submission, submission_name
 from checks.exports import kernel
 from checks.exports.hidden import hidden_files
@@ -39,8 +39,6 @@ SCHEMA_VERSION = 3  # nbgrader 0.9's cell metadata schema
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 # nbgrader finds a region by these words anywhere in a line (ClearSolutions: substring match)
 NBGRADER_BEGIN, NBGRADER_END = "### BEGIN SOLUTION", "### END SOLUTION"
-_BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*?))?\s*$")  # as in `checks build`
-_END = re.compile(r"^(?P<indent>[ \t]*)# END SOLUTION\s*$")
 
 CONFIG = '''\
 # nbgrader configuration written by `checks export nbgrader {assignment}`.
@@ -164,28 +162,19 @@ def source_notebook(assignment: Assignment, questions: list[Question]) -> Notebo
 def nbgrader_regions(code: str, filename: str) -> str:
     """A solution file's `# BEGIN SOLUTION hint: ...` regions as nbgrader's `### BEGIN SOLUTION`
     regions, each hint kept as a comment line above its region (nbgrader drops the marker line)."""
-    out, open_at = [], None
-    for number, line in enumerate(code.split("\n"), start=1):
-        begin, end = _BEGIN.match(line), _END.match(line)
-        if begin:
-            if open_at is not None:
-                raise CourseError(f"{filename}:{number}: BEGIN SOLUTION inside the region opened at line {open_at}")
-            open_at = number
-            if begin["hint"]:
-                out.append(f"{begin['indent']}# Hint: {begin['hint']}")
-            out.append(begin["indent"] + NBGRADER_BEGIN)
-        elif end:
-            if open_at is None:
-                raise CourseError(f"{filename}:{number}: END SOLUTION without a BEGIN SOLUTION")
-            open_at = None
-            out.append(end["indent"] + NBGRADER_END)
-        elif "BEGIN SOLUTION" in line or "END SOLUTION" in line:
-            raise CourseError(f"{filename}:{number}: nbgrader would take this line for a solution marker: {line.strip()}")
+    out: list[str] = []
+    for part in split_regions(code, filename):
+        if isinstance(part, Region):
+            hint = [f"{part.indent}# Hint: {part.hint}\n"] if part.hint else []
+            end = END.match(part.end)
+            out += [*hint, f"{part.indent}{NBGRADER_BEGIN}\n", *part.body,
+                    end["indent"] + NBGRADER_END + part.end[len(part.end.rstrip("\r\n")):]]
+        elif "BEGIN SOLUTION" in part[1] or "END SOLUTION" in part[1]:
+            raise CourseError(f"{filename}:{part[0]}: nbgrader would take this line for a solution marker: "
+                              f"{part[1].strip()}")
         else:
-            out.append(line)
-    if open_at is not None:
-        raise CourseError(f"{filename}:{open_at}: BEGIN SOLUTION is never closed")
-    return "\n".join(out)
+            out.append(part[1])
+    return "".join(out)
 
 
 def release_notebook(source: NotebookNode) -> NotebookNode:

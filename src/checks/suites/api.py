@@ -170,15 +170,15 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         def run_cases(**fixtures: Any) -> None:
             failures: list[tuple[str, Exception]] = []
             student, sink = current_student.get(), case_sink.get()
-            runs = [functools.partial(function, **fixtures, **dict(zip(names, row)),
+            each_case = [dict(zip(names, row)) for row in rows]
+            runs = [functools.partial(function, **fixtures, **arguments,
                                       **({} if references is None else {"reference": references[index]}))
-                    for index, row in enumerate(rows)]
+                    for index, arguments in enumerate(each_case)]
             if send_ahead and student is not None:
                 student.send_ahead(runs)
-            for label, row, run in zip(labels, rows, runs):
+            for label, arguments, run in zip(labels, each_case, runs):
                 if student is not None:
                     student.last_call, student.last_result = "", None
-                arguments = dict(zip(names, row))
                 try:
                     run()
                     error = None

@@ -313,9 +313,12 @@ class _SentAhead:
 
     def __init__(self, request: bytes) -> None:
         self.request = request
-        self.answered = False
         self._reply: tuple[dict, bytes | None] | None = None
         self._failure: Exception | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self.replied or self._failure is not None
 
     @property
     def replied(self) -> bool:
@@ -328,7 +331,6 @@ class _SentAhead:
             self._reply = worker.reply(timeout)
         except (WorkerTimedOut, WorkerDied, ReplyRefused) as failure:
             self._failure = failure
-        self.answered = True
 
     def outcome(self) -> tuple[dict, bytes | None]:
         """The reply, or the failure a call made now would have met (it is raised)."""
