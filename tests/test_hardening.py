@@ -446,7 +446,9 @@ def find():
 @needs_jail
 def test_nothing_of_a_reference_outlives_its_question(make_course):
     """A question graded with a reference file hands the student's code that file: no file,
-    process or shared memory of that question may carry it to the student's own questions."""
+    process or shared memory of that question may carry it to a question graded without it. (The
+    questions given no reference run before any that is given one: the finder here is given
+    another reference file, which puts it after the thief.)"""
     root = make_course({
         "autograder/leak/assignment.toml": 'files = ["good.py", "thief.py"]\n',
         "autograder/leak/test_leak.py": """
@@ -456,11 +458,12 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
             def test_steal(student):
                 expect_equal(student.thief.steal(), "stashed")
 
-            @question("thief.find", points=50)
+            @question("thief.find", points=50, use_reference=("other.py",))
             def test_find(student):
                 expect_equal(student.thief.find(), [])
         """,
         "solutions/leak/good.py": f"SECRET = '{SECRET}'\n",
+        "solutions/leak/other.py": "",
         "assignments/leak/.keep": "",
         "subs/thief/good.py": "SECRET = 'mine'\n",
         "subs/thief/thief.py": THIEF,
@@ -516,11 +519,13 @@ def test_a_full_home_costs_nothing_after_its_worker(make_course, monkeypatch):
             def test_fill(student):
                 assert student.filler.fill() < 64
 
-            @question("filler.free", points=50, block_imports=("torch",))  # other imports: a fresh worker
+            # given a reference file: graded after test_fill, in a fresh worker
+            @question("filler.free", points=50, use_reference=("spare.py",))
             def test_free(student):
                 assert student.filler.free_within(10.0, 48)
         """,
         "assignments/fill/.keep": "",
+        "solutions/fill/spare.py": "",
         "subs/filler/filler.py": FILLER,
     })
     [result] = grade_sources(load_assignment(root, "fill"), [Source.from_path(root / "subs/filler")], jobs=1,

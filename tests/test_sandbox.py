@@ -157,7 +157,9 @@ def test_a_broken_hidden_test_is_a_grader_error_not_the_students(make_course):
 
 def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_question_does(make_course):
     """Between two questions graded with the same reference files the worker is handed on (there
-    is nothing new to carry); a question with other files or none gets a fresh one."""
+    is nothing new to carry); a question with other files or none gets a fresh one. The questions
+    given no reference run first, then each set of reference files in turn, so that as few
+    workers as may be are started; the results are listed in suite order all the same."""
     root = make_course({
         "autograder/toy/assignment.toml": 'files = ["good.py", "other.py"]\n',
         "autograder/toy/test_order.py": """
@@ -165,24 +167,31 @@ def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_qu
 
             PIDS = {}
 
-            @question("first.with_reference", points=25, use_reference=("good.py",))
+            @question("first.with_reference", points=20, use_reference=("good.py",))
             def test_first(student):
                 PIDS["first"] = student.other.pid()
+                assert list(PIDS) == ["fourth", "fifth", "first"]
+                assert PIDS["first"] != PIDS["fourth"]
                 expect_equal(student.good.label(), "reference")
 
-            @question("second.same_reference", points=25, use_reference=("good.py",))
+            @question("second.same_reference", points=20, use_reference=("good.py",))
             def test_second(student):
                 expect_equal(student.other.pid(), PIDS["first"])
 
-            @question("third.other_reference", points=25, use_reference=("good.py", "other.py"))
+            @question("third.other_reference", points=20, use_reference=("good.py", "other.py"))
             def test_third(student):
                 PIDS["third"] = student.other.pid()
                 assert PIDS["third"] != PIDS["first"]
 
-            @question("fourth.without", points=25)
+            @question("fourth.without", points=20)
             def test_fourth(student):
-                assert student.other.pid() not in (PIDS["first"], PIDS["third"])
+                PIDS["fourth"] = student.other.pid()
                 expect_equal(student.good.label(), "mine")
+
+            @question("fifth.without", points=20)
+            def test_fifth(student):
+                PIDS["fifth"] = student.other.pid()
+                assert PIDS["fifth"] == PIDS["fourth"]
         """,
         "solutions/toy/good.py": REFERENCE["good.py"],
         "solutions/toy/other.py": "import os\n\n\ndef pid():\n    return os.getpid()\n",
@@ -192,6 +201,8 @@ def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_qu
     })
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
     assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
+    assert [q.qid for q in result.questions] == ["first.with_reference", "second.same_reference",
+                                                 "third.other_reference", "fourth.without", "fifth.without"]
 
 
 def test_only_the_named_modules_are_compiled_ahead():

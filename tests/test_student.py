@@ -151,6 +151,42 @@ def test_a_worker_is_not_handed_on_with_other_files_a_thread_or_a_hoard(zygote):
         assert pids[0] != pids[1], first
 
 
+GATE = b"""
+import os
+import sys
+
+
+def state():
+    try:
+        import torch
+    except ImportError as error:
+        seen = str(error)
+    else:
+        seen = [torch.rand(1).item(), str(torch.get_default_dtype())]
+    return {"pid": os.getpid(), "torch": seen, "wave": "wave" in sys.modules}
+
+
+def use_wave():
+    import wave  # noqa: F401 - a module the zygote has not imported
+"""
+
+
+def test_a_worker_is_handed_on_to_a_question_that_blocks_fewer_imports_never_more(zygote):
+    """A question that may import torch can follow one that may not in the same worker: torch is
+    back as the zygote had it, and what was imported under the block is imported again. The other
+    way round the code run before could have kept torch somewhere: a fresh worker."""
+    blocked = WorkerConfig(files={"probe.py": GATE}, block_imports=("torch",))
+    open_ = WorkerConfig(files={"probe.py": GATE})
+    fresh = run_questions(zygote, (None, open_))[0]
+    first, second = run_questions(zygote, (("use_wave",), blocked), (None, open_))
+    assert first["pid"] == second["pid"]
+    assert "torch is not available to this part of the assignment" in first["torch"] and first["wave"]
+    assert second["torch"] == fresh["torch"] and not second["wave"]
+    first, second = run_questions(zygote, (None, open_), (None, blocked))
+    assert first["pid"] != second["pid"]
+    assert "torch is not available" in second["torch"]
+
+
 def test_fresh_worker_per_question_forks_one_each(zygote, make_course):
     first, second = run_questions(zygote, (None, CONFIG), (None, CONFIG), hand_on=False)
     assert first["pid"] != second["pid"]

@@ -81,6 +81,12 @@ class WorkerConfig:
     # the CPUs it may run on: its grader's, so that the two hand over on one core (see grading/pool.py)
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
 
+    def serves(self, other: "WorkerConfig") -> bool:
+        """Whether a worker holding this config may serve a question that needs `other`: all the
+        same, but that `other` may block fewer imports (the code run before could not reach them)."""
+        return (self.files == other.files and self.limits == other.limits and self.uid == other.uid
+                and self.cpus == other.cpus and set(self.block_imports) >= set(other.block_imports))
+
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
@@ -190,13 +196,14 @@ class Worker:
             self.kill()
             raise ReplyRefused(str(error) if isinstance(error, ValueError) else "a malformed reply") from None
 
-    def start_afresh(self) -> bool:
-        """Ready the worker for another question of the same submission: True when it is still
-        fit for one (alone, small, quick so far; the kernel's account, not the worker's) and has
-        put its student modules and settings back (worker._Session._start_afresh); else killed."""
+    def start_afresh(self, block_imports: tuple[str, ...]) -> bool:
+        """Ready the worker for another question of the same submission, which blocks these
+        imports (some of those it blocks now, or all): True when it is still fit for one (alone,
+        small, quick so far; the kernel's account, not the worker's) and has put its student
+        modules and settings back (worker._Session._start_afresh); else killed."""
         if self.alive and self._fit_to_hand_on():
             try:
-                header, _ = self.request({"op": "afresh"}, AFRESH_TIMEOUT)
+                header, _ = self.request({"op": "afresh", "block_imports": list(block_imports)}, AFRESH_TIMEOUT)
             except (WorkerTimedOut, WorkerDied, ReplyRefused):
                 return False
             if header.get("status") == "afresh":

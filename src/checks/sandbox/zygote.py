@@ -60,6 +60,7 @@ def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str
     # not a subreaper: the workers of a zygote that died must not become our children, or a
     # killpg of their new parent's group would reach us
     warm_up(imports)
+    worker.index_modules()
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
         hugepages.collapse_heap()

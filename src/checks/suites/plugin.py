@@ -9,7 +9,7 @@ recorded as a grader error, never silently charged to the student.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -18,7 +18,7 @@ from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
 from checks.suites.scoring import CaseResult
-from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers
+from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers, compile_drivers
 
 
 class ChecksPlugin:
@@ -33,6 +33,7 @@ class ChecksPlugin:
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
         self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
+        self._suite_position: dict[pytest.Item, int] = {}  # each test's place in the suite, as written
         self.start_submission(files)
 
     def start_submission(self, files: dict[str, bytes]) -> None:
@@ -117,17 +118,43 @@ class ChecksPlugin:
                                f"{report.longreprtext[-1500:]}")
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Check every test's @question, then run the tests grouped by the worker they need (see
+        _worker_order); their results are still listed in suite order (CaseResult.position)."""
+        options: dict[pytest.Item, dict[str, Any]] = {}
         for item in items:
             try:
-                if api.question_options(item) is None:
-                    self.errors.append(f"{item.nodeid} has no @question(...) marker")
+                found = api.question_options(item)
             except pytest.UsageError as error:
                 self.errors.append(str(error))
+                continue
+            if found is None:
+                self.errors.append(f"{item.nodeid} has no @question(...) marker")
+            else:
+                options[item] = found
+        self._suite_position = {item: position for position, item in enumerate(items)}
+        items.sort(key=self._worker_order(options))
+
+    def _worker_order(self, options: dict[pytest.Item, dict[str, Any]]) -> Callable[[pytest.Item], tuple[int, int]]:
+        """A sort key (sorting is stable) that lets one worker serve as many questions in a row as
+        it may: the questions given no reference files first, then each set of reference files in
+        turn (a worker never outlives a change of them); within each, those that block more
+        imports first (a worker is handed on to a question that blocks fewer, never more)."""
+        groups: dict[tuple[str, ...], int] = {(): 0}
+        for found in options.values():
+            groups.setdefault(tuple(found["use_reference"]) if self.use_references else (), len(groups))
+
+        def key(item: pytest.Item) -> tuple[int, int]:
+            found = options.get(item)
+            if found is None:
+                return 0, 0
+            given = tuple(found["use_reference"]) if self.use_references else ()
+            return groups[given], -len(set(found["block_imports"]))
+        return key
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Compile the files every submission is given (course files, the reference files of the
-        questions that use them) once, here, before a batch forks a grading process per submission
-        (milliseconds a file, which each of them would pay again)."""
+        questions that use them) and the suite's drivers once, here, before a batch forks a grading
+        process per submission (milliseconds a file, which each of them would pay again)."""
         shared = dict(self.assignment.course_files())
         if self.use_references:
             given = set()
@@ -145,6 +172,8 @@ class ChecksPlugin:
                     continue
         with_bytecode(shared, self._shared_bytecode)
         self._bytecode.update(self._shared_bytecode)
+        compile_drivers({item.path.parent for item in session.items},
+                        {item.module.__name__ for item in session.items if getattr(item, "module", None)})
 
     def pytest_runtest_logstart(self) -> None:  # before each test's set-up, whatever happens in it
         self._first_case_of_item = len(self.cases)
@@ -198,7 +227,7 @@ class ChecksPlugin:
     def _record(self, item: pytest.Item, nodeid: str, passed: bool, message: str, grader_error: bool) -> None:
         options, test_key = self._item_info(item)
         self.cases.append(CaseResult(options["qid"], test_key, options["points"], options["all_or_nothing"],
-                                     passed, message, grader_error, nodeid))
+                                     passed, message, grader_error, nodeid, self._suite_position.get(item, 0)))
         device = getattr(getattr(item, "callspec", None), "params", {}).get("device")
         if device is not None:
             self.devices.add(str(device).split(":")[0])

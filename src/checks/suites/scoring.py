@@ -25,6 +25,7 @@ class CaseResult:
     message: str = ""
     grader_error: bool = False  # the hidden test itself broke: not the student's fault
     nodeid: str = ""
+    position: int = 0  # its test's place in the suite: tests run grouped by the worker they need
 
 
 @dataclass
@@ -84,9 +85,10 @@ class SubmissionResult:
 
 
 def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:
-    """Each test function earns its points times the share of its cases passed (or all or none)."""
+    """Each test function earns its points times the share of its cases passed (or all or none).
+    Questions and their cases come in suite order, whatever order the tests ran in."""
     by_question: dict[str, list[CaseResult]] = defaultdict(list)
-    for case in cases:
+    for case in sorted(cases, key=lambda case: case.position):
         by_question[case.qid].append(case)
     return [_score_question(qid, items) for qid, items in by_question.items()]
 

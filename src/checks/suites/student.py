@@ -11,6 +11,7 @@ import inspect
 import marshal
 import pickle
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from checks.sandbox import codec
@@ -143,11 +144,11 @@ class SubmissionWorkers:
         self._unavailable = ""  # why the sandbox could not start a worker: the later calls fail at once
 
     def take(self, config: WorkerConfig) -> Worker:
-        """A worker holding `config`: the idle one if it holds the same and is fit for another
-        question (Worker.start_afresh), else a fresh one."""
+        """A worker holding `config`: the idle one if it can serve it (WorkerConfig.serves) and is
+        fit for another question (Worker.start_afresh), else a fresh one."""
         if self._idle is not None:
             (idle_config, worker), self._idle = self._idle, None
-            if idle_config == config and worker.start_afresh():
+            if idle_config.serves(config) and worker.start_afresh(config.block_imports):
                 return worker
             worker.kill()
         return self.fresh(config)
@@ -432,6 +433,19 @@ class _Noted(BaseException):
     def __init__(self, key: str, message: dict) -> None:
         super().__init__(key)
         self.key, self.message = key, message
+
+
+def compile_drivers(folders: set[Path], tests: set[str]) -> None:
+    """Compile ahead every module loaded from these folders but the `tests` themselves (the suite
+    helper modules, any of which may hold drivers): once before a batch forks its grading
+    processes, instead of once in each of them."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if name not in tests and path and Path(path).parent in folders:
+            try:
+                _driver_code(name)
+            except (OSError, TypeError, SyntaxError):  # no source to read: compiled when run, if ever
+                continue
 
 
 @functools.lru_cache(maxsize=None)
