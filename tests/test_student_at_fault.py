@@ -30,9 +30,10 @@ FORGER = '''
 import gc, json, socket, struct
 
 def forged():
-    """A reply of its own on the worker's socket, in the worker's framing: base64 that is not."""
+    """A reply of its own on the worker's socket, in the worker's framing: an array whose bytes are not there."""
     sock = next(o for o in gc.get_objects() if isinstance(o, socket.socket) and o.fileno() >= 0)
-    frames = [b'{"status": "returned"}', json.dumps({"a": {"dtype": "int64", "shape": [], "b64": "!!!!"}}).encode()]
+    tree = json.dumps({"a": {"dtype": "int64", "shape": [], "at": 0}}).encode()
+    frames = [b'{"status": "returned"}', struct.pack("!Q", len(tree)) + tree]
     sock.sendall(b"".join(struct.pack("!Q", len(frame)) + frame for frame in frames))
     return 1
 

@@ -170,3 +170,20 @@ def test_expect_close_on_0_d_values_and_a_diagnosis_that_breaks():
     text = close_failure(np.float64(2.0), np.float64(-2.0), diagnose=broken)
     assert "1 of 1 values differ; max abs error 4 (got 2, expected -2). The values have the opposite sign." in text
     assert "Likely mistake" not in text
+
+
+def test_allclose_agrees_with_numpy_on_every_edge():
+    """Its quick pass may only say True where np.allclose does: infinities, NaNs, signed zeros,
+    huge and tiny values, each tolerance, with and without equal_nan."""
+    import itertools
+
+    import numpy as np
+
+    from checks.suite import allclose
+    values = [0.0, -0.0, 1.0, -1.0, 1e-9, 2e-9, 1 + 1e-8, 1e300, -1e300, np.inf, -np.inf, np.nan]
+    for a, b in itertools.product(values, repeat=2):
+        for rtol, atol in ((1e-7, 1e-9), (0.0, 0.0), (1e-5, 1e-8)):
+            for equal_nan in (False, True):
+                x, y = np.array([a, 1.0]), np.array([b, 1.0])
+                assert allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan) == \
+                    np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), (a, b, rtol, atol, equal_nan)

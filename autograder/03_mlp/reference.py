@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from checks.suite import StudentFault, StudentRaised, fail, grading_devices
+from checks.suite import StudentFault, StudentRaised, allclose, fail, grading_devices
 
 torch.backends.cuda.matmul.allow_tf32 = False  # references in full float32 precision
 torch.backends.cudnn.allow_tf32 = False
@@ -123,7 +123,7 @@ def is_close(got, expected, rtol=1e-6, atol=1e-9):
     got, expected = as_floats(got), as_floats(expected)
     if got is None or expected is None or got.shape != expected.shape:
         return False
-    return bool(np.allclose(got, expected, rtol=rtol, atol=atol))
+    return allclose(got, expected, rtol=rtol, atol=atol)
 
 
 def first_match(got, candidates, rtol=1e-6, atol=1e-9):

@@ -3,7 +3,7 @@
 A worker is forked from the warm zygote with torch already imported. It writes the submission's
 files into a private temp dir, puts it first on sys.path and then answers requests from its
 grader: "call strides.numel with these args", or "run this suite driver". Requests are trusted
-(they come from the grader); replies are untrusted and travel as codec JSON only.
+(they come from the grader); replies are untrusted and travel in the codec's format only.
 """
 
 from __future__ import annotations

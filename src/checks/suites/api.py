@@ -24,7 +24,8 @@ from checks.suites.student import (MissingFunction, Student, StudentCrashed, Stu
                                    StudentTimeout, UnsupportedReturn)
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
-           "TensorData", "UnsupportedReturn", "Refusal", "as_index_tuple", "ask_reference", "cases", "expect_close",
+           "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
+           "expect_close",
            "expect_equal", "expect_raises", "fail", "grading_devices", "question", "question_defaults",
            "reference_or_refusal"]
 
@@ -320,7 +321,7 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1
     want = want.astype(np.float64)
 
     def close(a: np.ndarray, b: np.ndarray) -> bool:
-        return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+        return a.shape == b.shape and allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
 
     if close(values, want):
         if dtype is not None and have.dtype != np.dtype(dtype):
@@ -340,6 +341,16 @@ def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1
     if note and _diagnosis(diagnose, got) is None:
         detail += f" {note}"
     _failed(got, shown, diagnose, detail, subject=subject)
+
+
+def allclose(a: np.ndarray, b: np.ndarray, *, rtol: float, atol: float, equal_nan: bool = False) -> bool:
+    """np.allclose(a, b, ...) for arrays of float dtype, in a third of its time when they are close
+    (the usual answer, hundreds of times a submission); NumPy's own when they are not."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        difference = np.abs(a - b)
+        if (difference <= atol + rtol * np.abs(b)).all() and np.isfinite(difference).all():
+            return True  # each pair finite and within the tolerance: exactly where np.isclose holds too
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def _difference(have: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> str:
