@@ -314,6 +314,30 @@ def test_calls_sent_ahead_go_in_one_write_and_are_answered_in_turn(zygote, monke
     assert student.ahead.seen() == [1, 2, 4] and writes == [3, 1]
 
 
+def test_a_call_sent_ahead_is_known_by_its_argument_objects_else_by_their_bytes(zygote, monkeypatch):
+    """The very objects it was sent with: no pickling to compare (megabytes of arrays, in 03_mlp).
+    Equal objects that are not the same ones still find its answer, through their bytes."""
+    import numpy as np
+    from checks.suites import student as student_module
+
+    pickled = []
+    pickle_message = student_module._pickle
+
+    def counted(message):
+        pickled.append(message["args"])
+        return pickle_message(message)
+
+    monkeypatch.setattr(student_module, "_pickle", counted)
+    student = ahead_student(zygote)
+    values = [np.float64(x) for x in (1, 2, 4)]
+    student.send_ahead([functools.partial(student.ahead.square, value) for value in values])
+    assert len(pickled) == 3  # once each, to send
+    assert student.ahead.square(values[0]) == 1 and len(pickled) == 3
+    assert student.ahead.square(np.float64(2)) == 4 and len(pickled) == 4  # equal, not the same: compared as bytes
+    assert student.ahead.square(values[2]) == 16 and len(pickled) == 4
+    assert len(pickled) == 4 and student.ahead.seen() == [1, 2, 4]  # each answered from what was sent ahead
+
+
 def test_no_more_is_sent_ahead_than_the_socket_takes_at_once(zygote, monkeypatch):
     """A worker busy sending a large reply reads no request: the grader must not wait on it."""
     writes = []

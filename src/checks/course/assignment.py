@@ -7,6 +7,7 @@ copy of the folder, anywhere, can be checked and packed without the course aroun
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -79,9 +80,10 @@ class Assignment:
         """The public checks students run, or the hidden suite."""
         return self.public_tests_dir if public else self.autograder_dir
 
-    @property
+    @functools.cached_property
     def modules(self) -> frozenset[str]:
-        """Importable module names a suite may reach through the `student` fixture."""
+        """Importable module names a suite may reach through the `student` fixture (asked for by
+        every test of every submission)."""
         return frozenset(Path(name).stem for name in self.files + self.provided if name.endswith(".py"))
 
     def course_files(self) -> dict[str, bytes]:
