@@ -163,7 +163,11 @@ def state():
         seen = str(error)
     else:
         seen = [torch.rand(1).item(), str(torch.get_default_dtype())]
-    return {"pid": os.getpid(), "torch": seen, "wave": "wave" in sys.modules}
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
+    return {"pid": os.getpid(), "torch": seen, "wave": "wave" in sys.modules, "numpy": numpy is not None}
 
 
 def use_wave():
@@ -185,6 +189,11 @@ def test_a_worker_is_handed_on_to_a_question_that_blocks_fewer_imports_never_mor
     first, second = run_questions(zygote, (None, open_), (None, blocked))
     assert first["pid"] != second["pid"]
     assert "torch is not available" in second["torch"]
+    both = WorkerConfig(files={"probe.py": GATE}, block_imports=("torch", "numpy"))
+    first, second, third = run_questions(zygote, (None, both), (None, blocked), (None, open_))
+    assert first["pid"] == second["pid"] == third["pid"]
+    assert not first["numpy"] and second["numpy"] and "not available" in second["torch"]
+    assert third["numpy"] and third["torch"] == fresh["torch"]  # each step gives back what it unblocks
 
 
 def test_fresh_worker_per_question_forks_one_each(zygote, make_course):

@@ -284,6 +284,7 @@ class _ImportBlocks:
         self.finder = _BlockedImports(tuple(sorted(self.blocked)))
         if self.blocked:
             sys.meta_path.insert(0, self.finder)
+        self.modules_at_start = len(sys.modules)  # what a later narrowing forgets comes after these
         return True
 
 

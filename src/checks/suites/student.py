@@ -253,8 +253,9 @@ class QuestionSandbox:
         ahead (whose replies are read first and kept for when they are asked for)."""
         # the same objects make the same call (the case built its arguments once); else the same bytes
         match = next((index for index, call in enumerate(self.ahead) if call.made_of(message)), None)
-        request = None if match is not None else _pickle(message)
+        request = None
         if match is None:
+            request = _pickle(message)
             match = next((index for index, call in enumerate(self.ahead) if call.request == request), None)
         self._read_ahead(len(self.ahead) if match is None else match + 1)
         if match is not None and match < len(self.ahead):
