@@ -1,4 +1,3 @@
-import json
 import math
 
 import numpy as np
@@ -84,8 +83,6 @@ def test_oversized_payloads_are_refused(monkeypatch):
     monkeypatch.setattr(codec, "MAX_PAYLOAD_BYTES", 100)
     with pytest.raises(UnsupportedType, match="limit"):
         decode(encode(list(range(100))))
-
-
 
 
 # what a student's code can write to the worker's socket in place of an honest reply: each must
