@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Container
 
 from checks.sandbox import jail, zygote
@@ -84,8 +84,8 @@ class WorkerConfig:
     def serves(self, other: "WorkerConfig") -> bool:
         """Whether a worker holding this config may serve a question that needs `other`: all the
         same, but that `other` may block fewer imports (the code run before could not reach them)."""
-        return (self.files == other.files and self.limits == other.limits and self.uid == other.uid
-                and self.cpus == other.cpus and set(self.block_imports) >= set(other.block_imports))
+        return replace(self, block_imports=other.block_imports) == other \
+            and set(self.block_imports) >= set(other.block_imports)
 
     def to_wire(self) -> dict:
         return {"files": dict(self.files),

@@ -251,6 +251,11 @@ class _ImportBlocks:
     def __init__(self, blocked: tuple[str, ...]) -> None:
         self.blocked = frozenset(blocked)
         self.hidden = {name: sys.modules.pop(name) for name in self._loaded(self.blocked)}
+        self._install()
+
+    def _install(self) -> None:
+        """Refuse the blocked packages' imports from now on; what a later narrowing forgets is
+        what comes into sys.modules after this."""
         self.finder = _BlockedImports(tuple(sorted(self.blocked)))
         if self.blocked:
             sys.meta_path.insert(0, self.finder)
@@ -266,8 +271,9 @@ class _ImportBlocks:
 
     def narrow(self, blocked: tuple[str, ...]) -> bool:
         """Block only `blocked` from now on (False, and nothing changed, when it is not a subset).
-        Each module imported since the worker started is imported again when next asked for, as in
-        a fresh worker: under the old blocks it may have found a package missing and kept that.
+        Each module imported since the worker started (or last narrowed) is imported again when next
+        asked for, as in a fresh worker: under the old blocks it may have found a package missing
+        and kept that.
         (sys.modules keeps the order modules came in: those are the last ones.)"""
         if not self.blocked >= set(blocked):
             return False
@@ -281,10 +287,7 @@ class _ImportBlocks:
         sys.modules.update({name: module for name, module in self.hidden.items()
                             if name.split(".")[0] not in self.blocked})
         self.hidden = {name: module for name, module in self.hidden.items() if name.split(".")[0] in self.blocked}
-        self.finder = _BlockedImports(tuple(sorted(self.blocked)))
-        if self.blocked:
-            sys.meta_path.insert(0, self.finder)
-        self.modules_at_start = len(sys.modules)  # what a later narrowing forgets comes after these
+        self._install()
         return True
 
 

@@ -25,9 +25,8 @@ from checks.suites.student import (MissingFunction, Student, StudentCrashed, Stu
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
            "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
-           "expect_close",
-           "expect_equal", "expect_raises", "fail", "grading_devices", "question", "question_defaults",
-           "reference_or_refusal"]
+           "expect_close", "expect_equal", "expect_raises", "fail", "grading_devices", "question",
+           "question_defaults", "reference_or_refusal"]
 
 Diagnose = Callable[[Any], "str | None"]
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])

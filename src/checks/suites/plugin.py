@@ -34,6 +34,7 @@ class ChecksPlugin:
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
         self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
         self._suite_position: dict[pytest.Item, int] = {}  # each test's place in the suite, as written
+        self._collected_options: dict[pytest.Item, dict[str, Any]] = {}  # each test's @question, read once
         self.start_submission(files)
 
     def start_submission(self, files: dict[str, bytes]) -> None:
@@ -76,7 +77,7 @@ class ChecksPlugin:
         key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
-        given = tuple(options["use_reference"]) if self.use_references else ()
+        given = self._references_given(options)
         if given != self._reference_given:
             # nothing the student started may meet a reference, or carry one on to a question
             # graded without it; between questions graded with the same reference files the
@@ -131,6 +132,7 @@ class ChecksPlugin:
                 self.errors.append(f"{item.nodeid} has no @question(...) marker")
             else:
                 options[item] = found
+        self._collected_options = options
         self._suite_position = {item: position for position, item in enumerate(items)}
         items.sort(key=self._worker_order(options))
 
@@ -141,35 +143,30 @@ class ChecksPlugin:
         imports first (a worker is handed on to a question that blocks fewer, never more)."""
         groups: dict[tuple[str, ...], int] = {(): 0}
         for found in options.values():
-            groups.setdefault(tuple(found["use_reference"]) if self.use_references else (), len(groups))
+            groups.setdefault(self._references_given(found), len(groups))
 
         def key(item: pytest.Item) -> tuple[int, int]:
             found = options.get(item)
             if found is None:
                 return 0, 0
-            given = tuple(found["use_reference"]) if self.use_references else ()
-            return groups[given], -len(set(found["block_imports"]))
+            return groups[self._references_given(found)], -len(set(found["block_imports"]))
         return key
+
+    def _references_given(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The reference files a question's worker holds: none in the public suite."""
+        return tuple(options["use_reference"]) if self.use_references else ()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Compile the files every submission is given (course files, the reference files of the
         questions that use them) and the suite's drivers once, here, before a batch forks a grading
         process per submission (milliseconds a file, which each of them would pay again)."""
         shared = dict(self.assignment.course_files())
-        if self.use_references:
-            given = set()
-            for item in session.items:
-                try:
-                    options = api.question_options(item)
-                except pytest.UsageError:  # pytest_collection_modifyitems reported it
-                    continue
-                if options is not None:
-                    given.update(options["use_reference"])
-            for name in sorted(given):
-                try:
-                    shared.update(self.assignment.reference_files((name,)))
-                except CourseError:  # the question that names it says so when it runs
-                    continue
+        given = {name for options in self._collected_options.values() for name in self._references_given(options)}
+        for name in sorted(given):
+            try:
+                shared.update(self.assignment.reference_files((name,)))
+            except CourseError:  # the question that names it says so when it runs
+                continue
         with_bytecode(shared, self._shared_bytecode)
         self._bytecode.update(self._shared_bytecode)
         compile_drivers({item.path.parent for item in session.items},
