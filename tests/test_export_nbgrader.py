@@ -37,9 +37,10 @@ NBGRADER_TIMEOUT_S = 900  # autograde of 5 notebooks of 03_mlp on a loaded 2-cor
 DISTINCT = 40  # characters: a line at least this long is taken to be distinctive
 
 
-def _nbgrader(root: Path, *args: str, env: dict[str, str]) -> str:
+def _nbgrader(root: Path, *args: str, env: dict[str, str], succeeds: bool = True) -> str:
     """Run `nbgrader ARGS` in the course folder with a time limit, killing its whole process group
-    (kernels included) when it runs over; returns its output, failing the test on a non-zero exit."""
+    (kernels included) when it runs over; returns its output, failing the test where its exit status
+    is not what `succeeds` says."""
     process = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=root, env=env, text=True,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                start_new_session=True)
@@ -54,7 +55,8 @@ def _nbgrader(root: Path, *args: str, env: dict[str, str]) -> str:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    assert process.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{output[-4000:]}"
+    assert (process.returncode == 0) == succeeds, \
+        f"nbgrader {' '.join(args)} exited with {process.returncode}:\n{output[-4000:]}"
     return output
 
 
@@ -240,3 +242,28 @@ def test_nbgrader_autograde_gives_checks_grade_points(name, tmp_path, monkeypatc
     secret = _distinctive_lines([p.read_text() for p in hidden_files(assignment).values()],
                                 absent_from=[(assignment.solution_dir / n).read_text() for n in assignment.files])
     assert not [line for line in secret if line in feedback]
+
+
+def test_a_grader_failure_is_an_error_in_nbgrader_not_a_score(tmp_path, monkeypatch, nbgrader_env):
+    """A hidden suite that does not collect is the course's mistake, not the student's: the grading
+    cell ends its kernel, so nbgrader records an error for the notebook, with checks' reason in its
+    log, and no points for any cell (before, each cell failed: 0 of its points)."""
+    reference = _submissions("01_tensors", tmp_path / "py")[0]
+    root = tmp_path / "course"
+    assert _quiet_cli(monkeypatch, "export", "nbgrader", "01_tensors", "--out", str(root), "--fill", str(reference)) == 0
+    with (root / "autograder/01_tensors/test_strides.py").open("a") as suite:
+        suite.write("def broken(:\n")
+    _nbgrader(root, "generate_assignment", "01_tensors", "--force", env=nbgrader_env)
+    output = _nbgrader(root, "autograde", "01_tensors", "--create", "--force", env=nbgrader_env, succeeds=False)
+
+    assert "checks: the grader failed; this is not your score: the suite could not be collected at test_strides.py" \
+        in output
+    assert "SyntaxError" in output and "\x1b[" not in output  # the reason, as plain text
+    assert "There was an error processing assignment '01_tensors' for student 'reference'" in output
+    assert not (root / "autograded/reference/01_tensors").exists()
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        (submission,) = gradebook.assignment_submissions("01_tensors")
+        grades = [grade for notebook in submission.notebooks for grade in notebook.grades]
+        assert grades and all(grade.auto_score is None for grade in grades)

@@ -34,10 +34,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def _run(command: list[str], cwd: Path, timeout: float = 600, succeeds: bool = True) -> subprocess.CompletedProcess:
     run = subprocess.run(command, cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                          timeout=timeout)
-    assert run.returncode == 0, f"{' '.join(command)} failed:\n{(run.stdout + run.stderr)[-3000:]}"
+    assert (run.returncode == 0) == succeeds, \
+        f"{' '.join(command)} exited with {run.returncode}:\n{(run.stdout + run.stderr)[-3000:]}"
     return run
 
 
@@ -153,6 +154,30 @@ def test_otter_grades_01_tensors_as_checks_does(tmp_path):
 @pytest.mark.parametrize("name", ["02_autograd", "03_mlp"])
 def test_otter_grades_as_checks_does(name, tmp_path):
     _assert_otter_grades_as_checks_does(name, tmp_path)
+
+
+def test_a_grader_failure_is_an_error_in_otter_not_a_score(tmp_path):
+    """A hidden suite that does not collect, shipped in the zip: the test case ends the kernel, so
+    `otter run` fails with checks' reason and writes no results.json (Gradescope then shows that the
+    autograder failed) rather than 0 points a question."""
+    reference = _submissions("01_tensors", tmp_path / "py")["reference"]
+    export = tmp_path / "export"
+    _run([str(BIN / "checks"), "--course", str(REPO), "export", "otter", "01_tensors", "--out", str(export),
+          "--fill", str(reference)], cwd=tmp_path)
+    with (export / "autograder/01_tensors/test_strides.py").open("a") as suite:
+        suite.write("def broken(:\n")
+    _run([str(BIN / "otter"), "assign", str(export / "01_tensors.ipynb"), str(tmp_path / "dist"), "--no-pdfs"],
+         cwd=tmp_path)
+    (zip_path,) = (tmp_path / "dist/autograder").glob("01_tensors-autograder_*.zip")
+    out = tmp_path / "otter"
+    out.mkdir()
+    run = _run([str(BIN / "otter"), "run", "-a", str(zip_path), "-o", str(out), "--no-logo",
+                str(export / "submissions/reference.ipynb")], cwd=tmp_path, timeout=OTTER_RUN_TIMEOUT_S, succeeds=False)
+    log = run.stdout + run.stderr
+    assert "checks: the grader failed; this is not your score: the suite could not be collected at test_strides.py" \
+        in log
+    assert "This kernel is ended so that no score is recorded for this notebook." in log
+    assert not (out / "results.json").exists()
 
 
 def test_solution_regions_become_otter_prompt_and_solution_blocks():

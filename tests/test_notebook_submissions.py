@@ -17,6 +17,7 @@ from rich.console import Console
 
 from checks import cli
 from checks.course.answer_cells import answer_cell, parse_answer_cell, read_answers
+from checks.course.assignment import load_assignment
 from checks.course.submissions import SubmissionError, read_submission
 from checks.grading.batch import expand_submission_paths
 from checks.notebooks.magic import ANSWERS, run_answer_cell
@@ -180,6 +181,46 @@ def test_a_grading_cell_scores_the_cells_its_kernel_ran_as_checks_grade_does(tmp
     assert kernel.score("01_tensors", "broadcasting.broadcast_strides") == 5.38
     assert "broadcasting.broadcast_strides: 5.38 of 8 points\n17 of 52 checks failed." in capsys.readouterr().out
     assert len(kernel._graded) == 1  # graded once for both cells
+
+
+def test_a_grading_cell_ends_its_kernel_where_the_grader_fails(tmp_path, monkeypatch, capfd):
+    """Neither passing nor failing a grading cell would be right where the grader failed (both are a
+    score): the cell ends the kernel, and nothing is kept to be reused by the next cell."""
+    from checks.exports import kernel
+    from checks.exports.hidden import hidden_files
+
+    for name, path in hidden_files(load_assignment(REPO, "01_tensors")).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(path.read_bytes())
+    with (tmp_path / "autograder/01_tensors/test_strides.py").open("a") as suite:
+        suite.write("def broken(:\n")
+    monkeypatch.setenv("CHECKS_COURSE", str(tmp_path))
+    monkeypatch.setattr(kernel, "ANSWERS", {name: (BEN / name).read_text() for name in NAMED})
+    monkeypatch.setattr(kernel, "_graded", {})  # nothing graded before, by the test above
+    with pytest.raises(kernel.GraderFailed, match="the suite could not be collected at test_strides.py"):
+        kernel.grade_answers("01_tensors", dict(kernel.ANSWERS))
+    monkeypatch.setattr(kernel, "TIMEOUT_S", 0.2)  # less than the grading child takes to start
+    with pytest.raises(kernel.GraderFailed, match="it took over 0.2 s; this is not your score"):
+        kernel.grade_answers("01_tensors", dict(kernel.ANSWERS))
+    assert not kernel._graded
+
+    class Ended(Exception):
+        pass
+
+    def exit_(status):
+        raise Ended(status)
+
+    monkeypatch.setattr(kernel.os, "_exit", exit_)
+    failure = kernel.GraderFailed("the grader failed; this is not your score: the sandbox could not start")
+    monkeypatch.setattr(kernel, "question_result", lambda assignment, qid: (_ for _ in ()).throw(failure))
+    for cell in (lambda: kernel.score("01_tensors", "strides.offset"),
+                 lambda: kernel.check_case("01_tensors", "strides.offset", 0, 0, 1)):
+        with pytest.raises(Ended, match=str(kernel.GRADER_FAILED_EXIT)):
+            cell()
+        shown = capfd.readouterr()
+        for stream in (shown.out, shown.err):  # in the cell, and in the log of the tool that ran it
+            assert ("checks: the grader failed; this is not your score: the sandbox could not start\n"
+                    "This kernel is ended so that no score is recorded for this notebook.") in stream
 
 
 def test_checks_test_runs_the_public_checks_on_a_notebook_as_on_the_folder(tmp_path, monkeypatch):

@@ -8,6 +8,9 @@ where the nbgrader export puts it (the course folder) and the otter export ships
 autograder zip). The grading runs in a child process, through the sandbox, as `checks grade` does.
 The grading cell itself runs in the student's kernel, beside the student's code, so it is only as
 safe as that kernel; `checks grade` on the same notebook is not exposed that way (README).
+
+Where the grader itself fails (a broken hidden suite, a sandbox that cannot start), a grading cell
+ends its kernel: nbgrader and otter then record an error for the notebook, not 0 points a cell.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from checks.course.answer_cells import answer_cell, import_nbformat
 from checks.course.assignment import load_assignment
@@ -37,6 +42,14 @@ class HiddenSuiteMissing(RuntimeError):
     """The grading cell ran where the hidden suite is not (a student's copy of the release)."""
 
 
+class GraderFailed(RuntimeError):
+    """The grader could not grade these answers: there is no score to give, for any question."""
+
+
+# The kernel's exit status when a grading cell ends it because the grader failed.
+GRADER_FAILED_EXIT = 3
+
+
 def question_name(qid: str) -> str:
     """The name a notebook tool gives a question (nbgrader's grade_id, otter's question name): every
     character other than a letter or digit becomes '_' (strides.offset -> strides_offset)."""
@@ -46,7 +59,7 @@ def question_name(qid: str) -> str:
 def score(assignment: str, qid: str) -> float:
     """The question's points for the answers this kernel ran, printing its feedback when short of
     full marks (to stdout: nbgrader counts any stderr output as a failed cell)."""
-    result = question_result(assignment, qid)
+    result = _question_or_end_kernel(assignment, qid)
     if not result.passed:
         print(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
     return result.score
@@ -66,7 +79,7 @@ def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> Non
     AssertionError when check `index` of test `part` failed for this kernel's answers. `of` is how
     many checks that test had when the export was written; where the grading found another number
     (another set of devices), check `index` passes when it is within the same share of passed checks."""
-    result = question_result(assignment, qid)
+    result = _question_or_end_kernel(assignment, qid)
     if not result.parts:  # a quiz question, or one graded 0 without running (an unreadable submission)
         ok, first = result.score >= result.max_score, (part, index) == (0, 0)
     elif part >= len(result.parts):
@@ -82,6 +95,29 @@ def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> Non
     if first:  # the question's feedback once, at its first failed check
         raise AssertionError(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
     raise AssertionError(f"{qid}: this hidden check failed too (the feedback is at the first one that failed)")
+
+
+def _question_or_end_kernel(assignment: str, qid: str) -> QuestionResult:
+    """question_result, for a grading cell: where the grader failed, no cell may pass or fail (either
+    would be a score), so the kernel ends, and the tool that ran the notebook records an error."""
+    try:
+        return question_result(assignment, qid)
+    except GraderFailed as failure:
+        end_kernel(failure)
+
+
+def end_kernel(failure: GraderFailed) -> NoReturn:
+    """Say why in the cell and in the grading tool's log (the kernel's own stderr), then exit."""
+    message = f"checks: {failure}\nThis kernel is ended so that no score is recorded for this notebook.\n"
+    print(message, flush=True)
+    # ipykernel sends fd 2 to the notebook through a pipe that nobody reads once the kernel exits;
+    # it keeps the kernel's real stderr, the one its launcher (nbgrader, otter) logs, as this copy
+    real_stderr = getattr(sys.stderr, "_original_stdstream_copy", None)
+    try:
+        os.write(real_stderr if isinstance(real_stderr, int) else 2, message.encode())
+    except OSError:
+        pass
+    os._exit(GRADER_FAILED_EXIT)
 
 
 def question_parts(result: QuestionResult) -> list[dict]:
@@ -103,7 +139,8 @@ def _shown(part: dict, of: int) -> list[bool]:
 
 def grade_answers(assignment: str, answers: dict[str, str], root: Path | None = None) -> SubmissionResult:
     """The hidden suite's result for these files (name -> source), graded in a child process with the
-    hidden suite under `root` (default: hidden_course_root)."""
+    hidden suite under `root` (default: hidden_course_root). Raises GraderFailed where the grading
+    did not finish, or finished with the grader's own error."""
     digest = hashlib.sha256(json.dumps(sorted(answers.items())).encode()).hexdigest()
     if (assignment, digest) not in _graded:
         root = root or hidden_course_root(assignment)
@@ -111,14 +148,20 @@ def grade_answers(assignment: str, answers: dict[str, str], root: Path | None = 
             notebook, out = Path(scratch) / f"{assignment}.ipynb", Path(scratch) / "result.json"
             write_answer_notebook(notebook, answers)
             command = [sys.executable, "-m", "checks.exports.kernel", str(root), assignment, str(notebook), str(out)]
-            run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                 timeout=TIMEOUT_S, start_new_session=True)
-            if run.returncode != 0 or not out.is_file():
-                raise RuntimeError(f"the grader failed (exit status {run.returncode}); this is not your score:\n"
-                                   + (run.stdout + run.stderr)[-2000:])
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            try:
+                output, _ = child.communicate(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)  # the grading's whole process group, sandbox included
+                child.communicate()
+                raise GraderFailed(f"the grader failed: it took over {TIMEOUT_S:g} s; this is not your score") from None
+            if child.returncode != 0 or not out.is_file():
+                raise GraderFailed(f"the grader failed (exit status {child.returncode}); this is not your score:\n"
+                                   + output[-2000:])
             result = SubmissionResult.from_dict(json.loads(out.read_text(encoding="utf-8")))
         if result.error:
-            raise RuntimeError(f"the grader failed; this is not your score: {result.error}")
+            raise GraderFailed(f"the grader failed; this is not your score: {result.error}")
         _graded[assignment, digest] = result
     return _graded[assignment, digest]
 

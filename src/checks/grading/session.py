@@ -135,6 +135,9 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
 
     from checks.suites.plugin import ChecksPlugin
 
+    # pytest's reports are read as plain text (in feedback, in a log), even where the caller's
+    # environment forces colour, as a Jupyter kernel's does
+    os.environ["PY_COLORS"] = "0"
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
     loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
     suite_dir = assignment.suite_dir(public)
