@@ -185,16 +185,19 @@ def test_a_grading_cell_scores_the_cells_its_kernel_ran_as_checks_grade_does(tmp
 
 def test_a_grading_cell_ends_its_kernel_where_the_grader_fails(tmp_path, monkeypatch, capfd):
     """Neither passing nor failing a grading cell would be right where the grader failed (both are a
-    score): the cell ends the kernel, and nothing is kept to be reused by the next cell."""
+    score): the cell ends the kernel, and nothing is kept to be reused by the next cell. A hidden
+    suite that is not there is such a failure for otter's hidden tests (the zip puts it beside
+    them), not for nbgrader's cells, which a student also runs in a copy without it."""
     from checks.exports import kernel
     from checks.exports.hidden import hidden_files
 
+    course = tmp_path / "course"
     for name, path in hidden_files(load_assignment(REPO, "01_tensors")).items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_bytes(path.read_bytes())
-    with (tmp_path / "autograder/01_tensors/test_strides.py").open("a") as suite:
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_bytes(path.read_bytes())
+    with (course / "autograder/01_tensors/test_strides.py").open("a") as suite:
         suite.write("def broken(:\n")
-    monkeypatch.setenv("CHECKS_COURSE", str(tmp_path))
+    monkeypatch.setenv("CHECKS_COURSE", str(course))
     monkeypatch.setattr(kernel, "ANSWERS", {name: (BEN / name).read_text() for name in NAMED})
     monkeypatch.setattr(kernel, "_graded", {})  # nothing graded before, by the test above
     with pytest.raises(kernel.GraderFailed, match="the suite could not be collected at test_strides.py"):
@@ -211,6 +214,13 @@ def test_a_grading_cell_ends_its_kernel_where_the_grader_fails(tmp_path, monkeyp
         raise Ended(status)
 
     monkeypatch.setattr(kernel.os, "_exit", exit_)
+    monkeypatch.delenv("CHECKS_COURSE")
+    monkeypatch.chdir(tmp_path)  # no hidden suite at or above it
+    with pytest.raises(kernel.HiddenSuiteMissing):  # nbgrader's cell in a student's copy: said in the cell
+        kernel.score("01_tensors", "strides.offset")
+    with pytest.raises(Ended):  # otter's hidden test runs only where the autograder zip put the suite
+        kernel.check_case("01_tensors", "strides.offset", 0, 0, 1)
+    assert "the hidden checks of 01_tensors are not here" in capfd.readouterr().err
     failure = kernel.GraderFailed("the grader failed; this is not your score: the sandbox could not start")
     monkeypatch.setattr(kernel, "question_result", lambda assignment, qid: (_ for _ in ()).throw(failure))
     for cell in (lambda: kernel.score("01_tensors", "strides.offset"),

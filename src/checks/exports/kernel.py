@@ -59,7 +59,7 @@ def question_name(qid: str) -> str:
 def score(assignment: str, qid: str) -> float:
     """The question's points for the answers this kernel ran, printing its feedback when short of
     full marks (to stdout: nbgrader counts any stderr output as a failed cell)."""
-    result = _question_or_end_kernel(assignment, qid)
+    result = _question_or_end_kernel(assignment, qid)  # a student's copy: HiddenSuiteMissing, said in the cell
     if not result.passed:
         print(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
     return result.score
@@ -79,7 +79,8 @@ def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> Non
     AssertionError when check `index` of test `part` failed for this kernel's answers. `of` is how
     many checks that test had when the export was written; where the grading found another number
     (another set of devices), check `index` passes when it is within the same share of passed checks."""
-    result = _question_or_end_kernel(assignment, qid)
+    # otter's hidden tests run only where the autograder zip put the suite beside them
+    result = _question_or_end_kernel(assignment, qid, suite_shipped=True)
     if not result.parts:  # a quiz question, or one graded 0 without running (an unreadable submission)
         ok, first = result.score >= result.max_score, (part, index) == (0, 0)
     elif part >= len(result.parts):
@@ -97,13 +98,18 @@ def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> Non
     raise AssertionError(f"{qid}: this hidden check failed too (the feedback is at the first one that failed)")
 
 
-def _question_or_end_kernel(assignment: str, qid: str) -> QuestionResult:
+def _question_or_end_kernel(assignment: str, qid: str, *, suite_shipped: bool = False) -> QuestionResult:
     """question_result, for a grading cell: where the grader failed, no cell may pass or fail (either
-    would be a score), so the kernel ends, and the tool that ran the notebook records an error."""
+    would be a score), so the kernel ends, and the tool that ran the notebook records an error. With
+    `suite_shipped`, a hidden suite that cannot be found is such a failure too."""
     try:
         return question_result(assignment, qid)
     except GraderFailed as failure:
         end_kernel(failure)
+    except HiddenSuiteMissing as missing:
+        if not suite_shipped:
+            raise
+        end_kernel(GraderFailed(f"the grader failed; this is not your score: {missing}"))
 
 
 def end_kernel(failure: GraderFailed) -> NoReturn:
