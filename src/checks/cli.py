@@ -1,4 +1,9 @@
-"""The `checks` command: a thin layer over the library (test, pack, grade, build, verify)."""
+"""The `checks` command: a thin layer over the library (test, pack, grade, build, verify).
+
+What `checks test` needs is imported here; each other command imports its own part of the library
+when it runs, so that a student's `checks test` does not wait for the gradebook, the reports and
+the exports (about 0.1 s).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,21 +22,18 @@ from rich.table import Table
 from rich.text import Text
 
 from checks import __version__
-from checks.grading.batch import BatchSummary, OutputFailed, expand_submission_paths, grade_to_folder
-from checks.authoring.build import BuildError, build
+from checks.authoring.build import BuildError
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                      list_assignments, load_assignment, load_copy, read_marker)
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
 from checks.grading.session import Source, grade_sources, named_files
 from checks.sandbox import jail
-from checks.progress import GradeProgress, print_summary
-from checks.pack import pack, submission_file_names
 from checks.reports.render import print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 from checks.suites.scoring import SubmissionResult
-from checks.authoring.verify import verify
-from checks.exports.gradescope import export_gradescope
-from checks.exports.nbgrader import export_nbgrader
+
+if TYPE_CHECKING:
+    from checks.grading.batch import BatchSummary
 
 console = Console(highlight=False)
 
@@ -47,9 +50,6 @@ def main(argv: list[str] | None = None) -> int:
         # escaped: course errors name TOML tables ([quiz.a_grad]); one line, however wide
         console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
         return 2
-    except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
-        console.print(f"[red]stopped:[/red] {error}", markup=True)
-        return 1
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
         return 130
@@ -292,6 +292,8 @@ def _show(result: SubmissionResult, quiz: list[AnswerForm]) -> None:
 
 
 def _pack(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.pack import pack, submission_file_names
+
     assignment, folder = _student_assignment(root, args)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder: `checks pack` packs the folder you worked in")
@@ -313,6 +315,9 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
 
 
 def _grade(root: Path, args: argparse.Namespace) -> int:
+    from checks.grading.batch import OutputFailed, expand_submission_paths, grade_to_folder
+    from checks.progress import GradeProgress, print_summary
+
     assignment = load_assignment(root, args.assignment)
     if args.device == "cuda":
         import torch
@@ -332,8 +337,12 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
                 return 2
         console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                       f"into {args.out} ({where}; device: {args.device})")
-        summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
-                                  listener=GradeProgress(console), grader=grader)
+        try:
+            summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
+                                      listener=GradeProgress(console), grader=grader)
+        except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
+            console.print(f"[red]stopped:[/red] {error}", markup=True)
+            return 1
     print_summary(console, summary)
     console.print(Text(_grade_line(assignment.name, summary)))
     return 1 if summary.failed else 0
@@ -377,6 +386,8 @@ def _grade_line(name: str, summary: BatchSummary) -> str:
 
 
 def _build(root: Path, args: argparse.Namespace) -> int:
+    from checks.authoring.build import build
+
     names = args.names or list_assignments(root)
     differences = build(root, names, check=args.check)
     if args.check:
@@ -390,6 +401,8 @@ def _build(root: Path, args: argparse.Namespace) -> int:
 
 
 def _verify(root: Path, args: argparse.Namespace) -> int:
+    from checks.authoring.verify import verify
+
     all_ok = True
     isolation = jail.choose()
     for name in args.names or list_assignments(root):
@@ -415,6 +428,8 @@ def _export(root: Path, args: argparse.Namespace) -> int:
         return _export_otter(assignment, args)
     if args.fill:
         raise CourseError("--fill is for the nbgrader and otter exports")
+    from checks.exports.gradescope import export_gradescope
+
     export = export_gradescope(assignment, args.out)
     course = [name for name in export.names if name.startswith("course/")]
     console.print(Text(f"wrote {export.zip_path}: setup.sh, run_autograder, checks and its pinned environment, "
@@ -426,6 +441,8 @@ def _export(root: Path, args: argparse.Namespace) -> int:
 
 
 def _export_nbgrader(assignment: Assignment, args: argparse.Namespace) -> int:
+    from checks.exports.nbgrader import export_nbgrader
+
     export = export_nbgrader(assignment, args.out, args.fill)
     points = sum(q.points for q in export.questions)
     console.print(Text(f"wrote {export.root}: {export.notebook.relative_to(export.root)} with "
@@ -440,7 +457,6 @@ def _export_nbgrader(assignment: Assignment, args: argparse.Namespace) -> int:
 
 def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
     from checks.authoring.build import release_files
-    from checks.course.submissions import read_submission
     from checks.exports.otter import export_otter
 
     reference = {name: data.decode("utf-8") for name, data in read_submission(assignment.solution_dir).files.items()}
