@@ -211,3 +211,48 @@ def test_only_the_named_modules_are_compiled_ahead():
     compiled = with_bytecode(files, {}, modules={"strides"})
     assert set(compiled) - set(files) == {importlib.util.cache_from_source("strides.py")}
     assert len(set(with_bytecode(files, {})) - set(files)) == 3
+
+
+def test_each_question_draws_the_same_numbers_each_time_it_is_graded(make_course):
+    """Student code that draws from Python's, NumPy's or torch's generator without seeding them gets
+    the same numbers in each question (a fresh worker's first, a handed-on worker's next, one
+    after a question that blocked torch) and in each grading of the same submission."""
+    draw = "def draw():\n    import random, numpy, torch\n" \
+           "    return [random.random(), float(numpy.random.rand()), float(torch.rand(()))]\n"
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_draws.py": """
+            from checks.suite import question, fail
+
+            @question("first", points=25)
+            def test_first(student):
+                drawn = student.good.draw()
+                student.good.draw()  # what a question draws does not reach the next
+                fail(f"drew {drawn}")
+
+            @question("second", points=25)
+            def test_second(student):
+                fail(f"drew {student.good.draw()}")
+
+            @question("blocked", points=25, block_imports=("torch",))
+            def test_blocked(student):
+                fail(f"drew {student.good.without_torch()}")
+
+            @question("with_reference", points=25, use_reference=("good.py",))
+            def test_with_reference(student):
+                fail(f"drew {student.good.draw()}")
+        """,
+        "solutions/toy/good.py": draw,
+        "subs/s/good.py": draw + "\n\ndef without_torch():\n    import random, numpy\n"
+                                  "    return [random.random(), float(numpy.random.rand())]\n",
+        "assignments/toy/.keep": "",
+    })
+    assignment = load_assignment(root, "toy")
+    gradings = []
+    for _ in range(2):
+        (result,) = grade_sources(assignment, [Source.from_path(root / "subs/s")], jobs=1)
+        gradings.append({q.qid: q.feedback for q in result.questions})
+    assert gradings[0] == gradings[1]
+    drawn = {qid: feedback.split("drew ", 1)[1].split("]")[0] + "]" for qid, feedback in gradings[0].items()}
+    assert drawn["first"] == drawn["second"] == drawn["with_reference"], gradings[0]
+    assert drawn["first"].startswith(drawn["blocked"].removesuffix("]")), gradings[0]

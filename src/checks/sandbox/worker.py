@@ -38,6 +38,10 @@ OUTPUT_EXCERPT_BYTES = 2000
 RETURNED_QUIETLY_HEADER = {"status": "returned", "output": ""}  # most replies: fixed bytes, no JSON work
 RETURNED_QUIETLY = json.dumps(RETURNED_QUIETLY_HEADER).encode()
 IPC_RMID = 0
+# Every random generator the student's code can reach starts each question from this seed, so that
+# a submission draws the same numbers, and gets the same score and feedback, each time it is graded
+# (torch seeds itself from the OS at import, Python's random on every fork, NumPy's on its import).
+STUDENT_SEED = 0
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 7, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
@@ -302,6 +306,7 @@ class _Session:
         self.output_path = output_path
         self.imports = imports
         self.settings = _Settings()
+        seed_generators(self.settings.torch)  # the first question too
         self.drivers: dict[str, types.ModuleType] = {}
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
@@ -310,6 +315,7 @@ class _Session:
             if not self.imports.narrow(tuple(request["block_imports"])):
                 return {"status": "blocks more", "output": self._output()}, None
             self.settings = _Settings()  # torch's, once no longer blocked
+            seed_generators(self.settings.torch)
             return {"status": "afresh", "output": self._output()}, None
         try:
             if request["op"] == "call":
@@ -415,31 +421,39 @@ class _Session:
 
 
 class _Settings:
-    """The process-wide settings a student's code is likely to change (torch's random state,
-    default dtype, grad mode and threads; alarms; sys.path), as they were before it ran."""
+    """The process-wide settings a student's code is likely to change (torch's default dtype, grad
+    mode and threads; alarms; sys.path), as they were before it ran, and the random generators."""
 
     def __init__(self) -> None:
         self.path = list(sys.path)
         self.torch = sys.modules.get("torch")  # None where it is blocked: student code cannot reach it then
         if self.torch is not None:
-            self.torch_settings = (self.torch.get_rng_state(), self.torch.get_default_dtype(),
-                                   self.torch.is_grad_enabled(), self.torch.get_num_threads())
+            self.torch_settings = (self.torch.get_default_dtype(), self.torch.is_grad_enabled(),
+                                   self.torch.get_num_threads())
 
     def restore(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.setitimer(signal.ITIMER_PROF, 0)
         sys.path[:] = self.path
-        # as in a fresh worker: Python's random is reseeded on fork, NumPy's on its first import
-        random.seed()
-        if "numpy.random" in sys.modules:
-            sys.modules["numpy.random"].seed()
+        seed_generators(self.torch)
         if self.torch is not None:
-            rng_state, dtype, grad_enabled, threads = self.torch_settings
-            self.torch.set_rng_state(rng_state)
+            dtype, grad_enabled, threads = self.torch_settings
             self.torch.set_default_dtype(dtype)
             self.torch.set_grad_enabled(grad_enabled)
             self.torch.set_num_threads(threads)
+
+
+def seed_generators(torch: types.ModuleType | None) -> None:
+    """Python's, NumPy's global and torch's generators (CUDA's too, in a torch built with it) to
+    STUDENT_SEED. `torch`: None where the question blocks it."""
+    random.seed(STUDENT_SEED)
+    if "numpy.random" in sys.modules:  # the zygote imports it; not where a question blocks numpy
+        sys.modules["numpy.random"].seed(STUDENT_SEED)
+    if torch is not None:
+        torch.default_generator.manual_seed(STUDENT_SEED)
+        if torch.cuda._is_compiled():  # noqa: SLF001 - seeded now, or when CUDA starts (lazily): no driver call here
+            torch.cuda.manual_seed_all(STUDENT_SEED)
 
 
 def remove_entries(folder: str, keep: Container[str] = ()) -> None:

@@ -291,7 +291,7 @@ def warm_up(imports: Iterable[str] = ()) -> None:
     not import is left to whoever needs it.
     """
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    import numpy  # noqa: F401
+    import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
 
     try:
         import torch
