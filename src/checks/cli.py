@@ -2,7 +2,7 @@
 
 What `checks test` needs is imported here; each other command imports its own part of the library
 when it runs, so that a student's `checks test` does not wait for the gradebook, the reports and
-the exports (about 0.1 s).
+the exports (0.05 to 0.08 s of the 0.25 s the command took to import).
 """
 
 from __future__ import annotations
