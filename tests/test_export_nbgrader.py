@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,7 +264,15 @@ def test_a_grader_failure_is_an_error_in_nbgrader_not_a_score(tmp_path, monkeypa
     assert not (root / "autograded/reference/01_tensors").exists()
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        (submission,) = gradebook.assignment_submissions("01_tensors")
-        grades = [grade for notebook in submission.notebooks for grade in notebook.grades]
-        assert grades and all(grade.auto_score is None for grade in grades)
+    def no_auto_scores() -> bool:
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+            (submission,) = gradebook.assignment_submissions("01_tensors")
+            grades = [grade for notebook in submission.notebooks for grade in notebook.grades]
+            return bool(grades) and all(grade.auto_score is None for grade in grades)
+
+    assert no_auto_scores()
+    # a course folder without its hidden suite is the course's mistake too, when autograding
+    shutil.rmtree(root / "autograder")
+    output = _nbgrader(root, "autograde", "01_tensors", "--create", "--force", env=nbgrader_env, succeeds=False)
+    assert "checks: the grader failed; this is not your score: the hidden checks of 01_tensors are not here" in output
+    assert no_auto_scores()

@@ -187,7 +187,8 @@ def test_a_grading_cell_ends_its_kernel_where_the_grader_fails(tmp_path, monkeyp
     """Neither passing nor failing a grading cell would be right where the grader failed (both are a
     score): the cell ends the kernel, and nothing is kept to be reused by the next cell. A hidden
     suite that is not there is such a failure for otter's hidden tests (the zip puts it beside
-    them), not for nbgrader's cells, which a student also runs in a copy without it."""
+    them) and in `nbgrader autograde`, not for nbgrader's cells elsewhere: a student also runs
+    them in a copy without it."""
     from checks.exports import kernel
     from checks.exports.hidden import hidden_files
 
@@ -218,6 +219,11 @@ def test_a_grading_cell_ends_its_kernel_where_the_grader_fails(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)  # no hidden suite at or above it
     with pytest.raises(kernel.HiddenSuiteMissing):  # nbgrader's cell in a student's copy: said in the cell
         kernel.score("01_tensors", "strides.offset")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # as `nbgrader autograde` sets it
+    with pytest.raises(Ended):
+        kernel.score("01_tensors", "strides.offset")
+    assert "the hidden checks of 01_tensors are not here" in capfd.readouterr().err
+    monkeypatch.delenv("NBGRADER_EXECUTION")
     with pytest.raises(Ended):  # otter's hidden test runs only where the autograder zip put the suite
         kernel.check_case("01_tensors", "strides.offset", 0, 0, 1)
     assert "the hidden checks of 01_tensors are not here" in capfd.readouterr().err

@@ -59,7 +59,10 @@ def question_name(qid: str) -> str:
 def score(assignment: str, qid: str) -> float:
     """The question's points for the answers this kernel ran, printing its feedback when short of
     full marks (to stdout: nbgrader counts any stderr output as a failed cell)."""
-    result = _question_or_end_kernel(assignment, qid)  # a student's copy: HiddenSuiteMissing, said in the cell
+    # the suite must be there when nbgrader autogrades (it sets this); elsewhere this may be a
+    # student's copy of the release, where the cell says that these checks run when graded
+    autograding = os.environ.get("NBGRADER_EXECUTION") == "autograde"
+    result = _question_or_end_kernel(assignment, qid, suite_shipped=autograding)
     if not result.passed:
         print(f"{qid}: {result.score:g} of {result.max_score:g} points\n{result.feedback}")
     return result.score
@@ -101,7 +104,8 @@ def check_case(assignment: str, qid: str, part: int, index: int, of: int) -> Non
 def _question_or_end_kernel(assignment: str, qid: str, *, suite_shipped: bool = False) -> QuestionResult:
     """question_result, for a grading cell: where the grader failed, no cell may pass or fail (either
     would be a score), so the kernel ends, and the tool that ran the notebook records an error. With
-    `suite_shipped`, a hidden suite that cannot be found is such a failure too."""
+    `suite_shipped` (the grading tool put the suite there), a hidden suite that cannot be found is
+    such a failure too."""
     try:
         return question_result(assignment, qid)
     except GraderFailed as failure:
