@@ -109,14 +109,14 @@ def _question_or_end_kernel(assignment: str, qid: str, *, suite_shipped: bool = 
     try:
         return question_result(assignment, qid)
     except GraderFailed as failure:
-        end_kernel(failure)
+        _end_kernel(failure)
     except HiddenSuiteMissing as missing:
         if not suite_shipped:
             raise
-        end_kernel(GraderFailed(f"the grader failed; this is not your score: {missing}"))
+        _end_kernel(GraderFailed(f"the grader failed; this is not your score: {missing}"))
 
 
-def end_kernel(failure: GraderFailed) -> NoReturn:
+def _end_kernel(failure: GraderFailed) -> NoReturn:
     """Say why in the cell and in the grading tool's log (the kernel's own stderr), then exit."""
     message = f"checks: {failure}\nThis kernel is ended so that no score is recorded for this notebook.\n"
     print(message, flush=True)

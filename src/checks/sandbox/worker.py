@@ -305,17 +305,15 @@ class _Session:
         self.own_modules = {name.removesuffix(".py") for name in tops}  # the names they import as
         self.output_path = output_path
         self.imports = imports
-        self.settings = _Settings()
-        seed_generators(self.settings.torch)  # the first question too
         self.drivers: dict[str, types.ModuleType] = {}
+        self._start_question()
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         if request["op"] == "afresh":
             self._start_afresh()
             if not self.imports.narrow(tuple(request["block_imports"])):
                 return {"status": "blocks more", "output": self._output()}, None
-            self.settings = _Settings()  # torch's, once no longer blocked
-            seed_generators(self.settings.torch)
+            self._start_question()  # torch's settings too, once no longer blocked
             return {"status": "afresh", "output": self._output()}, None
         try:
             if request["op"] == "call":
@@ -332,6 +330,11 @@ class _Session:
                 header, payload = {"status": "unsupported", "message": str(error)[:500]}, None
         header["output"] = self._output()
         return header, payload
+
+    def _start_question(self) -> None:
+        """Note the settings to put back after this question, and seed the generators it may draw from."""
+        self.settings = _Settings()
+        seed_generators(self.settings.torch)
 
     def _start_afresh(self) -> None:
         """Between two questions in this worker: the submission's modules (and the suite's
@@ -422,7 +425,7 @@ class _Session:
 
 class _Settings:
     """The process-wide settings a student's code is likely to change (torch's default dtype, grad
-    mode and threads; alarms; sys.path), as they were before it ran, and the random generators."""
+    mode and threads; alarms; sys.path), as they were before it ran."""
 
     def __init__(self) -> None:
         self.path = list(sys.path)
@@ -436,7 +439,6 @@ class _Settings:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.setitimer(signal.ITIMER_PROF, 0)
         sys.path[:] = self.path
-        seed_generators(self.torch)
         if self.torch is not None:
             dtype, grad_enabled, threads = self.torch_settings
             self.torch.set_default_dtype(dtype)
