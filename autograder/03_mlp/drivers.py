@@ -91,7 +91,9 @@ def counting_model(spec):
     spec: {"layers": [(d_in, d_out, bias), ...], "batchnorm": bool, "tied": bool,
            "freeze": [parameter names]}
     """
-    torch.manual_seed(0)
+    # CPU's generator alone: torch.manual_seed also seeds (or queues a seed for) every accelerator,
+    # formatting the caller's stack each time, which cost more than building the model
+    torch.default_generator.manual_seed(0)
     modules = []
     for i, (d_in, d_out, bias) in enumerate(spec["layers"]):
         if i:

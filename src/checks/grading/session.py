@@ -161,6 +161,8 @@ class SubmissionLoop:
     def pytest_runtestloop(self, session: "pytest.Session") -> bool:
         self.ran = True
         items = [] if session.testsfailed else list(session.items)  # a suite that does not collect runs nothing
+        for item in items:
+            item.location  # noqa: B018 - cached on the item: worked out here once, not in every grading child
         jobs = ((source.name, functools.partial(self._grade, source, items)) for source in self.sources)
         for outcome in run_forked(jobs, self.jobs):
             self.emit((outcome.key, outcome.value, outcome.error))
