@@ -30,6 +30,10 @@ ALLOWED_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
      "float16", "float32", "float64", "complex64", "complex128"]
 )
+# each allowed dtype (native byte order) by name, and back: looked up per array, as NumPy works out
+# a dtype from its name, or its name (a Python property), in a microsecond or two each time
+_DTYPES = {name: np.dtype(name) for name in ALLOWED_DTYPES}
+_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 # torch dtypes NumPy has no exact twin for travel as float32 and keep their name
 _WIDENED_TORCH_DTYPES = {"torch.bfloat16": "float32"}
 
@@ -109,10 +113,13 @@ def _to_json(value: Any, depth: int, buffers: _Buffers) -> Any:
 
 
 def _array_json(array: np.ndarray, buffers: _Buffers) -> dict:
-    if array.dtype.name not in ALLOWED_DTYPES:
-        raise UnsupportedType(f"an array of dtype {array.dtype}")
-    data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")).tobytes()  # in our byte order
-    return {"dtype": array.dtype.name, "shape": list(array.shape), "at": buffers.add(data)}
+    name = _NAMES.get(array.dtype)
+    if name is None:  # not allowed, or not in our byte order
+        name = array.dtype.name
+        if name not in ALLOWED_DTYPES:
+            raise UnsupportedType(f"an array of dtype {array.dtype}")
+        array = array.astype(_DTYPES[name])
+    return {"dtype": name, "shape": list(array.shape), "at": buffers.add(array.tobytes())}  # C order
 
 
 def _tensor_json(value: Any, buffers: _Buffers) -> dict | None:
@@ -189,14 +196,15 @@ def _from_json(node: Any, depth: int, budget: list[int], buffers: memoryview) ->
 
 
 def _array_from_json(body: dict, buffers: memoryview) -> np.ndarray:
-    dtype, shape, at = body.get("dtype"), body.get("shape"), body.get("at")
-    if dtype not in ALLOWED_DTYPES:  # never object, str, void or datetime arrays, whatever their size
-        raise UnsupportedType(f"an array of dtype {str(dtype)[:40]!r}")
+    name, shape, at = body.get("dtype"), body.get("shape"), body.get("at")
+    dtype = _DTYPES.get(name) if type(name) is str else None
+    if dtype is None:  # never object, str, void or datetime arrays, whatever their size
+        raise UnsupportedType(f"an array of dtype {str(name)[:40]!r}")
     if type(at) is not int or not _is_shape(shape):
         raise UnsupportedType("malformed array")
-    if math.prod(size for size in shape if size) * np.dtype(dtype).itemsize > np.iinfo(np.intp).max:
+    if math.prod(size for size in shape if size) * dtype.itemsize > np.iinfo(np.intp).max:
         raise UnsupportedType("malformed array (a shape too large to exist, even empty)")
-    size = math.prod(shape) * np.dtype(dtype).itemsize
+    size = math.prod(shape) * dtype.itemsize
     if not 0 <= at <= len(buffers) - size:
         raise UnsupportedType("malformed array (its bytes are not in the payload)")
     return np.frombuffer(buffers[at:at + size], dtype=dtype).reshape(shape).copy()
