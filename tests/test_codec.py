@@ -70,12 +70,14 @@ def test_malformed_payloads_are_refused_not_trusted(payload):
         decode(payload)
 
 
-def test_arrays_of_either_byte_order_and_several_in_one_payload_round_trip():
+def test_arrays_of_either_byte_order_or_layout_and_several_in_one_payload_round_trip():
     values = {"big": np.arange(5, dtype=">f8"), "little": np.arange(3, dtype="<i4"), "empty": np.zeros((0, 2)),
+              "transposed": np.arange(6.0).reshape(2, 3).T, "big_strided": np.arange(10, dtype=">i4")[::3],
               "t": torch.ones(2, 2, dtype=torch.float64), "scalar": np.float32(1.5)}
     back = decode(encode(values))
-    for key in ("big", "little", "empty"):
+    for key in ("big", "little", "empty", "transposed", "big_strided"):
         assert np.array_equal(back[key], values[key]) and back[key].shape == values[key].shape
+        assert back[key].dtype.name == values[key].dtype.name and back[key].dtype.isnative
     assert np.array_equal(back["t"].array, np.ones((2, 2))) and back["scalar"] == np.float32(1.5)
 
 
