@@ -29,10 +29,10 @@ ASSIGNMENT = "02_autograd"
 SHORTER = (5_000, 3_000, 1_500)
 
 
-def chain_seconds(lengths: list[int], repeats: int) -> dict[int, float]:
+def chain_seconds(drivers: types.ModuleType, test_engine: types.ModuleType, lengths: list[int],
+                  repeats: int) -> dict[int, float]:
     """CPU seconds of both deep chains of the suite, cut to each length, run by the reference engine
     in this process (its heap frozen first, as a sandbox worker's is): the median of `repeats`."""
-    drivers, test_engine = _suite()
     gc.collect()
     gc.freeze()
     figures = {}
@@ -65,9 +65,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="checks-bench-") as temp:
         reference = generate(ASSIGNMENT, 1, Path(temp) / "subs")  # the first variant is the reference
         fresh = statistics.median(fresh_processes(ASSIGNMENT, reference, 1)[1] for _ in range(args.fresh_runs))
-    _, test_engine = _suite()
+    drivers, test_engine = _suite()
     full = test_engine.CHAIN_LENGTH
-    chains = chain_seconds([full, *(n for n in SHORTER if n < full)], args.repeats)
+    chains = chain_seconds(drivers, test_engine, [full, *(n for n in SHORTER if n < full)], args.repeats)
     print(f"{ASSIGNMENT}, reference solution; CPU seconds a submission (medians)")
     print(f"fresh `python -m pytest`: {fresh:.3f} s ({args.fresh_runs} runs)")
     print(f"{'chain length':>12} {'both chains':>12} {'ceiling':>9}")
