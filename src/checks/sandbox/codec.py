@@ -25,15 +25,13 @@ MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 
-# dtypes that may cross the boundary: numeric and bool only (no object, str or void arrays)
-ALLOWED_DTYPES = frozenset(
-    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-     "float16", "float32", "float64", "complex64", "complex128"]
-)
-# each allowed dtype (native byte order) by name, and back: looked up per array, as NumPy works out
-# a dtype from its name, or its name (a Python property), in a microsecond or two each time
-_DTYPES = {name: np.dtype(name) for name in ALLOWED_DTYPES}
-_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
+# dtypes that may cross the boundary, by name: numeric and bool only (no object, str or void
+# arrays), each in our byte order. Looked up, and back by dtype, per array: NumPy works out a dtype
+# from its name, or its name (a Python property), in a microsecond or two each time.
+ALLOWED_DTYPES = {name: np.dtype(name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128")}
+_NAMES = {dtype: name for name, dtype in ALLOWED_DTYPES.items()}
 # torch dtypes NumPy has no exact twin for travel as float32 and keep their name
 _WIDENED_TORCH_DTYPES = {"torch.bfloat16": "float32"}
 
@@ -118,7 +116,7 @@ def _array_json(array: np.ndarray, buffers: _Buffers) -> dict:
         name = array.dtype.name
         if name not in ALLOWED_DTYPES:
             raise UnsupportedType(f"an array of dtype {array.dtype}")
-        array = array.astype(_DTYPES[name])
+        array = array.astype(ALLOWED_DTYPES[name])
     return {"dtype": name, "shape": list(array.shape), "at": buffers.add(array.tobytes())}  # C order
 
 
@@ -197,7 +195,7 @@ def _from_json(node: Any, depth: int, budget: list[int], buffers: memoryview) ->
 
 def _array_from_json(body: dict, buffers: memoryview) -> np.ndarray:
     name, shape, at = body.get("dtype"), body.get("shape"), body.get("at")
-    dtype = _DTYPES.get(name) if type(name) is str else None
+    dtype = ALLOWED_DTYPES.get(name) if type(name) is str else None
     if dtype is None:  # never object, str, void or datetime arrays, whatever their size
         raise UnsupportedType(f"an array of dtype {str(name)[:40]!r}")
     if type(at) is not int or not _is_shape(shape):
