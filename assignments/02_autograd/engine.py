@@ -38,6 +38,14 @@ class Node:
         return f"<{self.name}>"
 
 
+def _sizes(args):
+    """The sizes of t.reshape(2, 3) or t.reshape((2, 3)) as one tuple of ints, both spellings
+    being PyTorch's."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(n) for n in args)
+
+
 def _to_tensor(value):
     """Wrap a Python number or array as a constant Tensor; leave Tensors alone."""
     return value if isinstance(value, Tensor) else Tensor(value)
@@ -130,6 +138,26 @@ class Tensor:
 
     def mean(self, axis=None, keepdims=False):
         raise NotImplementedError('Tensor.mean: np.mean with axis and keepdims; pass both to rules.mean_backward')
+
+    # ----- views: the backward of each moves the gradient back (rules.py's view rules) ------
+    def reshape(self, *shape):
+        raise NotImplementedError('Tensor.reshape: accept t.reshape(2, 3) and t.reshape((2, 3)); record rules.reshape_backward with the shape')
+
+    def transpose(self, dim0, dim1):
+        raise NotImplementedError('Tensor.transpose: np.swapaxes, recorded with rules.transpose_backward and both dims')
+
+    def permute(self, *dims):
+        raise NotImplementedError('Tensor.permute: accept t.permute(2, 0, 1) and t.permute((2, 0, 1)); np.transpose, recorded with rules.permute_backward')
+
+    @property
+    def T(self):
+        raise NotImplementedError('Tensor.T: the dims in reverse order (for a 2-D tensor: transpose(0, 1)), through a recorded op')
+
+    def expand(self, *sizes):
+        raise NotImplementedError("Tensor.expand: new dims go in front and -1 keeps a dim's size; np.broadcast_to, recorded with rules.expand_backward")
+
+    def __getitem__(self, index):
+        raise NotImplementedError('Tensor.__getitem__: index self.data as NumPy does and record rules.getitem_backward with the index')
 
     # ----- gradients --------------------------------------------------------------------
     def retain_grad(self):

@@ -93,3 +93,33 @@ def sum_backward(grad, a, axis=None, keepdims=False):
 def mean_backward(grad, a, axis=None, keepdims=False):
     """out = a.mean(axis, keepdims). Returns (grad_a,)."""
     raise NotImplementedError('mean_backward: like sum_backward, then divide by how many elements each mean averaged over')
+
+
+# ----- view operations: the backward of 01's views -------------------------------------------
+# A view moves or repeats elements without computing anything new, so its backward moves the
+# gradient back to where each element came from, and adds up what reached the same element twice.
+
+
+def reshape_backward(grad, a, shape):
+    """out = a.reshape(shape) (one size may be -1). Returns (grad_a,)."""
+    raise NotImplementedError("reshape_backward: reshape grad back to a's shape (not to `shape`, which is the output's)")
+
+
+def transpose_backward(grad, a, dim0, dim1):
+    """out = a.transpose(dim0, dim1) (negative dims allowed). Returns (grad_a,)."""
+    raise NotImplementedError('transpose_backward: swapping the same two axes again undoes the swap (np.swapaxes)')
+
+
+def permute_backward(grad, a, dims):
+    """out = a.permute(dims): out's axis k is a's axis dims[k] (negative dims allowed). Returns (grad_a,)."""
+    raise NotImplementedError('permute_backward: apply the INVERSE permutation to grad: np.argsort of dims (after making negative dims positive)')
+
+
+def expand_backward(grad, a, shape):
+    """out = a.expand(shape): new leading dims, size-1 dims stretched, -1 keeps a size. Returns (grad_a,)."""
+    raise NotImplementedError('expand_backward: each element of a was used once per copy: sum grad over the new leading dims, and (keepdims) over the dims a had as 1')
+
+
+def getitem_backward(grad, a, index):
+    """out = a[index] for ints, slices (with steps), None, Ellipsis and integer arrays. Returns (grad_a,)."""
+    raise NotImplementedError("getitem_backward: start from zeros of a's shape and ADD grad in at the indexed places; np.add.at accumulates repeated indices")

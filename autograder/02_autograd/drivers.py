@@ -19,6 +19,11 @@ Values are numbered: the leaves first, then one value per step. A step is a tupl
     "neg" "exp" "log" "relu" "tanh" "sigmoid"  one operand
     "pow"                                      (operand, exponent)
     "sum" "mean"                               (operand, axis, keepdims)
+    "reshape" "permute" "expand"               (operand, sizes or dims as a tuple)
+    "transpose"                                (operand, dim0, dim1)
+    "T"                                        (operand,)
+    "getitem"                                  (operand, index): ints, slices, None, Ellipsis,
+                                               lists of ints for integer arrays
 """
 
 import sys
@@ -28,6 +33,7 @@ import numpy as np
 BINARY = ("add", "sub", "mul", "div", "matmul")
 UNARY = ("neg", "exp", "log", "relu", "tanh", "sigmoid")
 REDUCE = ("sum", "mean")
+VIEWS = ("reshape", "transpose", "permute", "T", "expand", "getitem")
 
 
 # ----------------------------------------------------------------------------- the interpreter
@@ -64,7 +70,29 @@ def apply_step(step, values):
         if axis is None and not keepdims:
             return method()
         return method(axis=axis, keepdims=keepdims)
+    if op in ("reshape", "permute", "expand"):
+        return getattr(x, op)(*step[2])
+    if op == "transpose":
+        return x.transpose(step[2], step[3])
+    if op == "T":
+        return x.T
+    if op == "getitem":
+        return x[step[2]]
     raise ValueError(f"unknown op {op!r}")
+
+
+def index_text(index):
+    """An index as it is written between brackets: 1:3, ::2, None, ..., [0, 0, 2]."""
+    def one(item):
+        if isinstance(item, slice):
+            parts = ["" if x is None else str(x) for x in (item.start, item.stop, item.step)]
+            return ":".join(parts if item.step is not None else parts[:2])
+        if item is Ellipsis:
+            return "..."
+        if isinstance(item, np.ndarray):
+            return repr(item.tolist())
+        return repr(item)
+    return ", ".join(one(item) for item in index) if isinstance(index, tuple) else one(index)
 
 
 def evaluate(program, make_leaf):
@@ -99,6 +127,14 @@ def describe(program, output=None):
             expr = f"{text(step[1])}.{op}()"
         elif op == "pow":
             expr = f"{text(step[1])} ** {step[2]!r}"
+        elif op in ("reshape", "permute", "expand"):
+            expr = f"{text(step[1])}.{op}({', '.join(map(str, step[2]))})"
+        elif op == "transpose":
+            expr = f"{text(step[1])}.transpose({step[2]}, {step[3]})"
+        elif op == "T":
+            expr = f"{text(step[1])}.T"
+        elif op == "getitem":
+            expr = f"{text(step[1])}[{index_text(step[2])}]"
         else:
             args = "" if step[2] is None and not step[3] else f"axis={step[2]!r}, keepdims={step[3]!r}"
             expr = f"{text(step[1])}.{op}({args})"
@@ -389,22 +425,36 @@ def apply_chain(x, w, ops):
 def deep_chain(x_data, w_data, ops, recursion_limit=1000):
     """x0 (leaf), w (leaf); x_{k+1} = op_k(x_k) for each op; L = x_n.sum(); L.backward().
 
-    Runs with Python's default recursion limit. Each op is ("add_c", c), ("mul_c", c),
-    ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",) (uses leaf w).
+    Runs at Python's default recursion limit, which the student's code may not raise: while the
+    chain runs, sys.setrecursionlimit refuses any higher limit, and a limit raised all the same
+    (through a reference the code kept) is reported as "limit_raised". Each op is ("add_c", c),
+    ("mul_c", c), ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",).
     """
+    set_limit, get_limit = sys.setrecursionlimit, sys.getrecursionlimit
+
+    def held(limit):
+        if limit > recursion_limit:
+            raise RuntimeError(f"this check holds Python's recursion limit at {recursion_limit}; code under test "
+                               f"may not raise it (asked for {limit})")
+        set_limit(limit)
+
     engine = _engine()
     x0 = engine.Tensor(np.array(x_data), requires_grad=True)
     w = engine.Tensor(np.array(w_data), requires_grad=True)
     x = x0
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(recursion_limit)
+    previous = get_limit()
+    set_limit(recursion_limit)
+    sys.setrecursionlimit = held
     try:
         x = apply_chain(x, w, ops)
         loss = x.sum()
         loss.backward()
+        limit_raised = get_limit() > recursion_limit
         value = plain_array(loss.data)
         grads = [plain_array(x0.grad), plain_array(w.grad)]
-        del x, loss  # free the 10,000-node graph while the limit still holds
+        set_limit(recursion_limit)
+        del x, loss  # free the deep graph while the limit still holds
     finally:
-        sys.setrecursionlimit(previous)
-    return {"loss": value, "grads": grads}
+        sys.setrecursionlimit = set_limit
+        set_limit(previous)
+    return {"loss": value, "grads": grads, "limit_raised": limit_raised}

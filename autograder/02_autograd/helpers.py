@@ -62,13 +62,29 @@ def run_or_fail(student, context, driver, *args, **kwargs):
 
 def call_or_fail(student, call_text, module, name, *args, hint=None, **kwargs):
     """student.<module>.<name>(...), described as `call_text` in the feedback if it fails
-    (with `hint` added when the student's code raised)."""
+    (with `hint` added when the student's code raised; a callable hint is given the StudentRaised
+    and may return None)."""
     try:
         return getattr(getattr(student, module), name)(*args, **kwargs)
     except StudentFault as error:
-        extra = f"\n{hint}" if hint and isinstance(error, StudentRaised) else ""
-        fail(f"{call_text} {error.outcome}{extra}")
+        text = (hint(error) if callable(hint) else hint) if isinstance(error, StudentRaised) else None
+        fail(f"{call_text} {error.outcome}" + (f"\n{text}" if text else ""))
     raise AssertionError  # unreachable
+
+
+def negative_axes_hint(*axes):
+    """A hint for a call whose axes include a negative one, when the student's code raised
+    IndexError (NumPy's AxisError is one): the usual cause is a negative axis used as a position."""
+    flat = [k for item in axes for k in (item if isinstance(item, (tuple, list)) else (item,))]
+    if not any(isinstance(k, (int, np.integer)) and k < 0 for k in flat):
+        return None
+
+    def hint(error):
+        if error.is_a(IndexError):
+            return ("Likely mistake: a negative axis used as a position. Normalise negative axes first "
+                    "(axis % a.ndim), as PyTorch counts them from the end.")
+        return None
+    return hint
 
 
 # ----------------------------------------------------------------------------- programs in torch

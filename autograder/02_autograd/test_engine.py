@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import cases, fail, question
+from checks.suite import StudentFault, StudentRaised, cases, fail, question
 
 import drivers
 import programs
@@ -47,7 +47,7 @@ def tensor_reference(data, requires_grad):
     return torch.tensor(np.asarray(data), dtype=torch.float64)
 
 
-@question("engine.tensor_basics", points=2, **ENGINE)
+@question("engine.tensor_basics", points=1, **ENGINE)
 @cases("data, requires_grad", BASICS, ids=lambda x: repr(x)[:30], reference=tensor_reference, send_ahead=True)
 def test_tensor_basics(student, data, requires_grad, reference):
     call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
@@ -130,7 +130,7 @@ def _forward_programs():
 FORWARD = _forward_programs()
 
 
-@question("engine.ops_forward", points=5, **ENGINE)
+@question("engine.ops_forward", points=4, **ENGINE)
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
     program = FORWARD[name]
@@ -182,11 +182,67 @@ def test_backward_handwritten(student, name, reference):
     _check_backward(student, *reference)
 
 
-@question("engine.backward_graphs", points=4, **ENGINE)
+@question("engine.backward_graphs", points=3, **ENGINE)
 @cases("seed", range(12), reference=lambda seed: backward_reference(*programs.random_program(seed)),
        send_ahead=True)
 def test_backward_random(student, seed, reference):
     _check_backward(student, *reference)
+
+
+# ============================================================================= engine.views
+
+def _view_programs():
+    """Graphs through each view op: every leaf's gradient passes through a view, and no value has
+    two consumers (that is engine.backward_graphs' subject); the output gets a random upstream
+    gradient."""
+    rng = rng_for("views")
+    x = leaf("x", rng.standard_normal((2, 3, 4)))
+    m = leaf("M", rng.standard_normal((3, 3)))
+    rows = leaf("R", rng.standard_normal((4, 3)))
+    col = leaf("b", rng.standard_normal((3, 1)))
+
+    def case(leaves, steps):
+        program = {"leaves": leaves, "steps": steps}
+        out = len(leaves) + len(steps) - 1
+        shape = torch_values(program)[out].shape
+        return program, out, rng.standard_normal(tuple(shape))
+
+    return {
+        "reshape": case([x], [("reshape", v(0), (4, -1)), ("exp", v(1))]),
+        "transpose": case([x], [("transpose", v(0), 0, -1), ("tanh", v(1))]),
+        "T": case([m, leaf("N", rng.standard_normal((3, 3)))], [("T", v(0)), ("matmul", v(2), v(1))]),
+        "permute": case([x, leaf("w", rng.standard_normal(3))],
+                        [("permute", v(0), (2, 0, 1)), ("mul", v(2), v(1))]),
+        "expand": case([col, x], [("expand", v(0), (2, 3, 4)), ("mul", v(2), v(1))]),
+        "expand -1": case([col], [("expand", v(0), (2, -1, 3)), ("exp", v(1))]),
+        "getitem repeated rows": case([rows], [("getitem", v(0), [0, 2, 2, 0]), ("exp", v(1))]),
+        "getitem slices": case([rows], [("getitem", v(0), (slice(1, None), slice(None, None, 2))), ("exp", v(1))]),
+        "getitem None and ...": case([rows], [("getitem", v(0), (None, Ellipsis, -1)), ("tanh", v(1))]),
+        "getitem int and array": case([rows], [("getitem", v(0), (-1, [2, 0, 2])), ("sigmoid", v(1))]),
+        "views in a row": case([x], [("permute", v(0), (1, 2, 0)), ("reshape", v(1), (3, 8)), ("T", v(2)),
+                                     ("getitem", v(3), (slice(None, None, 3), 1)), ("expand", v(4), (2, 3))]),
+    }
+
+
+VIEWS = _view_programs()
+
+VIEWS_HINT = ("A view must be a recorded op like any other: its result gets a grad_fn whose rule "
+              "(rules.reshape_backward, ...) moves the gradient back to the input's layout.")
+
+
+@question("engine.views", points=4, **ENGINE)
+@cases("name", list(VIEWS), reference=lambda name: backward_reference(*VIEWS[name]), send_ahead=True)
+def test_views(student, name, reference):
+    program, output, weights, want = reference
+    text = drivers.describe(program)
+    context = f"After {text}; L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
+    try:
+        got = student.run(drivers.backward_program, program, output, weights)
+    except StudentFault as error:
+        fail(f"{context}\n{error.outcome}\n{VIEWS_HINT}")
+    loss, grads = want
+    check_array(got["loss"], loss, "L.data", context)
+    check_leaf_grads(got["grads"], grads, program, context, extra_hint=VIEWS_HINT)
 
 
 # ============================================================================= engine.accumulation
@@ -226,7 +282,7 @@ def accumulation_reference(name):
     return snapshots, second_alone
 
 
-@question("engine.accumulation", points=4, **ENGINE)
+@question("engine.accumulation", points=3, **ENGINE)
 @cases("name", list(ACCUMULATION), reference=accumulation_reference, send_ahead=True)
 def test_accumulation(student, name, reference):
     first, out_1, second, out_2 = ACCUMULATION[name]
@@ -609,7 +665,10 @@ def test_backward_args(student, name, reference):
 
 # ============================================================================= engine.deep_chain
 
-CHAIN_LENGTH = 10_000
+# At least 1,500 ops at the interpreter's default recursion limit of 1,000 (CURRICULUM.md): a
+# backward that recurses once per node fails, and so does one that raises the limit to get by.
+CHAIN_LENGTH = 1_500
+RECURSION_LIMIT = 1_000
 
 
 def _chain_ops(seed, use_w):
@@ -651,8 +710,29 @@ def test_deep_chain(student, use_w):
     story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
-             "recursion limit of 1000")
-    got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops)
+             f"recursion limit of {RECURSION_LIMIT:,}")
+    try:
+        got = student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT)
+    except StudentFault as error:
+        fail(f"While running {story}:\n{error.outcome}{_deep_chain_hint(error)}")
+    if got.get("limit_raised"):
+        fail(f"While running {story}: your code raised Python's recursion limit, which this check holds at "
+             f"{RECURSION_LIMIT:,}. {EXPLICIT_STACK}")
     check_array(got["loss"], loss, "L.data", f"After {story}")
     program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
     check_leaf_grads(got["grads"], grads, program, f"After {story}")
+
+
+EXPLICIT_STACK = ("Walk the graph without recursion: a topological order built with an explicit stack (a "
+                  "list you push to and pop from), then one loop over it in reverse. A graph can be far deeper "
+                  "than any recursion limit.")
+
+
+def _deep_chain_hint(error):
+    """Why a deep chain failed, where the student's exception says it."""
+    if isinstance(error, StudentRaised):
+        if error.is_a(RecursionError):
+            return f"\nLikely mistake: backward recurses once per node. {EXPLICIT_STACK}"
+        if "recursion limit" in error.message:
+            return f"\nThe recursion limit is held at {RECURSION_LIMIT:,} here. {EXPLICIT_STACK}"
+    return ""

@@ -19,7 +19,8 @@ import torch
 
 from checks.suite import cases, fail, question, question_defaults
 
-from helpers import call_or_fail, check_array, rng_for, shape_text, t64, vjp
+import drivers
+from helpers import call_or_fail, check_array, negative_axes_hint, rng_for, shape_text, t64, vjp
 
 # rules.py must work without torch: every question of this file blocks it in the sandbox.
 pytestmark = question_defaults(block_imports=("torch",))
@@ -107,20 +108,37 @@ SUM_TO_SHAPE = [
     ((), ()),
     ((3, 1, 4), (1, 4)),
     ((2, 5), [5]),
+    ((3, 3), (3,)),        # equal sizes on different axes: a rule that matches axes by size
+    ((3, 3), (3, 1)),      # sums the wrong one
+    ((2, 2, 2), (2, 1)),
 ]
 
 
 def sum_to_shape_reference(grad_shape, shape):
-    """The case's grad, and PyTorch's sum_to_size of it."""
+    """The case's grad, PyTorch's sum_to_size of it, and the known mistakes."""
     grad = normal(rng_for("sum_to_shape", grad_shape, tuple(shape)), grad_shape)
-    return grad, t64(grad).sum_to_size(tuple(shape)).numpy()
+    want = t64(grad).sum_to_size(tuple(shape)).numpy()
+    return grad, want, list(left_aligned_mistake(grad, tuple(shape), want))
 
 
-@question("rules.sum_to_shape", points=5)
+def left_aligned_mistake(grad, shape, want):
+    """What lining `shape` up with grad's FIRST axes gives (as finding the kept axes by their sizes
+    does when sizes repeat), where that differs from the right answer."""
+    summed = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
+    for k, size in enumerate(shape):
+        if size == 1 and summed.shape[k] != 1:
+            summed = summed.sum(axis=k, keepdims=True)
+    if summed.shape == want.shape and not np.allclose(summed, want):
+        yield summed, ("this sums the wrong axes: broadcasting lines shapes up from the LAST axis, so the axes "
+                       "to sum away are grad's leading ones. Choose them by position, not by size: with equal "
+                       "sizes on different axes, a size says nothing about which axis it is.")
+
+
+@question("rules.sum_to_shape", points=4)
 @cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s), reference=sum_to_shape_reference,
        send_ahead=True)
 def test_sum_to_shape(student, grad_shape, shape, reference):
-    grad, want = reference
+    grad, want, mistakes = reference
     call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
     got = call_or_fail(student, call, "rules", "sum_to_shape", grad, shape)
 
@@ -131,7 +149,7 @@ def test_sum_to_shape(student, grad_shape, shape, reference):
             return "the result must have exactly len(shape) dimensions: keep the size-1 ones (keepdims)."
         return None
 
-    check_array(got, want, "the result", call, shape_hint=hint)
+    check_array(got, want, "the result", call, shape_hint=hint, alternatives=mistakes)
 
 
 # ----------------------------------------------------------------------------- binary elementwise
@@ -147,6 +165,8 @@ BROADCAST_PAIRS = [
     ((), ()),
     ((1,), (5,)),
     ((2, 1, 3), (2, 4, 3)),
+    ((3, 3), (3,)),
+    ((3, 1), (3, 3)),
 ]
 
 BINARY = {
@@ -192,7 +212,7 @@ def _check_binary(student, op, a_shape, b_shape, a, b, grad, expected, mistakes)
     compare_rule(got, call, "ab", [a, b], grad, expected, mistakes)
 
 
-@question("rules.{op}_backward", points={"add": 3, "sub": 3, "mul": 4, "div": 4})
+@question("rules.{op}_backward", points={"add": 2, "sub": 2, "mul": 3, "div": 3})
 @pytest.mark.parametrize("op", BINARY)
 @cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references, send_ahead=True)
 def test_binary_backward(student, op, a_shape, b_shape, reference):
@@ -255,7 +275,7 @@ def unary_references(shape):
     return {op: _unary_case(op, shape) for op in UNARY}
 
 
-@question("rules.{op}_backward", points={"neg": 2, "exp": 3, "log": 3, "tanh": 3, "sigmoid": 3, "relu": 2})
+@question("rules.{op}_backward", points={"neg": 1, "exp": 2, "log": 2, "tanh": 2, "sigmoid": 2, "relu": 1})
 @pytest.mark.parametrize("op", UNARY)
 @cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references, send_ahead=True)
 def test_unary_backward(student, op, shape, reference):
@@ -316,7 +336,7 @@ def pow_mistakes(a, p, grad):
     yield (gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1)."
 
 
-@question("rules.pow_backward", points=5)
+@question("rules.pow_backward", points=4)
 @cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
        reference=pow_reference, send_ahead=True)
 def test_pow_backward(student, shape, p, domain, reference):
@@ -342,6 +362,7 @@ MATMUL_CASES = [
     ((3,), (2, 3, 4)),
     ((2, 4, 3), (3,)),
     ((1, 2, 3), (4, 3, 5)),
+    ((3, 1, 2, 3), (3, 3, 2)),   # batch dims of equal sizes: one leading, one stretched
 ]
 
 
@@ -367,7 +388,7 @@ def matmul_mistakes(a, b, grad, expected, k):
             "right gradient:", "right gradient, reshaped to the input's shape:")
 
 
-@question("rules.matmul_backward", points=8)
+@question("rules.matmul_backward", points=7)
 @cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference, send_ahead=True)
 def test_matmul_backward(student, a_shape, b_shape, reference):
     a, b, grad, expected, mistakes = reference
@@ -406,6 +427,9 @@ REDUCE_CASES = [
     ((), None, False),
     ((3, 1, 2), (1,), False),
     ((2, 3, 4), (-3, 1), False),
+    ((3, 3), 0, False),          # equal sizes on different axes: a rule that finds the reduced
+    ((3, 1, 3), -1, False),      # axes by matching sizes puts them back in the wrong place
+    ((2, 2, 2), (0, 2), False),
 ]
 
 
@@ -439,11 +463,29 @@ def reduce_mistakes(op, axis, keepdims, a, grad):
         yield (vjp(reduction("mean", axis, keepdims), [a], grad)[0],
                "this is the mean's gradient: the gradient of a sum is grad copied (broadcast) to "
                "every summed element, with no division.")
+    if not keepdims and axis is not None:
+        left, shape = list(np.shape(grad)), np.shape(a)
+        by_size = [left.pop(0) if left and left[0] == n else 1 for n in shape]
+        if not left:
+            scale = 1 if op == "sum" else np.size(a) // max(np.size(grad), 1)
+            yield (np.broadcast_to(np.reshape(grad, by_size), shape) / scale,
+                   "the reduced axes were put back where the sizes match, not where they were: with equal "
+                   "sizes on different axes that is the wrong place. Put each reduced axis back at its own "
+                   "position (np.expand_dims(grad, axes), with negative axes made positive).")
 
 
 def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistakes):
     call = describe_call(f"{op}_backward", "a", [a], grad, extra=f", axis={axis!r}, keepdims={keepdims!r}")
-    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims)
+    negative = negative_axes_hint(axis)
+
+    def raised_hint(error):
+        if isinstance(axis, int) and error.is_a(TypeError):
+            return ("Likely mistake: axis is a plain int here. As in PyTorch and NumPy, axis may be an int, a "
+                    "tuple of ints or None: turn an int into a one-element tuple before using it as a tuple.")
+        return negative(error) if negative else None
+
+    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims,
+                       hint=raised_hint)
 
     def hint(got_shape):
         return f"grad_a must have a's shape {shape_text(shape)}: put back the reduced axes and broadcast grad."
@@ -452,15 +494,254 @@ def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistake
     check_array(items[0], expected[0], "grad_a", call, shape_hint=hint, alternatives=mistakes)
 
 
-@question("rules.sum_backward", points=5)
+@question("rules.sum_backward", points=4)
 @cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "sum"),
        send_ahead=True)
 def test_sum_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "sum", shape, axis, keepdims, *reference)
 
 
-@question("rules.mean_backward", points=5)
+@question("rules.mean_backward", points=4)
 @cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "mean"),
        send_ahead=True)
 def test_mean_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "mean", shape, axis, keepdims, *reference)
+
+
+# ----------------------------------------------------------------------------- view operations
+# The backward of 01's views. Every list has shapes with equal sizes on different axes, where a
+# gradient moved back along the wrong axes has the right shape and only its values give it away.
+
+def _view_case(key, a_shape, forward):
+    """The case's input a and grad, and PyTorch's VJP [grad_a] of forward(a); `key` seeds them."""
+    rng = rng_for(*key)
+    a = normal(rng, a_shape)
+    out_shape = tuple(forward(t64(a)).shape)
+    grad = upstream(rng, out_shape)
+    return a, grad, vjp(forward, [a], grad)
+
+
+def _check_view(student, fn, a, grad, expected, extra_args, extra_text, *, shape_hint, alternatives=(),
+                axes=(), call=None):
+    call = call or describe_call(fn, "a", [a], grad, extra=extra_text)
+    got = call_or_fail(student, call, "rules", fn, grad, a, *extra_args, hint=negative_axes_hint(*axes))
+    items = gradient_tuple(got, 1, call)
+    check_array(items[0], expected[0], "grad_a", call, shape_hint=shape_hint, alternatives=alternatives)
+
+
+RESHAPE_CASES = [
+    ((2, 3), (3, 2)),
+    ((2, 3), (6,)),
+    ((2, 3, 4), (4, -1)),
+    ((6,), (1, 2, 3)),
+    ((), (1, 1)),
+    ((3, 3), (9,)),
+    ((2, 2, 2), (4, -1)),
+    ((1, 4), (2, -1, 1)),
+]
+
+
+def reshape_reference(a_shape, shape):
+    return _view_case(("reshape", a_shape, shape), a_shape, lambda x: x.reshape(shape))
+
+
+@question("rules.reshape_backward", points=2)
+@cases("a_shape, shape", RESHAPE_CASES, ids=shape_text, reference=reshape_reference, send_ahead=True)
+def test_reshape_backward(student, a_shape, shape, reference):
+    a, grad, expected = reference
+
+    def hint(got_shape):
+        if tuple(got_shape) == grad.shape:
+            return (f"grad_a has the output's shape {shape_text(grad.shape)}: reshape grad back to a's shape "
+                    f"{shape_text(a_shape)} (`shape` is where the forward went, not where it came from).")
+        return f"grad_a must have a's shape {shape_text(a_shape)}: reshape grad to np.shape(a)."
+
+    _check_view(student, "reshape_backward", a, grad, expected, (shape,), f", shape={shape!r}", shape_hint=hint)
+
+
+TRANSPOSE_CASES = [
+    ((2, 3), 0, 1),
+    ((2, 3, 4), 0, 2),
+    ((2, 3, 4), -1, 0),
+    ((2, 3, 4), 1, -1),
+    ((3, 3), 1, 0),
+    ((2, 2, 3), 0, 1),       # equal sizes: the wrong pair gives the right shape
+    ((3, 2, 2), 1, 0),
+    ((4,), 0, 0),
+    ((2, 3, 3), 0, -2),
+]
+
+
+def transpose_reference(a_shape, dim0, dim1):
+    return _view_case(("transpose", a_shape, dim0, dim1), a_shape, lambda x: x.transpose(dim0, dim1))
+
+
+def _wrong_pairs(grad, a_shape, dim0, dim1, expected):
+    """What swapping another pair of grad's axes gives, where it has a's shape, named."""
+    n = len(a_shape)
+    for pair in ((n - 2, n - 1), (0, 1)):
+        if n >= 2 and set(pair) != {dim0 % n, dim1 % n}:
+            wrong = np.swapaxes(grad, *pair)
+            if wrong.shape == tuple(a_shape):
+                yield wrong, (f"this swaps axes {pair[0]} and {pair[1]} of grad; the forward swapped dims "
+                              f"{dim0} and {dim1}: swap that same pair back (np.swapaxes(grad, dim0, dim1)).")
+
+
+@question("rules.transpose_backward", points=2)
+@cases("a_shape, dim0, dim1", TRANSPOSE_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
+       reference=transpose_reference, send_ahead=True)
+def test_transpose_backward(student, a_shape, dim0, dim1, reference):
+    a, grad, expected = reference
+
+    def hint(got_shape):
+        if tuple(got_shape) == grad.shape:
+            return (f"grad_a has the output's shape {shape_text(grad.shape)}: swap dims {dim0} and {dim1} of grad "
+                    "back to a's layout.")
+        n = len(a_shape)
+        for pair in ((n - 2, n - 1), (0, 1)):
+            if n >= 2 and np.swapaxes(grad, *pair).shape == tuple(got_shape):
+                return (f"this swaps axes {pair[0]} and {pair[1]} of grad; the forward swapped dims {dim0} and "
+                        f"{dim1}: swap that same pair back (np.swapaxes(grad, dim0, dim1)).")
+        return (f"grad_a must have a's shape {shape_text(a_shape)}: swap the pair the forward swapped "
+                f"(dims {dim0} and {dim1}), and only that pair.")
+
+    _check_view(student, "transpose_backward", a, grad, expected, (dim0, dim1), f", dim0={dim0}, dim1={dim1}",
+                shape_hint=hint, alternatives=list(_wrong_pairs(grad, a_shape, dim0, dim1, expected)),
+                axes=(dim0, dim1))
+
+
+PERMUTE_CASES = [
+    ((2, 3), (1, 0)),
+    ((2, 3, 4), (2, 0, 1)),
+    ((2, 3, 4), (1, 2, 0)),
+    ((3, 3, 3), (1, 2, 0)),       # equal sizes: dims instead of its inverse gives the right shape
+    ((2, 2, 2), (2, 0, 1)),
+    ((2, 3, 4), (-1, 0, 1)),
+    ((2, 3, 4, 5), (3, 1, 0, 2)),
+    ((4,), (0,)),
+    ((2, 3, 4), (0, 1, 2)),
+]
+
+
+def permute_reference(a_shape, dims):
+    return _view_case(("permute", a_shape, dims), a_shape, lambda x: x.permute(*dims))
+
+
+@question("rules.permute_backward", points=3)
+@cases("a_shape, dims", PERMUTE_CASES, ids=shape_text, reference=permute_reference, send_ahead=True)
+def test_permute_backward(student, a_shape, dims, reference):
+    a, grad, expected = reference
+    n = len(a_shape)
+    again = np.transpose(grad, [d % n for d in dims])
+    sentence = (f"this applies the permutation {dims} to grad again; grad needs the INVERSE permutation "
+                "(out's axis k came from a's axis dims[k]: np.argsort(dims) sends it back).")
+
+    def hint(got_shape):
+        if tuple(got_shape) == again.shape:
+            return sentence
+        if tuple(got_shape) == grad.shape:
+            return f"grad_a has the output's shape {shape_text(grad.shape)}: permute grad back to a's layout."
+        return f"grad_a must have a's shape {shape_text(a_shape)}: apply the inverse permutation to grad."
+
+    _check_view(student, "permute_backward", a, grad, expected, (dims,), f", dims={dims!r}", shape_hint=hint,
+                alternatives=[(again, sentence)], axes=(dims,))
+
+
+EXPAND_CASES = [
+    ((3,), (2, 3)),
+    ((2, 1), (2, 4)),
+    ((1, 3), (3, 3)),            # equal sizes: summing the axis whose size matches is wrong here
+    ((3, 1), (3, 3)),
+    ((3,), (3, 3)),
+    ((1,), (5,)),
+    ((), (2, 3)),
+    ((2, 1, 3), (4, 2, 3, 3)),
+    ((3, 1), (-1, 4)),
+    ((1, 1), (2, 3, 3)),
+    ((2, 3), (2, 3)),
+]
+
+
+def expand_reference(a_shape, shape):
+    return _view_case(("expand", a_shape, shape), a_shape, lambda x: x.expand(*shape))
+
+
+def _one_copy(grad, a_shape):
+    """What taking one copy's gradient (instead of summing over the copies) gives."""
+    lead = grad.ndim - len(a_shape)
+    index = (0,) * lead + tuple(slice(0, 1) if n == 1 else slice(None) for n in a_shape)
+    return grad[index].reshape(a_shape)
+
+
+@question("rules.expand_backward", points=4)
+@cases("a_shape, shape", EXPAND_CASES, ids=shape_text, reference=expand_reference, send_ahead=True)
+def test_expand_backward(student, a_shape, shape, reference):
+    a, grad, expected = reference
+    lead = grad.ndim - len(a_shape)
+
+    def hint(got_shape):
+        got_shape = tuple(got_shape)
+        if got_shape == grad.shape:
+            return ("nothing was summed: each element of a was copied along the new leading dims and the dims "
+                    "where a has size 1; its gradient is the SUM over all its copies.")
+        if lead and got_shape == (1,) * lead + tuple(a_shape):
+            return (f"the {lead} new leading dim{'s' if lead > 1 else ''} must go: sum over them without "
+                    "keepdims (a has fewer dims than the output).")
+        if got_shape == tuple(n for n in a_shape if n != 1) or len(got_shape) < len(a_shape):
+            return "keep a's size-1 dims: sum over the stretched dims with keepdims=True."
+        return f"grad_a must have a's shape {shape_text(a_shape)}."
+
+    copy = (_one_copy(grad, a_shape), "this is the gradient of one copy only: an element of a stretched "
+            "over k copies receives the SUM of the k gradients.")
+    _check_view(student, "expand_backward", a, grad, expected, (shape,), f", shape={shape!r}", shape_hint=hint,
+                alternatives=[copy] if copy[0].shape == tuple(a_shape) else [])
+
+
+GETITEM_CASES = [
+    ((5,), 2),
+    ((4, 3), 1),
+    ((2, 3), (-1, -2)),
+    ((4, 3), (slice(1, None), slice(None, None, 2))),
+    ((7,), slice(1, None, 3)),
+    ((2, 3, 4), (Ellipsis, 1)),
+    ((3, 4), (None, slice(None), 2)),
+    ((5,), np.array([0, 0, 3, 0])),                     # repeated indices accumulate
+    ((4, 3), (np.array([0, 2, 2]), slice(1, 3))),
+    ((3, 3), (np.array([0, 1, 1]), np.array([2, 2, 2]))),
+    ((4, 3), np.array([[0, 1], [1, 1]])),
+    ((3, 4), (slice(None), np.array([3, 3, 0]))),
+]
+
+
+def _torch_index(index):
+    """The same index for a torch tensor: integer arrays as tensors."""
+    convert = (lambda item: torch.as_tensor(item) if isinstance(item, np.ndarray) else item)
+    return tuple(convert(item) for item in index) if isinstance(index, tuple) else convert(index)
+
+
+def getitem_reference(a_shape, index):
+    a, grad, expected = _view_case(("getitem", a_shape, drivers.index_text(index)), a_shape, lambda x: x[_torch_index(index)])
+    overwritten = np.zeros(a_shape)
+    overwritten[index] = grad   # what `out[index] = grad` (or `+=`) leaves where an index repeats
+    return a, grad, expected, overwritten
+
+
+@question("rules.getitem_backward", points=4)
+@cases("a_shape, index", GETITEM_CASES, ids=[f"{shape_text(s)}[{drivers.index_text(i)}]" for s, i in GETITEM_CASES],
+       reference=getitem_reference, send_ahead=True)
+def test_getitem_backward(student, a_shape, index, reference):
+    a, grad, expected, overwritten = reference
+    sentence = ("an index that appears several times picked the same element several times, and it must "
+                "receive the SUM of their gradients: `out[index] = grad` (and `out[index] += grad`) keep only "
+                "one. Add with np.add.at(out, index, grad).")
+
+    def hint(got_shape):
+        if tuple(got_shape) == grad.shape:
+            return (f"grad_a has the output's shape {shape_text(grad.shape)}: start from zeros of a's shape "
+                    f"{shape_text(a_shape)} and put grad in at the indexed places.")
+        return f"grad_a must have a's shape {shape_text(a_shape)}: zeros of a's shape, with grad added in."
+
+    call = (f"getitem_backward(grad, a, index) for out = a[{drivers.index_text(index)}], with a of shape "
+            f"{shape_text(a_shape)} and grad of shape {shape_text(grad.shape)}")
+    _check_view(student, "getitem_backward", a, grad, expected, (index,), "", shape_hint=hint,
+                alternatives=[(overwritten, sentence)], call=call)

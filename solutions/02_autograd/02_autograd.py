@@ -213,6 +213,85 @@ print("torch:", torch_vjp(lambda x: x.mean(0), gs, a)[0])
 print("yours:", yours(lambda: rules.mean_backward(gs, a, axis=0)[0]))
 
 # %% [markdown]
+# ## The views: moving the gradient back
+#
+# In 01 you built views: reshape, transpose, permute and expand change only the shape and
+# strides, and indexing picks some elements. None of them computes a new number, so none of their
+# backward rules multiplies anything. Each element of `out` is some element of `a`, and its
+# gradient goes back to where that element came from. An element of `a` that shows up in `out`
+# several times (expand, or an index that repeats) receives the *sum* of those gradients, as a
+# tensor used by several ops does. Every rule below returns `(grad_a,)`, shaped like `a`.
+#
+# ## rules.reshape_backward
+#
+# `out = a.reshape(shape)` keeps the elements in row-major order, so `grad` only needs the shape
+# of `a` back. That is `a`'s shape, not `shape`: `shape` is where the forward pass went, and it may
+# hold a -1. (`%checks test rules.reshape_backward`)
+
+# %%
+x3 = rng.standard_normal((2, 3, 4))
+g3 = rng.standard_normal((4, 6))
+print("torch:", torch_vjp(lambda x: x.reshape(4, -1), g3, x3)[0].shape)
+print("yours:", yours(lambda: rules.reshape_backward(g3, x3, (4, -1))[0].shape))
+
+# %% [markdown]
+# ## rules.transpose_backward
+#
+# `out = a.transpose(dim0, dim1)` swaps two axes. Swapping the same two axes of `grad` puts every
+# gradient back in place (`np.swapaxes`). Take the pair the forward swapped: not always the last
+# two, and a negative dim counts from the end. (`%checks test rules.transpose_backward`)
+
+# %%
+gt = rng.standard_normal((4, 3, 2))
+print("torch:", torch_vjp(lambda x: x.transpose(0, -1), gt, x3)[0][1, 2])
+print("yours:", yours(lambda: rules.transpose_backward(gt, x3, 0, -1)[0][1, 2]))
+
+# %% [markdown]
+# ## rules.permute_backward
+#
+# `out = a.permute(dims)` makes `a`'s axis `dims[k]` into `out`'s axis `k`. To go back, `grad`'s
+# axis `k` must return to position `dims[k]`. That is the **inverse** permutation,
+# `np.argsort(dims)`, and not `dims` again. A swap is its own inverse, so with only two axes you
+# cannot tell the two apart. With `(2, 0, 1)` you can: its inverse is `(1, 2, 0)`.
+# (`%checks test rules.permute_backward`)
+
+# %%
+gp = rng.standard_normal((4, 2, 3))
+print("torch:", torch_vjp(lambda x: x.permute(2, 0, 1), gp, x3)[0][1, 2])
+print("yours:", yours(lambda: rules.permute_backward(gp, x3, (2, 0, 1))[0][1, 2]))
+
+# %% [markdown]
+# ## rules.expand_backward
+#
+# `out = a.expand(shape)` is the view behind broadcasting (01's `broadcast_strides`: stride 0).
+# New leading dims are added, size-1 dims are stretched, and -1 keeps a size. Each element of `a`
+# is read once for every copy, so its gradient is the sum over the copies. Sum the new leading
+# dims away, and sum the stretched dims with `keepdims=True`, so that `a`'s size-1 dims stay.
+# (`%checks test rules.expand_backward`)
+
+# %%
+col = rng.standard_normal((3, 1))
+ge = rng.standard_normal((2, 3, 4))
+print("torch:", torch_vjp(lambda x: x.expand(2, 3, 4), ge, col)[0].ravel())
+print("yours:", yours(lambda: rules.expand_backward(ge, col, (2, 3, 4))[0].ravel()))
+
+# %% [markdown]
+# ## rules.getitem_backward
+#
+# `out = a[index]` picks elements. Ints, slices (steps too), None, `...` and integer arrays each
+# say where in `a` an element came from. Start from zeros of `a`'s shape and put `grad` in at
+# those places. An integer array may name an element twice: `a[[0, 0, 2]]` uses row 0 twice, and
+# row 0's gradient is the sum of both. `out[index] = grad` keeps only one of them;
+# `np.add.at(out, index, grad)` adds them all, as PyTorch's `index_put_(..., accumulate=True)`
+# does. (`%checks test rules.getitem_backward`)
+
+# %%
+rows = np.array([0, 0, 2])
+gi = rng.standard_normal((3, 2))
+print("torch:", torch_vjp(lambda x: x[torch.as_tensor(rows)], gi, a.T)[0][0])
+print("yours:", yours(lambda: rules.getitem_backward(gi, a.T, rows)[0][0]))
+
+# %% [markdown]
 # ## The engine: engine.tensor_basics
 #
 # `engine.Tensor(data, requires_grad=False)` holds a float64 copy of `data` in `.data`, with
@@ -258,6 +337,28 @@ def engine_b_grad():
 
 
 print("yours: b.grad =", yours(engine_b_grad))
+
+# %% [markdown]
+# ## engine.views
+#
+# `.reshape(*shape)`, `.transpose(dim0, dim1)`, `.permute(*dims)`, `.T`, `.expand(*sizes)` and
+# `t[index]` are ops like any other. Each computes its result with NumPy and records a node whose
+# rule is the view rule above. `t.reshape(2, 3)` and `t.reshape((2, 3))` both work in PyTorch, so
+# accept both. (`%checks test engine.views`)
+
+# %%
+tx = torch.tensor(x3, requires_grad=True)
+(tx.permute(1, 2, 0).reshape(3, 8).T[::3, 1] * 2).sum().backward()
+print("torch:", tx.grad[1])
+
+
+def engine_views():
+    ex = engine.Tensor(x3, requires_grad=True)
+    (ex.permute(1, 2, 0).reshape(3, 8).T[::3, 1] * 2).sum().backward()
+    return ex.grad[1]
+
+
+print("yours:", yours(engine_views))
 
 # %% [markdown]
 # ## engine.accumulation
@@ -329,8 +430,10 @@ print("torch:", y.requires_grad, y.grad_fn, x.detach().requires_grad)
 # %% [markdown]
 # ## engine.deep_chain
 #
-# A chain of 10,000 ops is deeper than Python's recursion limit: walk the graph with your own
-# stack, not with recursion. (`%checks test engine.deep_chain`)
+# A chain of 1,500 ops is deeper than Python's default recursion limit of 1,000, so a backward
+# that recurses once per node fails. The check holds the limit at 1,000: raising it with
+# `sys.setrecursionlimit` is refused. Walk the graph with your own stack (a list you push to and
+# pop from). (`%checks test engine.deep_chain`)
 
 # %% [markdown]
 # ## Quiz

@@ -45,6 +45,14 @@ class Node:
         return f"<{self.name}>"
 
 
+def _sizes(args):
+    """The sizes of t.reshape(2, 3) or t.reshape((2, 3)) as one tuple of ints, both spellings
+    being PyTorch's."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(n) for n in args)
+
+
 def _to_tensor(value):
     """Wrap a Python number or array as a constant Tensor; leave Tensors alone."""
     return value if isinstance(value, Tensor) else Tensor(value)
@@ -211,6 +219,48 @@ class Tensor:
         axis = tuple(axis) if isinstance(axis, list) else axis
         return Tensor._record(np.mean(self.data, axis=axis, keepdims=keepdims), "MeanBackward",
                               rules.mean_backward, (self,), (axis, keepdims))
+        # END SOLUTION
+
+    # ----- views: the backward of each moves the gradient back (rules.py's view rules) ------
+    def reshape(self, *shape):
+        # BEGIN SOLUTION hint: accept t.reshape(2, 3) and t.reshape((2, 3)); record rules.reshape_backward with the shape
+        shape = _sizes(shape)
+        return Tensor._record(self.data.reshape(shape), "ReshapeBackward", rules.reshape_backward, (self,), (shape,))
+        # END SOLUTION
+
+    def transpose(self, dim0, dim1):
+        # BEGIN SOLUTION hint: np.swapaxes, recorded with rules.transpose_backward and both dims
+        return Tensor._record(np.swapaxes(self.data, dim0, dim1), "TransposeBackward", rules.transpose_backward,
+                              (self,), (dim0, dim1))
+        # END SOLUTION
+
+    def permute(self, *dims):
+        # BEGIN SOLUTION hint: accept t.permute(2, 0, 1) and t.permute((2, 0, 1)); np.transpose, recorded with rules.permute_backward
+        dims = _sizes(dims)
+        return Tensor._record(np.transpose(self.data, dims), "PermuteBackward", rules.permute_backward,
+                              (self,), (dims,))
+        # END SOLUTION
+
+    @property
+    def T(self):
+        # BEGIN SOLUTION hint: the dims in reverse order (for a 2-D tensor: transpose(0, 1)), through a recorded op
+        return self.permute(*reversed(range(self.data.ndim)))
+        # END SOLUTION
+
+    def expand(self, *sizes):
+        # BEGIN SOLUTION hint: new dims go in front and -1 keeps a dim's size; np.broadcast_to, recorded with rules.expand_backward
+        sizes = _sizes(sizes)
+        lead = len(sizes) - self.data.ndim
+        if lead < 0:
+            raise ValueError(f"expand({sizes}) has fewer dims than the tensor's shape {self.shape}")
+        target = tuple(self.data.shape[k - lead] if n == -1 and k >= lead else n for k, n in enumerate(sizes))
+        return Tensor._record(np.broadcast_to(self.data, target), "ExpandBackward", rules.expand_backward,
+                              (self,), (target,))
+        # END SOLUTION
+
+    def __getitem__(self, index):
+        # BEGIN SOLUTION hint: index self.data as NumPy does and record rules.getitem_backward with the index
+        return Tensor._record(self.data[index], "GetitemBackward", rules.getitem_backward, (self,), (index,))
         # END SOLUTION
 
     # ----- gradients --------------------------------------------------------------------

@@ -183,3 +183,50 @@ def mean_backward(grad, a, axis=None, keepdims=False):
         grad = np.expand_dims(grad, axes)
     return (np.array(np.broadcast_to(grad, shape), dtype=np.float64),)
     # END SOLUTION
+
+
+# ----- view operations: the backward of 01's views -------------------------------------------
+# A view moves or repeats elements without computing anything new, so its backward moves the
+# gradient back to where each element came from, and adds up what reached the same element twice.
+
+
+def reshape_backward(grad, a, shape):
+    """out = a.reshape(shape) (one size may be -1). Returns (grad_a,)."""
+    # BEGIN SOLUTION hint: reshape grad back to a's shape (not to `shape`, which is the output's)
+    return (np.array(np.reshape(grad, np.shape(a)), dtype=np.float64),)
+    # END SOLUTION
+
+
+def transpose_backward(grad, a, dim0, dim1):
+    """out = a.transpose(dim0, dim1) (negative dims allowed). Returns (grad_a,)."""
+    # BEGIN SOLUTION hint: swapping the same two axes again undoes the swap (np.swapaxes)
+    return (np.array(np.swapaxes(grad, dim0, dim1), dtype=np.float64),)
+    # END SOLUTION
+
+
+def permute_backward(grad, a, dims):
+    """out = a.permute(dims): out's axis k is a's axis dims[k] (negative dims allowed). Returns (grad_a,)."""
+    # BEGIN SOLUTION hint: apply the INVERSE permutation to grad: np.argsort of dims (after making negative dims positive)
+    dims = [int(d) % np.ndim(a) for d in dims]
+    return (np.array(np.transpose(grad, np.argsort(dims)), dtype=np.float64),)
+    # END SOLUTION
+
+
+def expand_backward(grad, a, shape):
+    """out = a.expand(shape): new leading dims, size-1 dims stretched, -1 keeps a size. Returns (grad_a,)."""
+    # BEGIN SOLUTION hint: each element of a was used once per copy: sum grad over the new leading dims, and (keepdims) over the dims a had as 1
+    grad = np.asarray(grad, dtype=np.float64)
+    lead = grad.ndim - np.ndim(a)
+    stretched = tuple(lead + k for k, n in enumerate(np.shape(a)) if n == 1 and grad.shape[lead + k] != 1)
+    grad = grad.sum(axis=stretched, keepdims=True)
+    return (np.array(grad.sum(axis=tuple(range(lead))), dtype=np.float64).reshape(np.shape(a)),)
+    # END SOLUTION
+
+
+def getitem_backward(grad, a, index):
+    """out = a[index] for ints, slices (with steps), None, Ellipsis and integer arrays. Returns (grad_a,)."""
+    # BEGIN SOLUTION hint: start from zeros of a's shape and ADD grad in at the indexed places; np.add.at accumulates repeated indices
+    out = np.zeros(np.shape(a), dtype=np.float64)
+    np.add.at(out, index, grad)
+    return (out,)
+    # END SOLUTION

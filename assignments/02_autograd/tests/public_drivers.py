@@ -136,8 +136,20 @@ def retained_and_zeroed(a):
     return report
 
 
+def views(x):
+    """x.permute(1, 2, 0).reshape(3, 8).T[::3, 1].expand(2, 3), then a weighted sum and a backward."""
+    import engine
+
+    x0 = engine.Tensor(x, requires_grad=True)
+    out = x0.permute(1, 2, 0).reshape(3, 8).T[::3, 1].expand(2, 3)
+    weights = engine.Tensor(np.arange(6.0).reshape(2, 3))
+    (out * weights).sum().backward()
+    return {"out": np.array(out.data), "x.grad": _grad(x0)}
+
+
 def long_chain(a, n):
-    """n ops in a row (x = x * 1.001 + 0.01, alternating) and a backward, at recursion limit 1000."""
+    """n ops in a row (x = x * 1.001 + 0.01, alternating) and a backward, at recursion limit 1000
+    (which your code may not raise: the hidden check holds it there)."""
     import engine
 
     x0 = engine.Tensor(a, requires_grad=True)
@@ -149,7 +161,9 @@ def long_chain(a, n):
             x = x * 1.001 if k % 2 == 0 else x + 0.01
         x.sum().backward()
         grad = _grad(x0)
+        raised = sys.getrecursionlimit() > 1000
+        sys.setrecursionlimit(1000)
         del x
     finally:
         sys.setrecursionlimit(previous)
-    return grad
+    return {"x0.grad": grad, "limit raised": raised}

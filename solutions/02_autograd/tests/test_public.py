@@ -2,7 +2,7 @@
 
 Run them with `checks test 02_autograd`. Passing them is a good sign, not a guarantee: the grader
 runs many more cases (every broadcast pattern, 0-d tensors, batched matmul, random graphs over
-every op, 10,000-op chains ...). Here the engine checks use YOUR rules.py, so fix the rules first;
+every op, 1,500-op chains ...). Here the engine checks use YOUR rules.py, so fix the rules first;
 the grader checks the engine with correct rules, so a wrong rule costs only its own question.
 """
 
@@ -169,6 +169,41 @@ def test_mean_backward(student, axis, keepdims):
     _reduction(student, "mean", axis, keepdims)
 
 
+VIEWS = {
+    "reshape": (lambda x: x.reshape(4, -1), "reshape_backward", ((4, -1),)),
+    "transpose": (lambda x: x.transpose(0, 2), "transpose_backward", (0, 2)),
+    "permute": (lambda x: x.permute(2, 0, 1), "permute_backward", ((2, 0, 1),)),
+}
+
+
+@question("rules.{op}_backward", points=1, block_imports=NO_TORCH)
+@pytest.mark.parametrize("op", ["reshape", "transpose", "permute"])
+def test_view_backward(student, op):
+    forward, rule, args = VIEWS[op]
+    a = rng.standard_normal((2, 3, 4))
+    grad = rng.standard_normal(tuple(forward(t64(a)).shape))
+    check_rule(student, getattr(student.rules, rule)(grad, a, *args), torch_vjp(forward, [a], grad), [a])
+
+
+@question("rules.expand_backward", points=1, block_imports=NO_TORCH)
+@pytest.mark.parametrize("a_shape, shape", [((3,), (2, 3)), ((3, 1), (3, 3)), ((1, 3), (2, 3, -1))], ids=repr)
+def test_expand_backward(student, a_shape, shape):
+    a = rng.standard_normal(a_shape)
+    grad = rng.standard_normal(tuple(t64(a).expand(*shape).shape))
+    got = student.rules.expand_backward(grad, a, shape)
+    check_rule(student, got, torch_vjp(lambda x: x.expand(*shape), [a], grad), [a])
+
+
+@question("rules.getitem_backward", points=1, block_imports=NO_TORCH)
+@pytest.mark.parametrize("index", [1, (slice(None), slice(0, 3, 2)), np.array([0, 2, 0])], ids=repr)
+def test_getitem_backward(student, index):
+    a = rng.standard_normal((3, 4))
+    torch_index = torch.as_tensor(index) if isinstance(index, np.ndarray) else index
+    grad = rng.standard_normal(tuple(t64(a)[torch_index].shape))
+    got = student.rules.getitem_backward(grad, a, index)
+    check_rule(student, got, torch_vjp(lambda x: x[torch_index], [a], grad), [a])
+
+
 # ---- engine.py --------------------------------------------------------------------------------
 
 @question("engine.tensor_basics", points=1, block_imports=NO_TORCH)
@@ -311,13 +346,30 @@ def test_zero_grad(student):
         fail("zero_grad([a]) (set_to_none=True by default) must set a.grad to None.")
 
 
+@question("engine.views", points=1, block_imports=NO_TORCH)
+def test_views(student):
+    x = rng.standard_normal((2, 3, 4))
+    got = student.run(public_drivers.views, x)
+    xt = t64(x, True)
+    out = xt.permute(1, 2, 0).reshape(3, 8).T[::3, 1].expand(2, 3)
+    (out * torch.arange(6.0, dtype=torch.float64).reshape(2, 3)).sum().backward()
+    expect_close(got["out"], out.detach().numpy())
+    if got["x.grad"] is None:
+        fail("x.grad is None after backward through views: each view must be a recorded op (a grad_fn "
+             "whose rule moves the gradient back).")
+    expect_close(got["x.grad"], xt.grad.numpy())
+
+
 @question("engine.deep_chain", points=1, block_imports=NO_TORCH, timeout=60.0)
 def test_deep_chain(student):
-    a, n = rng.standard_normal(3), 10_000
+    a, n = rng.standard_normal(3), 1_500
     got = student.run(public_drivers.long_chain, a, n)
+    if got["limit raised"]:
+        fail("backward raised Python's recursion limit; the grader holds it at 1000. Walk the graph with an "
+             "explicit stack instead of recursion.")
     x0 = t64(a, True)
     x = x0
     for k in range(n):
         x = x * 1.001 if k % 2 == 0 else x + 0.01
     x.sum().backward()
-    expect_close(got, x0.grad.numpy())
+    expect_close(got["x0.grad"], x0.grad.numpy())

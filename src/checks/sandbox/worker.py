@@ -423,12 +423,18 @@ class _Session:
         return text
 
 
+# Interpreter-wide functions a question may hold (a driver can pin the recursion limit), as the
+# worker found them: put back for each question, whatever the student's code replaced them with.
+_SYS_FUNCTIONS = {name: getattr(sys, name) for name in ("setrecursionlimit", "getrecursionlimit")}
+
+
 class _Settings:
     """The process-wide settings a student's code is likely to change (torch's default dtype, grad
-    mode and threads; alarms; sys.path), as they were before it ran."""
+    mode and threads; alarms; sys.path; the recursion limit), as they were before it ran."""
 
     def __init__(self) -> None:
         self.path = list(sys.path)
+        self.recursion_limit = _SYS_FUNCTIONS["getrecursionlimit"]()
         self.torch = sys.modules.get("torch")  # None where it is blocked: student code cannot reach it then
         if self.torch is not None:
             self.torch_settings = (self.torch.get_default_dtype(), self.torch.is_grad_enabled(),
@@ -439,6 +445,9 @@ class _Settings:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
         signal.setitimer(signal.ITIMER_PROF, 0)
         sys.path[:] = self.path
+        for name, function in _SYS_FUNCTIONS.items():
+            setattr(sys, name, function)
+        sys.setrecursionlimit(self.recursion_limit)
         if self.torch is not None:
             dtype, grad_enabled, threads = self.torch_settings
             self.torch.set_default_dtype(dtype)
