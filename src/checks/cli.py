@@ -27,7 +27,7 @@ from checks.course.assignment import (Assignment, CourseError, find_assignment_c
                                      list_assignments, load_assignment, load_copy, read_marker)
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
 from checks.grading.session import Source, grade_sources, named_files
-from checks.sandbox import jail
+from checks.sandbox import jail, zygote
 from checks.reports.render import print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 from checks.suites.scoring import SubmissionResult
@@ -319,11 +319,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.progress import GradeProgress, print_summary
 
     assignment = load_assignment(root, args.assignment)
-    if args.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
+    if args.device == "cuda" and not zygote.cuda_available():  # asked of NVML: this process forks graders
+        raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
     paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)],
                                     assignment.name)

@@ -55,12 +55,13 @@ def blank_quiz(text: str) -> str:
     return "".join(QUIZ_ANSWER.sub(lambda m: f'{m["key"]} = ""', line) for line in text.splitlines(keepends=True))
 
 
-def release_files(solution_dir: Path) -> dict[str, bytes]:
+def release_files(solution_dir: Path, *, with_notebook: bool = True) -> dict[str, bytes]:
     """The student release generated from one solutions/<name> folder; its lesson source
-    (solutions/<name>/<name>.py, where there is one) becomes the notebook <name>.ipynb."""
+    (solutions/<name>/<name>.py, where there is one) becomes the notebook <name>.ipynb, unless
+    `with_notebook` is False (grading the stubs needs no notebook, nor jupytext)."""
     files: dict[str, bytes] = {}
     lesson = lesson_source(solution_dir)
-    if lesson.is_file():
+    if lesson.is_file() and with_notebook:
         files[notebook_name(solution_dir)] = build_notebook(lesson.read_text(encoding="utf-8"), lesson.name).encode()
     for path in sorted(solution_dir.rglob("*")):
         relative = path.relative_to(solution_dir)

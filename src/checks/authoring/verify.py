@@ -74,7 +74,7 @@ def verify(assignment: Assignment, *, jobs: int | None = None, isolation: Isolat
     """Grade reference, stubs and every mutant; one verdict per expectation. `isolation`: as
     for grading.grade_sources."""
     reference = read_submission(assignment.solution_dir).files
-    stubs = release_files(assignment.solution_dir)
+    stubs = release_files(assignment.solution_dir, with_notebook=False)
     mutants = load_mutants(assignment)
     sources = [Source.from_files(REFERENCE, reference), Source.from_files(STUBS, stubs)]
     sources += [Source.from_files(f"mutant:{m.name}", m.apply(reference)) for m in mutants]

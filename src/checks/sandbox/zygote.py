@@ -281,6 +281,17 @@ def _run_worker(fd: int, home: str) -> None:
         os._exit(0)
 
 
+def cuda_available() -> bool:
+    """Whether torch sees a GPU, asked of NVML: asking CUDA itself initialises a driver that every
+    process forked afterwards (graders, sandboxes) then cannot use."""
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
 def warm_up(imports: Iterable[str] = ()) -> None:
     """Import what every worker needs, ready to fork: torch on one thread (forking after a
     multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from checks.sandbox.codec import TensorData
+from checks.sandbox.zygote import cuda_available
 from checks.suites.describe import summarize
 from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, UnsupportedReturn)
@@ -213,12 +214,11 @@ def grading_devices() -> list[str]:
     The meta device has no data but catches tensors created on the wrong device; `checks grade
     --device cpu` (CHECKS_DEVICE=cpu) leaves cuda out even where it exists.
     """
-    import torch
-
     wanted = os.environ.get("CHECKS_DEVICE", "auto")
-    if wanted == "cuda" and not torch.cuda.is_available():
+    available = cuda_available()  # asked of NVML: grading processes are forked after this
+    if wanted == "cuda" and not available:
         raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device")
-    use_cuda = torch.cuda.is_available() and wanted != "cpu"
+    use_cuda = available and wanted != "cpu"
     return ["cpu", "cuda"] if use_cuda else ["cpu", "meta"]
 
 
