@@ -1,13 +1,13 @@
 """How fast any grader could grade 02_autograd at best: its deep chains alone, against a fresh pytest.
 
 engine.deep_chain runs the student's engine through two chains of CHAIN_LENGTH ops (CURRICULUM.md:
-"graphs deeper than Python's recursion limit (10,000 chained ops) work"), forward and backward.
+chains of at least 1,500 ops at the recursion limit of 1,000), forward and backward.
 That is the student's code, not the grader's, and a grader cannot skip it: it costs the same in a
 warm grader as in a fresh `python -m pytest`. So the fresh figure divided by the chains' figure is
 a ceiling on grade_throughput.py's ratio for a submission that runs them, whatever the grader does
 (every other question's student code comes on top). Both are CPU seconds, measured here in one
-run on the reference solution; the ceiling is also printed for shorter chains, all still deeper
-than the recursion limit of 1,000 the question runs at:
+run on the reference solution (the ceiling is also printed for the shorter lengths of SHORTER
+below the suite's, where a suite has longer chains than 1,500):
 
     python benchmarks/deep_chain_bound.py
 """

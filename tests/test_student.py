@@ -38,7 +38,8 @@ def state():
     calls.append(1)
     return {"pid": os.getpid(), "calls": len(calls), "random": random.random(), "numpy": float(numpy.random.rand()),
             "torch": torch.rand(1).item(), "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
-            "cwd": os.getcwd(), "scratch": os.path.exists(os.path.join(os.environ["HOME"], "scratch"))}
+            "cwd": os.getcwd(), "scratch": os.path.exists(os.path.join(os.environ["HOME"], "scratch")),
+            "recursion limit": sys.getrecursionlimit(), "setter": sys.setrecursionlimit.__name__}
 
 
 def meddle():
@@ -46,6 +47,8 @@ def meddle():
     torch.set_default_dtype(torch.float64)
     torch.set_grad_enabled(False)
     os.chdir("/")
+    sys.setrecursionlimit(50_000)
+    sys.setrecursionlimit = lambda limit: None  # and no question after this one may set it again
     return state()
 
 
@@ -134,8 +137,9 @@ def test_a_healthy_worker_is_handed_on_and_the_next_question_starts_afresh(zygot
     first, second, third = run_questions(zygote, (None, CONFIG), (("meddle",), CONFIG), (None, CONFIG))
     assert first["pid"] == second["pid"] == third["pid"]  # handed on
     assert second["dtype"] == "torch.float64" and second["cwd"] == "/" and second["calls"] == 2 and second["scratch"]
-    # module state, torch's settings and random state, the working folder and what is in it: all as
-    # in a fresh worker
+    assert second["recursion limit"] == 50_000 and second["setter"] == "<lambda>"
+    # module state, torch's settings and random state, the working folder and what is in it, the
+    # recursion limit and sys.setrecursionlimit itself: all as in a fresh worker
     # (Python's and NumPy's random states are drawn afresh in every worker)
     assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
     same = {key: value for key, value in third.items() if key not in ("pid", "cwd", "random", "numpy")}

@@ -130,6 +130,20 @@ def _forward_programs():
 FORWARD = _forward_programs()
 
 
+def _kept_dims_hint(step, want_shape):
+    """For a reduction that came back with its reduced axes still there as size 1 (a habit from
+    frameworks whose reductions keep them), what PyTorch does instead."""
+    if step[0] not in drivers.REDUCE or step[3]:
+        return None
+
+    def hint(got_shape):
+        kept = len(got_shape) > len(want_shape) and \
+            [n for n in got_shape if n != 1] == [n for n in want_shape if n != 1]
+        return ("the reduced axes are still there, as size 1: like PyTorch's and NumPy's, .sum() and .mean() "
+                "drop them unless keepdims=True." if kept else None)
+    return hint
+
+
 @question("engine.ops_forward", points=4, **ENGINE)
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
@@ -144,7 +158,8 @@ def test_ops_forward(student, name, reference):
             continue
         step = text.split("; ")[k]
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {text})")
+                    f"In {step} (program: {text})",
+                    shape_hint=_kept_dims_hint(program["steps"][k - n_leaves], tuple(expected.shape)))
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
                     f"In {step}",
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")

@@ -191,6 +191,10 @@ def binary_reference(op, a_shape, b_shape):
 def binary_mistakes(op, a_shape, b_shape, a, b, grad, expected, k):
     """What a rule with a known mistake returns for grad k, and the sentence that names it."""
     yield ones_alternative(BINARY[op][0], [a, b], grad, k)
+    if np.shape(grad) != (a_shape, b_shape)[k]:   # input k was broadcast: its gradient before sum_to_shape
+        stretched = [np.broadcast_to(x, np.shape(grad)).copy() if j == k else x for j, x in enumerate((a, b))]
+        unreduced = vjp(BINARY[op][0], stretched, grad)[k]
+        yield from left_aligned_mistake(unreduced, (a_shape, b_shape)[k], expected[k])
     if a_shape == b_shape:
         yield (expected[1 - k], f"this is the gradient for {'ba'[k]}: the two results look swapped.")
     if op == "div":
@@ -303,6 +307,7 @@ POW_CASES = [
     ((), 2, "any"),
     ((2, 3), 1, "any"),
     ((4,), 0, "nonzero"),
+    ((4,), 0, "zeros"),          # p == 0 at a == 0: p * a**(p - 1) is 0 * inf = nan there; PyTorch gives 0
     ((4,), 0.5, "positive"),
     ((2, 2), -1, "nonzero"),
     ((3,), -2.5, "positive"),
@@ -343,8 +348,11 @@ def test_pow_backward(student, shape, p, domain, reference):
     a, grad, expected, mistakes = reference
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
     got = call_or_fail(student, call, "rules", "pow_backward", grad, a, p)
-    extra = ("Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a."
-             if domain == "zeros" else None)
+    extra = None
+    if domain == "zeros":
+        extra = ("Where a == 0 and p == 0 the derivative is 0, as in PyTorch (a ** 0 is constant): p * a**(p - 1) "
+                 "gives 0 * inf = nan there, so treat p == 0 apart." if p == 0 else
+                 "Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a.")
     compare_rule(got, call, "a", [a], grad, expected, mistakes, extra_hint=extra)
 
 
