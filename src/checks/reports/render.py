@@ -19,7 +19,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -27,6 +27,7 @@ from rich.text import Text
 
 from checks import __version__
 from checks.course import inert
+from checks.reports.gradebook import GradebookError, refuse_unless_regular
 from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import SubmissionResult
 
@@ -234,7 +235,7 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
     def row(cells: list) -> None:  # names and reasons come from students: no cell is a formula
         writer.writerow([inert.csv_cell(cell) for cell in cells])
 
-    row(["submission", *questions, "total", "status", "reason"])
+    row([_CSV_FIXED[0], *questions, *_CSV_FIXED[1:]])
     for result in sorted(results, key=lambda r: r.name):
         if result.error:  # a grader failure is never a grade
             row([result.name, *("" for _ in questions), "", result.status, error_summary(result.error)])
@@ -243,12 +244,6 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
         row([result.name, *(scores.get(q, "") for q in questions), float(result.score), result.status,
              result.refused])
     return buffer.getvalue()
-
-
-def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
-    """Student text for the terminal: rich markup and control sequences shown as written, and on
-    one line unless `lines` (a name with a newline would forge a table row)."""
-    return Text(inert.visible(text, keep="\n\t" if lines else ""), style=style)
 
 
 def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
