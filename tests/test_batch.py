@@ -204,14 +204,15 @@ def test_the_gradebook_keeps_earlier_batches(tmp_path, assignment, class_folder)
 
 
 def test_files_are_rendered_again_from_the_gradebook_when_they_disagree(tmp_path, assignment, class_folder):
-    """Killed between the commit and the files, or files edited by hand: the database wins."""
+    """Killed between the commit and the files, or files edited by hand: the database wins. (A
+    gradebook.csv checks did not write is refused instead: test_gradebook_versions.py.)"""
     out = tmp_path / "out"
     grade(assignment, [class_folder], out)
     expected = {path: path.read_text() for path in out.rglob("*") if path.is_file() and path.suffix in (".json", ".md", ".csv", ".html")}
     (out / "alice/results.json").unlink()  # committed, then killed before its files were written
     (out / "bob/results.json").write_text(json.dumps({"score": 100}))  # a stale or edited file
     (out / "carol/feedback.md").unlink()
-    (out / "gradebook.csv").write_text("half a gradebook")
+    (out / "gradebook.csv").unlink()
     (out / "carol/.results.json.x1y2.tmp").write_text('{"sco')  # kill -9 inside write_atomically
     summary = grade(assignment, [class_folder], out)
     assert summary.graded == [] and len(summary.skipped) == 3

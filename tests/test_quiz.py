@@ -1,7 +1,7 @@
 import pytest
 
 from checks.course.assignment import QuizItem
-from checks.suites.quiz import grade_quiz
+from checks.suites.quiz import check_answers, grade_quiz
 
 ITEMS = (QuizItem("numel", 6, 2.0), QuizItem("theta", 1.4, 2.0), QuizItem("accumulates", True, 1.0))
 
@@ -50,3 +50,39 @@ def test_quiz_file_is_never_executed(tmp_path):
     marker = tmp_path / "ran"
     grade_quiz(ITEMS, {"quiz.toml": f'numel = "__import__(\'os\').mkdir(\'{marker}\')"'.encode()})
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("answer, says", [
+    ("9" * 5000, "an integer of about 5,000 digits, too large"),
+    ("-" + "9" * 40000, "an integer of about 40,000 digits, too large"),
+    ("nan", "is not the right answer"),
+    ("inf", "is not the right answer"),
+    ("-inf", "is not the right answer"),
+    ("{a = {b = [1, {c = 2}]}}", "expected a number, got a table of 1 key"),
+    ("[1, [2, [3]]]", "expected a number, got an array of 2 items"),
+    ("1979-05-27T07:32:00Z", "the date/time 1979-05-27T07:32:00+00:00"),
+    ("07:32:00", "the date/time 07:32:00"),
+    ('"' + "x" * 60_000 + '"', "(60,000 characters)"),
+    ('"' + "9" * 5000 + '"', "(5,000 characters) is not the right answer"),
+    ("true", "expected a number, got the boolean true"),
+])
+def test_an_answer_of_any_type_or_size_costs_its_question_only_in_a_few_words(answer, says):
+    """Graded or refused, that question alone, never the submission, never a megabyte of repr."""
+    results = {q.qid: q for q in grade_quiz(ITEMS, {"quiz.toml": f"numel = {answer}\ntheta = 1.4\n".encode()})}
+    assert results["quiz.numel"].score == 0 and says in results["quiz.numel"].feedback
+    assert len(results["quiz.numel"].feedback) < 200
+    assert results["quiz.theta"].score == 2.0  # its neighbour is graded as ever
+    forms = {form.key: form for form in check_answers({"numel": "number", "theta": "number"},
+                                                      f"numel = {answer}\n".encode())[0]}
+    assert len(forms["numel"].note) < 200
+
+
+def test_a_key_nested_thousands_deep_costs_its_question_only():
+    """Dotted keys make a table 3,000 deep: repr() of it would raise RecursionError."""
+    results = {q.qid: q for q in grade_quiz(ITEMS, {"quiz.toml": ("numel" + ".a" * 3000 + " = 1\ntheta = 1.4\n").encode()})}
+    assert "got a table of 1 key" in results["quiz.numel"].feedback and results["quiz.theta"].score == 2.0
+
+
+def test_an_unknown_key_of_any_length_is_shown_short():
+    forms, _ = check_answers({"numel": "number"}, ('"' + "k" * 10_000 + '" = 1\n').encode())
+    assert [len(form.qid) for form in forms] == [len("quiz.numel"), len("quiz.") + 60]

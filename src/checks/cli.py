@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -28,7 +27,7 @@ from checks.course.assignment import (Assignment, CourseError, find_assignment_c
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
 from checks.grading.session import Source, grade_sources, named_files
 from checks.sandbox import jail, zygote
-from checks.reports.render import print_failures, question_table
+from checks.reports.render import plain, print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
 from checks.suites.scoring import SubmissionResult
 
@@ -47,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(_course_root(args), args)
     except (CourseError, BuildError, ValueError) as error:
-        # escaped: course errors name TOML tables ([quiz.a_grad]); one line, however wide
-        console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
+        # plain: course errors name TOML tables ([quiz.a_grad]), some name a submission; soft_wrap:
+        # one line, however wide
+        console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
@@ -247,13 +247,13 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     assignment, path = _student_assignment(root, args)
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
-    console.print(Text(f"checks {__version__}: public checks of {assignment.name} on {path}"))
+    console.print(plain(f"checks {__version__}: public checks of {assignment.name} on {path}"))
     named = _named_in_notebook(assignment, path)
     (result,) = grade_sources(assignment, [Source.from_path(path, named)], public=True, jobs=1)
     quiz, quiz_problem = check_answers(answer_kinds(assignment), _quiz_bytes(path, named))
     _show(result, quiz)
     if quiz_problem:
-        console.print(Text.assemble(("\nquiz: ", "bold"), quiz_problem))
+        console.print(Text.assemble(("\nquiz: ", "bold"), plain(quiz_problem)))
     if result.error:
         return 2
     failed = [q for q in result.questions if not q.passed]
@@ -283,12 +283,12 @@ def _quiz_bytes(path: Path, named: tuple[str, ...] | None = None) -> bytes | Non
 
 def _show(result: SubmissionResult, quiz: list[AnswerForm]) -> None:
     for warning in result.warnings:
-        console.print(Text.assemble(("warning: ", "yellow"), warning))
+        console.print(Text.assemble(("warning: ", "yellow"), plain(warning)))
     console.print(question_table(result, show_points=False, quiz=quiz))
     print_failures(console, result)
     if result.error:
         console.print("\nThe grader could not run these checks:", style="red")
-        console.print(result.error, markup=False)
+        console.print(plain(result.error, lines=True))
 
 
 def _pack(root: Path | None, args: argparse.Namespace) -> int:
@@ -300,11 +300,11 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
     out = (args.out or Path(f"{assignment.name}.zip")).resolve()
     packing = pack(assignment, folder, out)
     if packing.problems:
-        console.print(Text(f"{out.name} was not written: fix these in {folder} first"), style="red")
+        console.print(plain(f"{out.name} was not written: fix these in {folder} first"), style="red")
         for problem in packing.problems:
-            console.print(Text(f"  {problem}"))
+            console.print(Text("  ") + plain(problem))
         return 1
-    console.print(Text(f"wrote {out}, with {len(packing.files)} files from {folder}:"))
+    console.print(plain(f"wrote {out}, with {len(packing.files)} files from {folder}:"))
     for name in submission_file_names(assignment):
         console.print(Text(f"  {name} ({packing.files[name]:,} bytes)"))
     if packing.unanswered:
@@ -330,7 +330,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             try:
                 grader, where = _dask_grader(args, cluster)
             except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
-                console.print(f"[red]error:[/red] {escape(str(error))}", markup=True, soft_wrap=True)
+                console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
         console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                       f"into {args.out} ({where}; device: {args.device})")
@@ -338,7 +338,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                                       listener=GradeProgress(console), grader=grader)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
-            console.print(f"[red]stopped:[/red] {error}", markup=True)
+            console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
     print_summary(console, summary)
     console.print(Text(_grade_line(assignment.name, summary)))

@@ -17,7 +17,7 @@ from rich.text import Text
 from checks.grading.batch import NEW, REGRADE, BatchListener, BatchSummary, Planned
 from checks.reports.gradebook import DB_FILE
 from checks.reports.html import REPORT_FILE
-from checks.reports.render import (GRADEBOOK_FILE, error_summary, grader_errors_table, questions_table,
+from checks.reports.render import (GRADEBOOK_FILE, error_summary, grader_errors_table, plain, questions_table,
                                    refused_table, slowest_table, submissions_table)
 from checks.suites.scoring import SubmissionResult
 
@@ -40,7 +40,7 @@ class GradeProgress(BatchListener):
             self.console.print(f"{skipped} of {len(plan)} already graded, skipped (--regrade grades them again)")
         for planned in todo:
             if planned.reason not in (NEW, REGRADE):
-                self.console.print(Text(f"  {planned.name}: {planned.reason}, grading it again"))
+                self.console.print(Text("  ") + plain(planned.name) + Text(f": {planned.reason}, grading it again"))
         if not todo:
             return
         self.console.print(f"grading {len(todo)} submission{'s' if len(todo) != 1 else ''}")
@@ -55,7 +55,7 @@ class GradeProgress(BatchListener):
     def graded(self, result: SubmissionResult, done: int, total: int) -> None:
         status = (Text("GRADER ERROR", style="red") if result.error
                   else Text(f"{result.score:g}/{result.max_score:g}"))
-        line = Text.assemble(f"  [{done}/{total}] ", result.name, ": ", status, f" ({result.seconds:.1f} s)")
+        line = Text.assemble(f"  [{done}/{total}] ", plain(result.name), ": ", status, f" ({result.seconds:.1f} s)")
         if self.bar is not None:
             self.bar.console.print(line)
             self.bar.update(self.task, completed=done)
@@ -94,7 +94,8 @@ def print_summary(console: Console, summary: BatchSummary) -> None:
     console.print(f"\ngraded {len(summary.graded)}, skipped {len(summary.skipped)} already graded, "
                   f"in {format_seconds(summary.seconds)}; the gradebook holds {len(results)} submission(s)"
                   + (f", {len(refused)} of them refused (unreadable, scored 0)" if refused else ""))
-    console.print(Text(f"gradebook: {out / GRADEBOOK_FILE} and {out / DB_FILE}; report: {out / REPORT_FILE}"))
+    console.print(plain(f"gradebook: {out / GRADEBOOK_FILE} and {out / DB_FILE}; report: {out / REPORT_FILE}"))
     for result in summary.failed:
-        console.print(Text.assemble(Text("could not grade ", style="red"), result.name, ": ",
-                                    error_summary(result.error), " (not graded; the same command grades it again)"))
+        console.print(Text.assemble(Text("could not grade ", style="red"), plain(result.name), ": ",
+                                    plain(error_summary(result.error)),
+                                    " (not graded; the same command grades it again)"))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable, Collection
 
+from checks.course import inert
 from checks.course.answer_cells import NotANotebook, missing_cell_note, read_answers
 
 MAX_FILES = 200  # read into memory, named files included
@@ -62,7 +63,9 @@ class _Entry:
 
 
 def submission_name(path: Path) -> str:
-    return path.stem if path.suffix in (".zip", NOTEBOOK_SUFFIX) else path.name
+    """The folder name or zip (notebook) stem, mended (inert.mend): a name that is not UTF-8 is
+    the same text in the gradebook, the output folder and every file written."""
+    return inert.mend(path.stem if path.suffix in (".zip", NOTEBOOK_SUFFIX) else path.name)
 
 
 def is_skipped_dir(name: str) -> bool:

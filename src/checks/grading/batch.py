@@ -30,8 +30,8 @@ from checks.reports.gradebook import (DB_FILE, LOCK_FILE, Entry, Graded, Gradebo
                                      utc_now)
 from checks.grading.session import Source, grade_sources, named_files
 from checks.reports.html import REPORT_FILE, render_report
-from checks.reports.render import (GRADEBOOK_FILE, gradebook_csv, remove_stale_temp_files, write_if_changed,
-                            write_submission_reports)
+from checks.reports.render import (GRADEBOOK_FILE, check_gradebook_csv, gradebook_csv, remove_stale_temp_files,
+                                   write_if_changed, write_submission_reports)
 from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import MAX_FILE_BYTES, NOTEBOOK_SUFFIX, SKIPPED_DIRS, submission_name
 
@@ -199,7 +199,9 @@ def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, j
     started = time.monotonic()
     summary = BatchSummary(out_dir)
     with _stop_if_unwritable(out_dir):
-        gradebook = Gradebook(out_dir / DB_FILE, assignment.name)
+        # refuses a gradebook.sqlite, and then a gradebook.csv, that checks did not write
+        gradebook = Gradebook(out_dir / DB_FILE, assignment.name,
+                              before_writing=lambda questions: check_gradebook_csv(out_dir / GRADEBOOK_FILE, questions))
         held = gradebook.index()
     plan = plan_batch(paths, held, regrade=regrade)
     todo = [p for p in plan if p.reason]

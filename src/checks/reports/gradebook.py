@@ -8,6 +8,8 @@ missing or out of date: a run killed between the commit and the files is repaire
 A results.json with no row behind it does not count as graded.
 
 A run holds DIR/gradebook.lock (lock_folder) while it writes the folder: two runs never interleave.
+It opens only a gradebook it wrote: a link, a database of other tables or columns, or one of a
+newer schema is refused with a GradebookError naming the file, before anything is written.
 Connections are opened for each read or write and closed at once: the grader forks its sandbox
 while it grades, and no descriptor of the database may be open in the process then.
 """
@@ -16,14 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+from checks.course import inert
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
@@ -105,7 +109,13 @@ def lock_folder(out_dir: Path) -> Iterator[None]:
     """Hold DIR/gradebook.lock (flock) while a run writes DIR: a second run into the same folder
     stops at once, before it writes anything. The kernel drops the lock when the holder dies."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(out_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:  # O_NOFOLLOW: a link planted as the lock would have its target truncated
+        fd = os.open(out_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise GradebookError(f"{out_dir / LOCK_FILE} is a symbolic link, not a lock checks made: "
+                             "remove it, or grade into another --out folder") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -122,6 +132,60 @@ def lock_folder(out_dir: Path) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)
+
+
+def refuse_unless_regular(*paths: Path) -> None:
+    """GradebookError for the first of `paths` that is a link or not a regular file: the grader
+    writes only files it made, never through a link planted in its output folder."""
+    for path in paths:
+        if path.is_symlink():
+            raise GradebookError(f"{path} is a symbolic link: checks writes only files it made; "
+                                 "remove it, or grade into another --out folder")
+        if path.exists() and not path.is_file():
+            raise GradebookError(f"{path} is not a regular file: remove it, or grade into another --out folder")
+
+
+def _expected_columns() -> dict[str, list[str]]:
+    """Each table of SCHEMA and its columns, as SQLite reports them."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as db:
+        db.executescript(SCHEMA)
+        return _columns(db)
+
+
+def _columns(db: sqlite3.Connection) -> dict[str, list[str]]:
+    tables = [name for (name,) in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    return {table: [row[1] for row in db.execute(f"PRAGMA table_info({_quoted(table)})")] for table in tables}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _refuse_foreign_tables(path: Path, db: sqlite3.Connection, version: int) -> None:
+    """A database checks did not write (tables of its own, or ours with other columns) is refused
+    before the schema is written into it."""
+    found = _columns(db)
+    if not found:
+        return  # a new (or empty) file
+    expected = _expected_columns()
+    if version == 0:
+        raise GradebookError(f"{path} is not a gradebook written by checks (it holds the tables "
+                             f"{', '.join(sorted(found)[:5])}): move it aside, or grade into another --out folder")
+    unknown = [f"{kind} {name}" for kind, name in db.execute(
+        "SELECT type, name FROM sqlite_master WHERE type NOT IN ('table', 'index') ORDER BY name")]  # triggers, views
+    unknown += [f"table {table}" for table in found if table not in expected]
+    unknown += [f"{table}.{column}" for table, columns in found.items() if table in expected
+                for column in columns if column not in expected[table]]
+    if unknown:
+        raise GradebookError(f"{path} has what checks never writes ({', '.join(unknown[:5])}"
+                             f"{' and more' if len(unknown) > 5 else ''}): it was changed by hand or by another "
+                             "tool; move it aside, or grade into another --out folder")
+
+
+def _question_ids(db: sqlite3.Connection) -> set[str]:
+    """Every question id the gradebook holds a score for: the columns gradebook.csv may have."""
+    return {qid for (qid,) in db.execute("SELECT DISTINCT qid FROM questions")}
 
 
 def utc_now() -> str:
@@ -160,15 +224,25 @@ class Entry:
 class Gradebook:
     """DIR/gradebook.sqlite for one assignment."""
 
-    def __init__(self, path: Path, assignment: str) -> None:
+    def __init__(self, path: Path, assignment: str, *,
+                 before_writing: Callable[[set[str]], None] | None = None) -> None:
+        """Open (or create) the gradebook, refusing one checks did not write; `before_writing` is
+        called with the question ids it holds once it is known to be ours, before anything is
+        written (the batch checks gradebook.csv there)."""
         self.path = path
         self.assignment = assignment
         path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_unless_regular(path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")))
+        if before_writing is not None and not path.exists():
+            before_writing(set())  # checked before the new file is made
         with self._connect() as db:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise GradebookError(f"{path} was written by a newer version of checks (schema {version}); "
                                      "upgrade checks or grade into another --out folder")
+            _refuse_foreign_tables(path, db, version)
+            if before_writing is not None and version:
+                before_writing(_question_ids(db))
             # one transaction (the schema is idempotent), written before WAL is switched on: a new
             # gradebook then needs no journal bigger than itself (a disk near full, RLIMIT_FSIZE)
             db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}")
@@ -229,17 +303,17 @@ class Gradebook:
         extra = {key: value for key, value in r.to_dict().items() if key not in _RESULT_COLUMNS}
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM questions WHERE submission = ?", (r.name,))
+            db.execute("DELETE FROM questions WHERE submission = ?", _mended((r.name,)))
             db.execute("INSERT OR REPLACE INTO submissions (name, assignment, status, score, max_score, error, warnings,"
                        " devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint, grader_version, graded_at,"
                        " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (r.name, r.assignment, GRADED if graded.ok else GRADER_ERROR, r.score, r.max_score, r.error,
-                        json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.sandbox_uid, r.seconds,
-                        json.dumps(extra), graded.source, graded.fingerprint, graded.grader_version, graded.graded_at,
-                        graded.run_id))
+                       _mended((r.name, r.assignment, GRADED if graded.ok else GRADER_ERROR, r.score, r.max_score,
+                                r.error, json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.sandbox_uid,
+                                r.seconds, json.dumps(extra), graded.source, graded.fingerprint,
+                                graded.grader_version, graded.graded_at, graded.run_id)))
             db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
-                             q.total_cases, q.feedback) for position, q in enumerate(r.questions)])
+                           [_mended((r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
+                                     q.total_cases, q.feedback)) for position, q in enumerate(r.questions)])
             db.execute("COMMIT")
             # into the database file now: a checkpoint that fails (a full disk, RLIMIT_FSIZE) raises here
             # instead of failing unseen when the connection closes, and the run stops at this submission
@@ -275,6 +349,12 @@ class Gradebook:
                                       error=error, **others)
             graded.append(Graded(result, version, graded_at, source, fingerprint, run_id))
         return graded
+
+
+def _mended(row: tuple) -> tuple:
+    """A row's text as SQLite takes it: a lone surrogate (an undecodable file name in `source`, a
+    student's message) written as an escape (inert.mend) instead of failing the commit."""
+    return tuple(inert.mend(value) if isinstance(value, str) else value for value in row)
 
 
 # fields of SubmissionResult with a column of their own; any other goes to `extra`

@@ -3,7 +3,7 @@
 Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, every
 submission with a link to its feedback (feedback.html, beside feedback.md), and what the grader
 itself could not grade. Rendered from the gradebook with Jinja2 and autoescaping: names and
-messages come partly from students.
+messages come partly from students, and every value is made inert.visible before it is escaped.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
+import markupsafe
 
+from checks.course import inert
 from checks.reports.gradebook import Graded
 from checks.reports.render import FEEDBACK_HTML_FILE, RESULTS_FILE, error_summary, question_stats
 
@@ -69,14 +71,22 @@ def histogram(shares: list[float], *, width: int = 640, height: int = 260) -> Hi
     return Histogram(bins, width, height, top, bottom, left, highest)
 
 
+def _inert(value: object) -> object:
+    """Every value the template prints, before autoescape: no control character, no lone surrogate."""
+    if isinstance(value, markupsafe.Markup):  # escaped already (join's): kept markup, only made visible
+        return markupsafe.Markup(inert.visible(str(value)))
+    return inert.visible(value, keep="") if isinstance(value, str) else value
+
+
 def render_report(assignment: str, records: list[Graded], *, title: str = "") -> str:
     results = [record.result for record in records]
     graded = [r for r in results if not r.error]
     max_score = max((r.max_score for r in graded), default=0.0)
     totals = [r.score for r in graded]
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    environment.filters["path"] = lambda name: quote(name, safe="")
+                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                     finalize=_inert)
+    environment.filters["path"] = lambda name: quote(inert.mend(name), safe="")
     environment.filters["error_summary"] = error_summary
     return environment.get_template("report.html.j2").render(
         assignment=assignment,

@@ -3,7 +3,8 @@ rendered as feedback.html, which report.html links to), gradebook.csv, and the t
 the terminal. Files are written atomically (temp file, then rename).
 
 Names, feedback and messages come partly from student code (exception messages, printed output,
-folder names): they are shown as written, never read as markup, in markdown and on the terminal.
+folder names): they are shown as written, never read as markup, a control sequence or a formula,
+in every one of them; course/inert.py says how.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from checks import __version__
+from checks.course import inert
+from checks.reports.gradebook import GradebookError, refuse_unless_regular
 from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import SubmissionResult
 
@@ -35,7 +38,9 @@ GRADEBOOK_FILE = "gradebook.csv"
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one."""
+    """Readers see the old file or the new one, never half of one. A lone surrogate that reached
+    `text` is written as an escape (inert.mend): a write never fails on it."""
+    text = inert.mend(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -65,6 +70,7 @@ def remove_stale_temp_files(folder: Path) -> None:
 
 def write_if_changed(path: Path, text: str) -> bool:
     """write_atomically, unless the file already holds exactly `text`; True when it wrote."""
+    text = inert.mend(text)
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
@@ -78,7 +84,8 @@ def write_if_changed(path: Path, text: str) -> bool:
 
 def gradescope_results(result: SubmissionResult, *, grader_version: str = __version__,
                        graded_at: str | None = None) -> dict:
-    """Gradescope's autograder results format: one tests[] entry per question."""
+    """Gradescope's autograder results format: one tests[] entry per question; student text in it
+    is inert (inert.visible_tree), as in every other output."""
     tests = [{"name": q.qid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.passed else "failed", "output": q.feedback, "visibility": "visible"}
              for q in result.questions]
@@ -90,20 +97,20 @@ def gradescope_results(result: SubmissionResult, *, grader_version: str = __vers
              "warnings": result.warnings}
     if graded_at:
         extra["graded_at"] = graded_at
-    return {
+    return inert.visible_tree({
         "score": result.score,
         "output": "\n".join(overview),
         "execution_time": result.seconds,
         "tests": tests,
         "extra_data": extra,
-    }
+    })
 
 
 def feedback_markdown(result: SubmissionResult, *, grader_version: str = __version__,
                       graded_at: str | None = None) -> str:
     """A student's feedback, readable on its own, as plain text or rendered."""
     passed = [q for q in result.questions if q.passed]
-    lines = [f"# {result.assignment}: feedback for {_md(result.name)}", ""]
+    lines = [f"# {result.assignment}: feedback for {inert.markdown(result.name)}", ""]
     if result.questions:
         lines += [f"**Score: {result.score:g} / {result.max_score:g}** "
                   f"({len(passed)} of {len(result.questions)} questions with full marks)", ""]
@@ -112,7 +119,7 @@ def feedback_markdown(result: SubmissionResult, *, grader_version: str = __versi
                   "the course staff see it in their report and will grade it again."
                   + (" The questions below are the ones it did grade." if result.questions else ""), ""]
     if result.warnings:
-        lines += ["About your submission:", ""] + [f"- {_md(warning)}" for warning in result.warnings] + [""]
+        lines += ["About your submission:", ""] + [f"- {inert.markdown_line(warning)}" for warning in result.warnings] + [""]
     if result.questions:
         lines += ["| question | score | status |", "|---|---:|---|"]
         lines += [f"| `{q.qid}` | {q.score:g} / {q.max_score:g} | {'passed' if q.passed else 'needs work'} |"
@@ -131,39 +138,16 @@ def feedback_markdown(result: SubmissionResult, *, grader_version: str = __versi
     return "\n".join(lines)
 
 
-# what would turn plain text into markup: code spans, emphasis (not snake_case), HTML, links; and a
-# backslash that would escape the next character
-_INLINE_SPECIAL = re.compile(r"[`*<]|\\(?=[!-/:-@\[-`{-~])|\](?=[(\[])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-_BLOCK_START = re.compile(r"^([#>+=|~\[-]|\d+(?=[.)]))")
-
-
-def _md(text: str) -> str:
-    """One line of plain text as markdown that renders as written (no emphasis, code, links or HTML)."""
-    return _INLINE_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
-
-
-def _md_line(text: str) -> str:
-    """_md, and a line that would start a heading, quote, list or table starts as plain text."""
-    escaped = _md(text)
-    match = _BLOCK_START.match(escaped)
-    if not match:
-        return escaped
-    if match.group(0)[0].isdigit():  # "1. x" would start a list: escape its dot
-        end = match.end()
-        return escaped[:end] + "\\" + escaped[end:]
-    return "\\" + escaped
-
-
 def _feedback_block(feedback: str) -> str:
     """A question's feedback (sentences, "- " bullets, indented continuations) as safe markdown."""
     out = []
     for line in feedback.splitlines():
         if line.startswith("- "):
-            out.append("- " + _md(line[2:]))
+            out.append("- " + inert.markdown_line(line[2:]))  # "- # x" would be a heading in a bullet
         elif line[:1].isspace() and line.strip():
-            out.append("  " + _md_line(line.strip()))  # stays inside its bullet
+            out.append("  " + inert.markdown_line(line))  # stays inside its bullet
         else:
-            out.append(_md_line(line))
+            out.append(inert.markdown_line(line))
     return "\n".join(out)
 
 
@@ -195,7 +179,7 @@ def feedback_html(markdown: str, *, title: str) -> str:
     from markdown_it import MarkdownIt  # here: `checks test` prints tables from this module, and no page
 
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return _FEEDBACK_PAGE.format(title=html.escape(title), body=renderer.render(markdown))
+    return _FEEDBACK_PAGE.format(title=html.escape(inert.visible(title, keep="")), body=renderer.render(markdown))
 
 
 def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_version: str = __version__,
@@ -248,15 +232,50 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
     questions = question_names([r for r in results if not r.error])
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["submission", *questions, "total", "status", "reason"])
+    def row(cells: list) -> None:  # names and reasons come from students: no cell is a formula
+        writer.writerow([inert.csv_cell(cell) for cell in cells])
+
+    row([_CSV_FIXED[0], *questions, *_CSV_FIXED[1:]])
     for result in sorted(results, key=lambda r: r.name):
         if result.error:  # a grader failure is never a grade
-            writer.writerow([result.name, *("" for _ in questions), "", result.status, error_summary(result.error)])
+            row([result.name, *("" for _ in questions), "", result.status, error_summary(result.error)])
             continue
         scores = {q.qid: q.score for q in result.questions}
-        writer.writerow([result.name, *(scores.get(q, "") for q in questions), float(result.score), result.status,
-                         result.refused])
+        row([result.name, *(scores.get(q, "") for q in questions), float(result.score), result.status,
+             result.refused])
     return buffer.getvalue()
+
+
+def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
+    """Student text for the terminal: rich markup and control sequences shown as written, and on
+    one line unless `lines` (a name with a newline would forge a table row)."""
+    return Text(inert.visible(text, keep="\n\t" if lines else ""), style=style)
+
+
+_CSV_FIXED = ("submission", "total", "status", "reason")  # gradebook_csv's columns but the questions'
+
+
+def check_gradebook_csv(path: Path, questions: Collection[str]) -> None:
+    """GradebookError, naming `path`, unless it is missing or a gradebook.csv checks wrote: a link,
+    another file, or one with columns checks never writes (a TA's own column) is never overwritten."""
+    refuse_unless_regular(path)
+    if not path.exists():
+        return
+    why = "it is not the CSV checks writes"
+    try:
+        rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        rows, why = [], f"it cannot be read as the CSV checks writes ({error})"
+    header = rows[0] if rows else []
+    unknown = [column for column in header if column not in {*_CSV_FIXED, *questions}]
+    if unknown and header[:1] == ["submission"]:
+        why = f"it has columns checks never wrote here ({', '.join(unknown[:5])})"
+    elif header[:1] == ["submission"] and header[-3:] == list(_CSV_FIXED[1:]) and not unknown:
+        if all(len(row) == len(header) for row in rows[1:]):
+            return
+        why = "a row has more or fewer cells than its header"
+    raise GradebookError(f"{path} was not written by checks: {why}. Nothing was graded or overwritten; move it "
+                         "aside (or grade into another --out folder) and run the same command again")
 
 
 def question_table(result: SubmissionResult, *, show_points: bool = True,
@@ -264,7 +283,7 @@ def question_table(result: SubmissionResult, *, show_points: bool = True,
     """A row per question, short: passed, not started (still the stub), or how many checks failed
     (the failures follow, once, from print_failures); then a row per quiz answer, on its form only."""
     heading = result.assignment if result.name == result.assignment else f"{result.assignment} — {result.name}"
-    table = Table(title=Text(heading), title_justify="left")
+    table = Table(title=plain(heading), title_justify="left")
     table.add_column("question")
     if show_points:
         table.add_column("score", justify="right")
@@ -278,13 +297,13 @@ def question_table(result: SubmissionResult, *, show_points: bool = True,
             status = Text("not started", style="yellow")
         else:
             status = Text(f"{q.total_cases - q.passed_cases} of {q.total_cases} checks failed: see below")
-        cells = [Text(q.qid)] + ([f"{q.score:g}/{q.max_score:g}"] if show_points else [])
+        cells = [plain(q.qid)] + ([f"{q.score:g}/{q.max_score:g}"] if show_points else [])
         table.add_row(*cells, f"{q.passed_cases}/{q.total_cases}", _mark(q.passed), status)
     if quiz:
         table.add_section()
     for form in quiz:
         note = form.note + ("; it is marked when graded" if form.ok else "")
-        table.add_row(Text(form.qid), *([""] if show_points else []), "", _mark(form.ok), Text(note))
+        table.add_row(plain(form.qid), *([""] if show_points else []), "", _mark(form.ok), plain(note))
     return table
 
 
@@ -302,7 +321,7 @@ def submissions_table(results: list[SubmissionResult]) -> Table:
         score = Text("grader error", style="red") if result.error else f"{result.score:g}/{result.max_score:g}"
         if result.refused:
             lost = f"refused: {result.refused}"
-        table.add_row(Text(result.name), score, Text(lost or "-"))
+        table.add_row(plain(result.name), score, plain(lost or "-"))
     return table
 
 
@@ -314,7 +333,7 @@ def questions_table(results: list[SubmissionResult]) -> Table:
     for column, justify in (("question", "left"), ("mean", "right"), ("max", "right"), ("pass rate", "right")):
         table.add_column(column, justify=justify)
     for s in question_stats(results):
-        table.add_row(Text(s.qid), f"{s.mean:.2f}", f"{s.max_score:g}", f"{s.pass_rate:.0%}")
+        table.add_row(plain(s.qid), f"{s.mean:.2f}", f"{s.max_score:g}", f"{s.pass_rate:.0%}")
     if graded:
         table.add_section()
         table.add_row("total", f"{statistics.fmean(r.score for r in graded):.2f}", f"{graded[0].max_score:g}",
@@ -330,7 +349,7 @@ def slowest_table(results: list[SubmissionResult], count: int = 5) -> Table:
         table.add_column(column, justify=justify)
     for result in sorted(results, key=lambda r: (-r.seconds, r.name))[:count]:
         score = "grader error" if result.error else f"{result.score:g}/{result.max_score:g}"
-        table.add_row(Text(result.name), f"{result.seconds:.1f}", score)
+        table.add_row(plain(result.name), f"{result.seconds:.1f}", score)
     return table
 
 
@@ -340,7 +359,7 @@ def grader_errors_table(results: list[SubmissionResult]) -> Table:
     table.add_column("submission")
     table.add_column("reason", overflow="fold")
     for result in sorted((r for r in results if r.error), key=lambda r: r.name):
-        table.add_row(Text(result.name), Text(error_summary(result.error)))
+        table.add_row(plain(result.name), plain(error_summary(result.error)))
     return table
 
 
@@ -350,7 +369,7 @@ def refused_table(results: list[SubmissionResult]) -> Table:
     table.add_column("submission")
     table.add_column("reason", overflow="fold")
     for result in sorted((r for r in results if r.refused and not r.error), key=lambda r: r.name):
-        table.add_row(Text(result.name), Text(result.refused))
+        table.add_row(plain(result.name), plain(result.refused))
     return table
 
 
@@ -371,8 +390,8 @@ def print_failures(console: Console, result: SubmissionResult) -> None:
     """Each failing question's first failures, once; questions not started are left to one line."""
     for q in result.questions:
         if not q.passed and not q.not_started:
-            console.print(Text(f"\n{q.qid}", style="bold"))
-            console.print(q.feedback, highlight=False, markup=False)
+            console.print(Text("\n") + plain(q.qid, style="bold"))
+            console.print(plain(q.feedback, lines=True))
     not_started = [q.qid for q in result.questions if q.not_started]
     if not_started:
         console.print(Text(f"\nNot started: {len(not_started)} question{'s' if len(not_started) != 1 else ''} "

@@ -2,7 +2,9 @@
 
 Numbers are accepted as int, float or a numeric string and compared with a relative tolerance of
 1e-6; booleans as TOML booleans or the strings true/false in any case. A missing, empty or
-unreadable answer costs that question only, and the feedback says which it was.
+unreadable answer costs that question only, and the feedback says which it was. An answer of any
+TOML type or size (a 5,000-digit integer, nan, a nested table, a date, a long string) is graded or
+refused on its own, and shown in the feedback in a few words (answer_summary), never whole.
 
 `checks test` and `checks pack` only look at the form of each answer (check_answers): present, and
 of the kind the key expects; whether it is right stays with the hidden key.
@@ -10,8 +12,12 @@ of the kind the key expects; whether it is right stays with the hidden key.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import math
+import sys
 import tomllib
+from typing import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +27,7 @@ from checks.suites.scoring import QuestionResult
 QUIZ_FILE = "quiz.toml"
 MAX_QUIZ_BYTES = 64 * 1024
 REL_TOL = 1e-6
+SHOWN_ANSWER = 60  # characters of an answer quoted back in feedback
 NO_ANSWER = "no answer yet"  # an AnswerForm's note for a key with no answer
 
 
@@ -46,11 +53,24 @@ def read_answers(data: bytes | None) -> tuple[dict[str, Any], str]:
     if len(data) > MAX_QUIZ_BYTES:
         return {}, f"{QUIZ_FILE} is {len(data)} bytes; the limit is {MAX_QUIZ_BYTES}. It was not read."
     try:
-        return tomllib.loads(data.decode("utf-8")), ""
+        with _long_integers():
+            return tomllib.loads(data.decode("utf-8")), ""
     except UnicodeDecodeError:
         return {}, f"{QUIZ_FILE} is not UTF-8 text."
-    except (tomllib.TOMLDecodeError, RecursionError) as error:
-        return {}, f"{QUIZ_FILE} is not valid TOML ({error}); write answers as key = value."
+    except (ValueError, RecursionError) as error:  # TOMLDecodeError is a ValueError
+        return {}, f"{QUIZ_FILE} is not valid TOML ({str(error)[:200]}); write answers as key = value."
+
+
+@contextlib.contextmanager
+def _long_integers() -> Iterator[None]:
+    """tomllib refuses a whole file for one integer of over 4,300 digits (Python's guard against
+    quadratic int parsing); within MAX_QUIZ_BYTES one costs milliseconds, and is one wrong answer."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0 if limit == 0 else max(limit, MAX_QUIZ_BYTES))
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(limit)
 
 
 def _score(item: QuizItem, given: Any) -> QuestionResult:
@@ -66,20 +86,23 @@ def _score(item: QuizItem, given: Any) -> QuestionResult:
         correct = parsed is item.answer
     else:
         correct = math.isclose(parsed, float(item.answer), rel_tol=REL_TOL, abs_tol=1e-12)
-    return result(correct, "Correct." if correct else f"{item.key} = {given!r} is not the right answer.")
+    return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer.")
 
 
 def _as_number(value: Any) -> tuple[float | None, str]:
     if isinstance(value, bool):
         return None, f"expected a number, got the boolean {str(value).lower()}."
     if isinstance(value, (int, float)):
-        return float(value), ""
+        try:
+            return float(value), ""
+        except OverflowError:
+            return None, f"expected a number, got {answer_summary(value)}, too large for one."
     if isinstance(value, str):
         try:
             return float(value.strip()), ""
         except ValueError:
             pass
-    return None, f"expected a number, got {value!r}."
+    return None, f"expected a number, got {answer_summary(value)}."
 
 
 def _as_bool(value: Any) -> tuple[bool | None, str]:
@@ -87,7 +110,29 @@ def _as_bool(value: Any) -> tuple[bool | None, str]:
         return value, ""
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true", ""
-    return None, f"expected true or false, got {value!r}."
+    return None, f"expected true or false, got {answer_summary(value)}."
+
+
+def answer_summary(value: Any) -> str:
+    """A quiz answer in a few words for feedback: its value when short, else what it is. Never a
+    whole megabyte, and never str() of a huge int (which raises past 4,300 digits)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        if value.bit_length() <= 128:
+            return str(value)
+        return f"an integer of about {int((value.bit_length() - 1) * math.log10(2)) + 1:,} digits"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= SHOWN_ANSWER else f"{value[:SHOWN_ANSWER]!r}... ({len(value):,} characters)"
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime is a date
+        return f"the date/time {value.isoformat()}"
+    if isinstance(value, dict):
+        return f"a table of {len(value)} key{'s' if len(value) != 1 else ''}"
+    if isinstance(value, list):
+        return f"an array of {len(value)} item{'s' if len(value) != 1 else ''}"
+    return f"a {type(value).__name__}"
 
 
 @dataclass(frozen=True)
@@ -141,10 +186,10 @@ def check_answers(kinds: dict[str, str | None], data: bytes | None) -> tuple[lis
             continue
         if kind is None:
             problems = [_as_number(given)[1], _as_bool(given)[1]]
-            problem = "" if not all(problems) else f"expected a number or true/false, got {given!r}."
+            problem = "" if not all(problems) else f"expected a number or true/false, got {answer_summary(given)}."
         else:
             problem = (_as_bool(given) if kind == ANSWER_KINDS[1] else _as_number(given))[1]
         forms.append(AnswerForm(key, not problem, problem.rstrip(".") if problem else f"answered ({kind or 'well-formed'})"))
-    forms += [AnswerForm(key, False, f"not a question of this quiz (a typo? the keys are {', '.join(kinds)})")
+    forms += [AnswerForm(key[:SHOWN_ANSWER], False, f"not a question of this quiz (a typo? the keys are {', '.join(kinds)})")
               for key in answers if key not in kinds]
     return forms, ""
