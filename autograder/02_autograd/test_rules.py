@@ -584,7 +584,7 @@ def transpose_reference(a_shape, dim0, dim1):
     return _view_case(("transpose", a_shape, dim0, dim1), a_shape, lambda x: x.transpose(dim0, dim1))
 
 
-def _wrong_pairs(grad, a_shape, dim0, dim1, expected):
+def _wrong_pairs(grad, a_shape, dim0, dim1):
     """What swapping another pair of grad's axes gives, where it has a's shape, named."""
     n = len(a_shape)
     for pair in ((n - 2, n - 1), (0, 1)):
@@ -614,7 +614,7 @@ def test_transpose_backward(student, a_shape, dim0, dim1, reference):
                 f"(dims {dim0} and {dim1}), and only that pair.")
 
     _check_view(student, "transpose_backward", a, grad, expected, (dim0, dim1), f", dim0={dim0}, dim1={dim1}",
-                shape_hint=hint, alternatives=list(_wrong_pairs(grad, a_shape, dim0, dim1, expected)),
+                shape_hint=hint, alternatives=list(_wrong_pairs(grad, a_shape, dim0, dim1)),
                 axes=(dim0, dim1))
 
 
