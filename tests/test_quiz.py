@@ -86,3 +86,11 @@ def test_a_key_nested_thousands_deep_costs_its_question_only():
 def test_an_unknown_key_of_any_length_is_shown_short():
     forms, _ = check_answers({"numel": "number"}, ('"' + "k" * 10_000 + '" = 1\n').encode())
     assert [len(form.qid) for form in forms] == [len("quiz.numel"), len("quiz.") + 60]
+
+
+def test_a_key_too_deep_to_parse_quickly_is_refused_before_parsing():
+    """tomllib's time grows with the square of a dotted key's depth: 64 KiB of `a.a.a...` took
+    seconds of the grader's own time. Past MAX_QUIZ_NESTING the file is refused, unread."""
+    data = ("numel" + ".a" * 30_000 + " = 1\ntheta = 1.4\n").encode()
+    results = {q.qid: q for q in grade_quiz(ITEMS, {"quiz.toml": data})}
+    assert "dots and brackets" in results["quiz.numel"].feedback and results["quiz.theta"].score == 0

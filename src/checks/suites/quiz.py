@@ -17,15 +17,17 @@ import datetime
 import math
 import sys
 import tomllib
-from typing import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from checks.course.assignment import ANSWER_KINDS, Assignment, QuizItem, answer_kind, read_marker
 from checks.suites.scoring import QuestionResult
 
 QUIZ_FILE = "quiz.toml"
 MAX_QUIZ_BYTES = 64 * 1024
+# dots and brackets of keys and tables: tomllib's time grows with the square of a key's depth (a
+# 64 KiB `a.a.a...` key took seconds in the grader's own process); answers are `key = value` lines
+MAX_QUIZ_NESTING = 4_000
 REL_TOL = 1e-6
 SHOWN_ANSWER = 60  # characters of an answer quoted back in feedback
 NO_ANSWER = "no answer yet"  # an AnswerForm's note for a key with no answer
@@ -52,6 +54,10 @@ def read_answers(data: bytes | None) -> tuple[dict[str, Any], str]:
         return {}, f"No {QUIZ_FILE} in the submission, so no quiz answers were graded."
     if len(data) > MAX_QUIZ_BYTES:
         return {}, f"{QUIZ_FILE} is {len(data)} bytes; the limit is {MAX_QUIZ_BYTES}. It was not read."
+    nesting = sum(data.count(mark) for mark in (b".", b"[", b"{"))
+    if nesting > MAX_QUIZ_NESTING:
+        return {}, (f"{QUIZ_FILE} holds {nesting:,} dots and brackets; the limit is {MAX_QUIZ_NESTING:,}. It was "
+                    "not read: write each answer as key = value.")
     try:
         with _long_integers():
             return tomllib.loads(data.decode("utf-8")), ""
