@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import glob
+import importlib.util
 import os
 import shutil
 import site
@@ -133,12 +134,48 @@ def bwrap_problem() -> str | None:
 
 
 def _namespaces() -> list[str]:
-    flags = ["--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    # a PID namespace of its own: the jail sees no process but its own (not the grader's command
+    # line or environment, not another run's workers), and all in it die with its first process
+    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     return flags if os.geteuid() == 0 else ["--unshare-user", *flags]
 
 
-def bwrap_command(program: list[str]) -> list[str]:
-    """bwrap ... program: the jail the zygote (and so every worker) runs in."""
+def sandbox_environment(home: str) -> dict[str, str]:
+    """The whole environment a zygote (and so every worker, whose /proc/self/environ it is) is
+    started with, at every level: nothing of the grader's (tokens, CHECKS_*, paths to the course)."""
+    package_parent = Path(checks.__file__).resolve().parent.parent
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin",  # what a student's subprocess finds
+           "HOME": home,  # each worker sets its own home on top
+           "LANG": "C.UTF-8",  # text I/O in UTF-8 whatever the grader's locale
+           "PYTHONPATH": str(package_parent),  # the `checks` package the grader runs, not another
+           "PYTHONDONTWRITEBYTECODE": "1"}  # nothing written beside the package
+    # which GPU and driver (the GPU image), where CUDA's libraries are, and the thread counts the
+    # person running the grader chose for torch and OpenMP: machine settings, no secret
+    env.update({key: value for key, value in os.environ.items()
+                if key.startswith(("CUDA_", "NVIDIA_")) or key in SANDBOX_VARIABLES})
+    return env
+
+
+# machine settings the grader's environment may hold that torch and OpenMP read (see sandbox_environment)
+SANDBOX_VARIABLES = ("LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                     "PYTORCH_NVML_BASED_CUDA_CHECK")
+
+
+def package_folders(packages: tuple[str, ...]) -> list[str]:
+    """The folders of these top-level packages, found without importing them."""
+    folders = []
+    for name in packages:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        folders += [folder for folder in (spec.submodule_search_locations or []) if os.path.isdir(folder)] if spec else []
+    return folders
+
+
+def bwrap_command(program: list[str], hide: tuple[str, ...] = ()) -> list[str]:
+    """bwrap ... program: the jail the zygote (and so every worker) runs in. `hide`: top-level
+    packages whose files the jail holds none of (an empty folder in their place)."""
     argv = ["bwrap", *_namespaces(), "--die-with-parent", "--new-session"]
     for name in ("bin", "lib", "lib64", "sbin"):
         path = Path("/") / name
@@ -155,10 +192,9 @@ def bwrap_command(program: list[str]) -> list[str]:
         argv += ["--dev-bind", device, device]
     for path in _python_paths():
         argv += _parents(path) + ["--ro-bind", str(path), str(path)]
-    package_parent = Path(checks.__file__).resolve().parent.parent
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
-           "PYTHONPATH": str(package_parent), "PYTHONDONTWRITEBYTECODE": "1"}
-    env.update({key: value for key, value in os.environ.items() if key.startswith(("CUDA_", "NVIDIA_"))})
+    for folder in package_folders(hide):
+        argv += ["--tmpfs", folder, "--remount-ro", folder]
+    env = sandbox_environment("/tmp")
     argv += ["--clearenv"] + [flag for key, value in env.items() for flag in ("--setenv", key, value)]
     if os.geteuid() == 0:  # the zygote stays root in the jail only to hand each worker its own uid
         argv += [flag for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN") for flag in ("--cap-add", cap)]

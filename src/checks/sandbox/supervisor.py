@@ -1,8 +1,8 @@
 """The grader's side of the sandbox: starting the zygote, and the handle to one worker.
 
-The zygote (see zygote.py) is started before any hidden test or reference code is imported, so
-nothing secret is in the memory a worker inherits, and inside the bubblewrap jail when there is
-one (see jail.py). It has torch imported: forking it costs milliseconds, importing torch seconds.
+The zygote (see zygote.py) is a fresh interpreter, inside the bubblewrap jail when there is one
+(see jail.py): nothing of the grader's memory, argv or environment is in a worker. It has torch
+imported: forking it costs milliseconds, importing torch seconds.
 Each worker runs in its own process group (and, as root, its submission's own uid) and is
 killed with it; a crash or hang costs the calls of the question it serves and nothing else.
 A zygote killed or stopped by a worker is started again by its supervisor (see zygote.py).
@@ -14,6 +14,7 @@ behind, and the next run removes it (remove_dead_runs) unless the zygote already
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
@@ -83,9 +84,11 @@ class WorkerConfig:
 
     def serves(self, other: "WorkerConfig") -> bool:
         """Whether a worker holding this config may serve a question that needs `other`: all the
-        same, but that `other` may block fewer imports (the code run before could not reach them)."""
+        same, but that `other` may block fewer imports (the code run before could not reach them),
+        and both come from the same zygote (with torch, or without: see Zygote)."""
         return replace(self, block_imports=other.block_imports) == other \
-            and set(self.block_imports) >= set(other.block_imports)
+            and set(self.block_imports) >= set(other.block_imports) \
+            and (WITHHELD in self.block_imports) == (WITHHELD in other.block_imports)
 
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
@@ -258,11 +261,14 @@ def _data_bytes(pid: int) -> int | None:
 
 
 class Zygote:
-    """Forks workers on request, over a private unix socket; started in the jail when there is one.
+    """Forks workers on request, over private unix sockets; started in the jail when there is one.
 
-    Create it early, before importing anything the sandbox must not see (with `fork` isolation the
-    zygote inherits this process's memory); use it as a context manager so that it and its
-    workers are gone when grading ends.
+    Two warm zygotes serve a run: one with torch imported, and one that never imports it, for
+    the questions that withhold torch (WorkerConfig.block_imports): a module once loaded in a
+    process stays reachable there (gc, ctypes, its libraries in memory), so a worker that must
+    not use it comes from a process that never had it. Each is a fresh interpreter with a clean
+    environment and argv (jail.sandbox_environment), never a fork of this process. Use it as a
+    context manager so that they and their workers are gone when grading ends.
     """
 
     def __init__(self, isolation: Isolation | None = None, *, imports: tuple[str, ...] = (),
@@ -276,68 +282,40 @@ class Zygote:
         _claim(self._dir)
         if self.isolation.kind == jail.FORK and self.isolation.per_submission_uid:
             os.chmod(self._dir, 0o711)  # workers' homes are in here: their uids must reach them, not list them
-        self.address = os.path.join(self._dir, "spawn.sock")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.address)
-        listener.listen(64)
-        self._process: subprocess.Popen | None = None
-        if self.isolation.kind == jail.BWRAP:
-            # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
-            options = [flag for name in imports for flag in ("--import", name)] + ["--huge-pages"] * huge_pages
-            command = jail.bwrap_command([sys.executable, "-m", "checks.sandbox.zygote", str(listener.fileno()), *options])
-            self._process = subprocess.Popen(command, pass_fds=[listener.fileno()], stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            self.pid = self._process.pid
-        else:
-            self.pid = os.fork()
-            if self.pid == 0:
-                try:
-                    os.setsid()  # not in the grader's process group: a worker's killpg cannot reach the grader
-                    zygote.supervise(listener, homes=self._dir, run_dir=self._dir, imports=imports,
-                                     huge_pages=huge_pages)
-                finally:
-                    os._exit(0)
-        listener.close()
+        self._servers = {False: _Server(self.isolation, self._dir, "spawn.sock", imports, (), huge_pages),
+                         True: _Server(self.isolation, self._dir, "spawn-without-torch.sock", imports,
+                                       (WITHHELD,), False)}
+        self.pid = self._servers[False].process.pid
 
     def spawn(self, config: WorkerConfig) -> Worker:
-        """Fork a fresh worker holding `config`'s files and limits."""
+        """Fork a fresh worker holding `config`'s files and limits, from the zygote without torch
+        where the question withholds it."""
+        server = self._servers[WITHHELD in config.block_imports]
         for attempt in range(SPAWN_ATTEMPTS):
             ours, theirs = socket.socketpair()
             try:
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                     conn.settimeout(SPAWN_TIMEOUT)
-                    conn.connect(self.address)
+                    conn.connect(server.address)
                     socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
-                    (pid,) = zygote.PID.unpack(recv_exact(conn, zygote.PID.size))
+                    pid = _spawned_pid(conn)
                 break
             except (EOFError, ConnectionResetError) as error:  # the zygote died serving us: another is starting
                 ours.close()
                 if attempt + 1 == SPAWN_ATTEMPTS:
-                    raise SandboxUnavailable(self._why_unavailable(error)) from None
+                    raise SandboxUnavailable(server.why_unavailable(error)) from None
             except OSError as error:  # no supervisor listens: the sandbox itself is gone
                 ours.close()
-                raise SandboxUnavailable(self._why_unavailable(error)) from None
+                raise SandboxUnavailable(server.why_unavailable(error)) from None
             finally:
                 theirs.close()
         wire = {**config.to_wire(), "read_everything": self.isolation.reads_everything}
         send_frame(ours, pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL))
         return Worker(pid, ours)
 
-    def _why_unavailable(self, error: BaseException) -> str:
-        if self._process is not None and self._process.poll() is not None:
-            message = self._process.stderr.read().decode(errors="replace").strip()[-500:] if self._process.stderr else ""
-            return f"the jailed sandbox exited ({self._process.returncode}): {message}"
-        return f"the sandbox could not start a worker ({error})"
-
     def close(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-            if self._process is not None:
-                self._process.wait()
-            else:
-                os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        for server in self._servers.values():
+            server.close()
         zygote.remove_tree(self._dir)  # with fork isolation, every worker's home too
 
     def __enter__(self) -> "Zygote":
@@ -345,6 +323,64 @@ class Zygote:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+WITHHELD = "torch"  # a question that blocks it gets a worker of the zygote that never imported it
+
+
+class _Server:
+    """One zygote's supervisor process and the socket it serves (see zygote.py)."""
+
+    def __init__(self, isolation: Isolation, run_dir: str, name: str, imports: tuple[str, ...],
+                 without: tuple[str, ...], huge_pages: bool) -> None:
+        self.address = os.path.join(run_dir, name)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.address)
+        listener.listen(64)
+        options = [flag for module in imports for flag in ("--import", module)] + ["--huge-pages"] * huge_pages
+        options += [flag for package in without for flag in ("--without", package)]
+        command = [sys.executable, "-m", "checks.sandbox.zygote", str(listener.fileno()), *options]
+        if isolation.kind == jail.BWRAP:
+            # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
+            command, env, session = jail.bwrap_command(command, hide=without), None, False
+        else:
+            command += ["--homes", run_dir, "--run-dir", run_dir]
+            # a session of its own: a worker's killpg of its group cannot reach the grader
+            env, session = jail.sandbox_environment(run_dir), True
+        self.process = subprocess.Popen(command, pass_fds=[listener.fileno()], env=env, start_new_session=session,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        listener.close()
+
+    def why_unavailable(self, error: BaseException) -> str:
+        if self.process.poll() is not None:
+            message = self.process.stderr.read().decode(errors="replace").strip()[-500:] if self.process.stderr else ""
+            return f"the sandbox's zygote exited ({self.process.returncode}): {message}"
+        return f"the sandbox could not start a worker ({error})"
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+def _spawned_pid(conn: socket.socket) -> int:
+    """The pid of the worker the zygote forked, as this process sees it: jailed, the zygote's own
+    is its PID namespace's, so the pidfd sent with it says which ours is."""
+    data, fds, _, _ = socket.recv_fds(conn, zygote.PID.size, 1)
+    if len(data) < zygote.PID.size:
+        data += recv_exact(conn, zygote.PID.size - len(data))
+    (pid,) = zygote.PID.unpack(data)
+    for pidfd in fds:
+        try:
+            with open(f"/proc/self/fdinfo/{pidfd}") as info:
+                pid = next(int(line.split()[1]) for line in info if line.startswith("Pid:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            pass
+        finally:
+            os.close(pidfd)
+    return pid
 
 
 def remove_dead_runs(temp_dir: str | None = None) -> list[str]:

@@ -1,11 +1,13 @@
 """The zygote: a warm process (torch imported) that forks one sandbox worker per request, and
 the supervisor that starts it again whenever it dies or stops.
 
-Both are either forked from the grader (`fork` isolation) or started inside the bubblewrap jail as
-`python -m checks.sandbox.zygote FD [--import MODULE]... [--huge-pages]`, FD being the listening socket
-it inherits. A request is one fd, the worker's end of a socketpair; the reply is the worker's
-pid. The zygote never reads anything else from a client, so a worker that connects to it learns
-nothing.
+Both are started as a fresh interpreter, `python -m checks.sandbox.zygote FD [--import MODULE]...
+[--without PACKAGE]... [--huge-pages] [--homes DIR --run-dir DIR]`, FD being the listening socket
+it inherits, inside the bubblewrap jail where there is one: never forked from the grader, whose
+memory, argv and environment would then be every worker's. A request is one fd, the worker's end
+of a socketpair; the reply is the worker's pid and a pidfd of it (the grader's PID namespace is
+not the jail's). The zygote never reads anything else from a client, so a worker that connects
+to it learns nothing.
 
 Where a worker shares the zygote's uid (fork isolation, or bwrap, when not root) it can kill or
 stop the zygote, its parent. So the zygote is a child of a supervisor, in a process group of its
@@ -46,12 +48,13 @@ LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
 
 
 def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str | None = None,
-              imports: Iterable[str] = (), huge_pages: bool = False) -> None:
+              imports: Iterable[str] = (), without: tuple[str, ...] = (), huge_pages: bool = False) -> None:
     """Warm up, then keep one zygote serving `listener` until the process that started us dies.
 
     A zygote that exits or is stopped (a worker of its uid killed or stopped it) is replaced.
-    `homes`, `run_dir`: see serve_spawns. `huge_pages`: worth its second when many workers will be
-    forked (see hugepages.py).
+    `homes`, `run_dir`: see serve_spawns. `without`: top-level packages never imported here, so
+    that no worker holds any of them (see warm_up). `huge_pages`: worth its second when many
+    workers will be forked (see hugepages.py).
     """
     parent = os.getppid()
     die_with_parent(parent)
@@ -59,7 +62,7 @@ def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     # not a subreaper: the workers of a zygote that died must not become our children, or a
     # killpg of their new parent's group would reach us
-    warm_up(imports)
+    warm_up(imports, without)
     worker.index_modules()
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
@@ -137,11 +140,24 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str
                 _run_worker(fds[0], home)
             _watch(pid, home, living)
             os.close(fds[0])
-            try:
-                conn.sendall(PID.pack(pid))
-            except OSError:
-                pass
+            _reply(conn, pid)
     _end_run(living, run_dir)
+
+
+def _reply(conn: socket.socket, pid: int) -> None:
+    """The worker's pid, and a pidfd of it: jailed, that pid is the jail's PID namespace's, and the
+    grader learns its own from the pidfd (supervisor.outer_pid)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, or dead already: the pid alone
+        pidfd = None
+    try:
+        socket.send_fds(conn, [PID.pack(pid)], [] if pidfd is None else [pidfd])
+    except OSError:
+        pass
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _end_run(living: dict[int, tuple[int, str]], run_dir: str | None) -> None:
@@ -292,25 +308,29 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def warm_up(imports: Iterable[str] = ()) -> None:
+def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
     """Import what every worker needs, ready to fork: torch on one thread (forking after a
     multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of
     NVML (asking CUDA itself initialises a driver that forked children then cannot use).
 
     `imports`: more modules, each worth importing once when many processes fork from here and
     would each import it (LAZY_TORCH_MODULES, an assignment's `sandbox_imports`). One that does
-    not import is left to whoever needs it.
+    not import is left to whoever needs it. `without`: top-level packages not to import at all
+    (nor any of `imports` in them).
     """
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
-
-    try:
-        import torch
-    except ImportError:
-        pass
-    else:
-        torch.set_num_threads(1)
+    if "numpy" not in without:
+        import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
+    if "torch" not in without:
+        try:
+            import torch
+        except ImportError:
+            pass
+        else:
+            torch.set_num_threads(1)
     for name in imports:
+        if name.split(".")[0] in without:
+            continue
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - ImportError, or a module that fails as it loads
@@ -321,11 +341,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m checks.sandbox.zygote")
     parser.add_argument("fd", type=int, help="the listening socket, inherited")
     parser.add_argument("--import", dest="imports", action="append", default=[], help="a module to import up front")
+    parser.add_argument("--without", action="append", default=[], help="a top-level package never to import")
     parser.add_argument("--huge-pages", action="store_true")
+    parser.add_argument("--homes", help="where workers' homes go (default: the temp dir)")
+    parser.add_argument("--run-dir", help="the grader's folder of this run, removed when the grader is gone")
     options = parser.parse_args()
     listener = socket.socket(fileno=options.fd)
     try:
-        supervise(listener, imports=options.imports, huge_pages=options.huge_pages)
+        supervise(listener, homes=options.homes, run_dir=options.run_dir, imports=options.imports,
+                  without=tuple(options.without), huge_pages=options.huge_pages)
     finally:
         os._exit(0)
 
