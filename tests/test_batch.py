@@ -93,13 +93,20 @@ def test_a_folder_of_submissions_stands_for_each_of_them(tmp_path):
     assert expand_submission_paths([subs / "alice"]) == [subs / "alice"]  # it holds .py files: one submission
 
 
-def test_names_must_be_unique_and_not_clash_with_the_outputs(tmp_path, assignment):
-    a, b = submit(tmp_path / "x", "alice"), submit(tmp_path / "y", "alice")
-    with pytest.raises(ValueError, match="share the name alice"):
-        grade(assignment, [a, b], tmp_path / "out")
-    with pytest.raises(ValueError, match="may not be named 'report.html'"):
-        grade(assignment, [submit(tmp_path, "report.html")], tmp_path / "out")
-    assert not (tmp_path / "out").exists()  # refused before anything was written
+def test_names_that_clash_are_graded_apart_with_a_warning_and_a_path_given_twice_is_refused(tmp_path, assignment):
+    a, b = submit(tmp_path / "x", "alice", **{"q.one": 4}), submit(tmp_path / "y", "alice", **{"q.one": 1})
+    report = submit(tmp_path, "report.html", **{"q.two": 6})
+    summary = grade(assignment, [a, b, report], tmp_path / "out")
+    names = sorted(r.name for r in summary.results)
+    assert names[0].startswith("_report.html~") and names[1] == "alice" and names[2].startswith("alice~")
+    scores = {r.name: r.score for r in summary.results}
+    assert scores["alice"] == 4 and scores[names[2]] == 1 and scores[names[0]] == 6  # each keeps its own grade
+    renamed = {r.name: r.warnings[0] for r in summary.results if r.name != "alice"}
+    assert all(w.startswith("submitted as ") and "graded as" in w for w in renamed.values())
+    assert (tmp_path / "out" / "report.html").is_file() and len(read_csv(tmp_path / "out")) == 3
+    with pytest.raises(ValueError, match="given more than once"):
+        grade(assignment, [a, a], tmp_path / "out2")
+    assert not (tmp_path / "out2").exists()  # refused before anything was written
 
 
 def test_fingerprints_follow_content_not_place_or_caches(tmp_path):
@@ -306,6 +313,8 @@ def test_the_grade_command_exits_1_only_when_the_grader_failed(tmp_path, monkeyp
     assert cli.main(argv) == 1
     out = capsys.readouterr().out
     assert "3 of 4 already graded" in out and "could not grade dave: the grading process was killed" in out
+    assert out.rstrip().splitlines()[-1].endswith("; 1 could not be graded (the grader failed on it, above: not "
+                                                  "scored; the same command grades again)")  # how many: README
     assert cli.main(["--course", str(course), "grade", "fake", str(class_folder / "alice"), str(class_folder / "alice"),
                      "--out", str(tmp_path / "out")]) == 2
 

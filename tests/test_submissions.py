@@ -86,16 +86,28 @@ def test_a_named_file_over_the_cap_is_not_read_and_costs_only_itself(tmp_path):
     assert any(w.startswith("quiz.toml is 28 MiB") for w in sub.warnings)
 
 
-def test_a_zip_bomb_is_never_inflated_past_the_cap(tmp_path):
-    bomb = make_zip_deflated(tmp_path / "bomb.zip", {**WORK, "strides.py": b"#" * (200 * 2**20)})
+def test_a_zip_bomb_is_refused_from_its_directory_and_never_inflated(tmp_path):
+    bomb = make_zip_deflated(tmp_path / "bomb.zip", {**WORK, "strides.py": b"#" * (300 * 2**20)})
     assert bomb.stat().st_size < 2**20
     tracemalloc.start()
     try:
-        sub = read_submission(bomb, NAMED)
+        with pytest.raises(SubmissionError, match="would unpack to 300 MiB .*a zip bomb"):
+            read_submission(bomb, NAMED)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 3 * submissions.MAX_FILE_BYTES, peak  # 200 MiB were never in memory
+    assert peak < submissions.MAX_FILE_BYTES, peak  # 300 MiB were never in memory
+
+
+def test_a_member_over_the_cap_below_a_bomb_is_never_inflated_past_the_cap(tmp_path):
+    archive = make_zip_deflated(tmp_path / "big.zip", {**WORK, "strides.py": b"#" * (8 * 2**20)})
+    tracemalloc.start()
+    try:
+        sub = read_submission(archive, NAMED)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * submissions.MAX_FILE_BYTES, peak
     assert "strides.py" not in sub.files and "so it was not read" in sub.unread["strides.py"]
     assert sub.files["broadcasting.py"] == WORK["broadcasting.py"]
 

@@ -341,7 +341,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
     print_summary(console, summary)
-    console.print(Text(_grade_line(assignment.name, summary)))
+    console.print(Text(_grade_line(assignment.name, summary)), soft_wrap=True)  # one line, for scripts too
     return 1 if summary.failed else 0
 
 
@@ -377,8 +377,10 @@ def _grade_line(name: str, summary: BatchSummary) -> str:
     if graded:
         line += (f"; mean {sum(r.score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
                  f"over {len(graded)}")
-    if summary.failed:
-        line += f"; the grader failed on {len(summary.failed)} (above)"
+    if summary.failed:  # the exit status is 1 then: this says how many, and that none of them is a score
+        count = len(summary.failed)
+        line += (f"; {count} could not be graded (the grader failed on {'it' if count == 1 else 'them'}, above: "
+                 "not scored; the same command grades again)")
     return line
 
 

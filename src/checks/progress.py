@@ -38,6 +38,9 @@ class GradeProgress(BatchListener):
         skipped = len(plan) - len(todo)
         if skipped:
             self.console.print(f"{skipped} of {len(plan)} already graded, skipped (--regrade grades them again)")
+        for planned in plan:  # a name a student chose that could not be its folder: the TA is told
+            if planned.note:
+                self.console.print(Text("  ") + plain(planned.note))
         for planned in todo:
             if planned.reason not in (NEW, REGRADE):
                 self.console.print(Text("  ") + plain(planned.name) + Text(f": {planned.reason}, grading it again"))

@@ -3,10 +3,13 @@
 Nothing is extracted to disk here: the sandbox writes the files into its own private folder.
 A submission is the files the assignment names, plus any other .py modules they may import;
 everything else (a .venv, data files, .DS_Store, __MACOSX, notebook checkpoints) is skipped
-unread, with one warning. Caps bound what is read into memory: a named file over the cap is not
-read (it costs the questions that use it, with the reason), extra modules past the caps are
-skipped, and no zip member is ever inflated past the cap. Only a zip that cannot be read at all,
-or one with an entry that would escape its folder, is refused as a whole.
+unread, with one warning. Caps (course/caps.py) bound what is listed and read, and are checked
+before anything is read in full: a named file over the cap is not read (it costs the questions
+that use it, with the reason), extra modules past the caps are skipped, and no zip member is ever
+inflated past the cap. A file or folder name is data: one the sandbox could not write (not UTF-8,
+too long) is skipped with a warning, as are links. Only a submission that cannot be read at all
+is refused as a whole: a zip that is corrupt, a bomb, or has an entry that would escape its
+folder or that it holds twice; a folder or zip with too many entries or nested too deep.
 
 A submission may instead be a notebook (an .ipynb, or a folder or zip holding one, and none of the
 named files): the code of its answer cells (course/answer_cells.py) stands for the files, and a
@@ -15,28 +18,32 @@ file without a cell costs only the questions that use it, with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Collection
+from typing import Callable, Collection, Iterator
 
 from checks.course import inert
 from checks.course.answer_cells import NotANotebook, missing_cell_note, read_answers
+from checks.course.caps import (MAX_DEPTH, MAX_ENTRIES, MAX_FILE_BYTES, MAX_FILES, MAX_NAME_BYTES, MAX_NOTEBOOK_BYTES,
+                                MAX_NOTEBOOKS_BYTES, MAX_PATH_BYTES, MAX_RATIO, MAX_RATIO_BYTES, MAX_TOTAL_BYTES, MAX_UNPACKED_BYTES,
+                                MAX_ZIP_DIRECTORY_BYTES, MIB)
 
-MAX_FILES = 200  # read into memory, named files included
-MAX_TOTAL_BYTES = 20 * 2**20
-MAX_FILE_BYTES = 5 * 2**20
-MAX_NOTEBOOK_BYTES = MAX_TOTAL_BYTES  # a notebook carries its outputs (plots): it may be larger than a file
 NOTEBOOK_SUFFIX = ".ipynb"
 # folders never looked into: caches, version control, virtual environments, macOS zip debris
 SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", "__MACOSX", ".pytest_cache", ".venv", "venv",
                 "site-packages", "node_modules", ".mypy_cache", ".idea", ".vscode"}
 JUNK_FILES = {".DS_Store", "Thumbs.db", "desktop.ini"}
-# what reading a file or inflating a zip member may raise: the file costs its questions, never the grader
-READ_ERRORS = (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
+# what opening a zip, reading a file or inflating a zip member may raise on a corrupt or hostile
+# input (a name flagged UTF-8 that is not raises UnicodeDecodeError, a ValueError): the student's
+# doing, so the file costs its questions, or the zip is refused; never a grader failure
+READ_ERRORS = (OSError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError,
+               struct.error)
 SHOWN_SKIPPED = 5  # names listed in the warning about skipped files
 
 
@@ -54,12 +61,21 @@ class Submission:
 
 
 @dataclass
-class _Entry:
+class Listed:
     """A file of the submission, listed but not read yet."""
 
     path: str  # relative, posix
     size: int  # as the file system or the zip's header says
     read: Callable[[int], bytes]  # at most that many bytes
+
+
+@dataclass
+class FolderListing:
+    """What a folder submission holds, as the reader sees it (list_folder)."""
+
+    files: list[Listed]
+    warnings: list[str]
+    skipped: list[str]  # folders not looked into (caches, environments), with a trailing /
 
 
 def submission_name(path: Path) -> str:
@@ -81,50 +97,94 @@ def read_submission(path: Path, named: Collection[str] | None = None) -> Submiss
     """
     name = submission_name(path)
     if path.is_dir():
-        entries, warnings, skipped = _list_folder(path)
-        return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+        listing = list_folder(path)
+        return _select(name, *_drop_enclosing_folder(listing.files, listing.skipped), named, listing.warnings)
     if path.suffix == ".zip" and path.is_file():
-        try:
-            archive = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as error:
-            raise SubmissionError(f"{path.name} is not a readable zip file ({error})") from None
-        with archive:
+        with open_zip(path) as archive:
             entries, warnings, skipped = _list_zip(path.name, archive)
             return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
     if path.suffix == NOTEBOOK_SUFFIX and path.is_file():
-        entry = _Entry(path.name, path.stat().st_size, lambda cap: _read_capped(path, cap))
+        entry = Listed(path.name, path.stat().st_size, lambda cap: _read_capped(path, cap))
         return _select(name, [entry], [], named, [])
     if not path.exists():
         raise SubmissionError(f"{path} does not exist")
     raise SubmissionError(f"{path} is neither a folder, a .zip file nor a notebook (.ipynb)")
 
 
-def _list_folder(root: Path) -> tuple[list[_Entry], list[str], list[str]]:
-    entries: list[_Entry] = []
-    warnings: list[str] = []
-    skipped: list[str] = []
+def list_folder(root: Path) -> FolderListing:
+    """Every regular file under `root`, sorted, none read yet. Raises SubmissionError past
+    MAX_ENTRIES entries or MAX_DEPTH levels, found while listing (a folder is listed only so far).
+    Links are not followed, SKIPPED_DIRS not entered, and a file the sandbox could not write (a
+    name that is not UTF-8, a path over MAX_PATH_BYTES) is skipped: each with a warning."""
+    listing = FolderListing([], [], [])
+    ignored: list[str] = []
     root = root.resolve()
-    for folder, dirs, names in os.walk(root):
-        kept = []
-        for d in sorted(dirs):
-            full = os.path.join(folder, d)
-            if is_skipped_dir(d):
-                skipped.append(Path(full).relative_to(root).as_posix() + "/")
-            elif not os.path.islink(full):
-                kept.append(d)
-        dirs[:] = kept
-        for name in sorted(names):
-            full = Path(folder) / name
-            relative = full.relative_to(root).as_posix()
-            if not _is_utf8(relative):
-                warnings.append(f"{ascii(relative)}: a file name that is not UTF-8, ignored")
-            elif full.is_symlink():
-                warnings.append(f"{relative}: a symlink, ignored")
-            elif not full.is_file():
-                warnings.append(f"{relative}: not a regular file (a fifo or device?), ignored")
-            else:
-                entries.append(_Entry(relative, full.stat().st_size, lambda cap, full=full: _read_capped(full, cap)))
-    return entries, warnings, skipped
+    stack: list[tuple[str, str, int]] = [(str(root), "", 0)]  # folder, its relative path with a /, its depth
+    seen = 0
+    while stack:
+        folder, prefix, depth = stack.pop()
+        children: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(folder) as scan:
+                for child in scan:
+                    seen += 1
+                    if seen > MAX_ENTRIES:
+                        raise SubmissionError(f"{root.name} holds more than {MAX_ENTRIES:,} files and folders (a "
+                                              "dataset, an environment?); the grader lists no more than that, so "
+                                              "the submission was refused: submit only your work")
+                    children.append(child)
+        except OSError as error:
+            ignored.append(f"{prefix or './'}: could not be listed ({error.strerror})")
+            continue
+        below: list[tuple[str, str, int]] = []
+        for child in sorted(children, key=lambda entry: entry.name):
+            relative = prefix + child.name
+            try:
+                if child.is_symlink():
+                    ignored.append(f"{relative}: a symlink")
+                elif child.is_dir(follow_symlinks=False):
+                    if is_skipped_dir(child.name):
+                        listing.skipped.append(relative + "/")
+                    elif depth + 1 > MAX_DEPTH:
+                        raise SubmissionError(_too_deep(root.name, relative))
+                    else:
+                        below.append((child.path, relative + "/", depth + 1))
+                elif not child.is_file(follow_symlinks=False):
+                    ignored.append(f"{relative}: not a regular file (a fifo or device?)")
+                elif (why := _unwritable(relative)) is not None:
+                    ignored.append(f"{ascii(relative) if not _is_utf8(relative) else relative}: {why}")
+                else:
+                    full = Path(child.path)
+                    listing.files.append(Listed(relative, child.stat(follow_symlinks=False).st_size,
+                                                lambda cap, full=full: _read_capped(full, cap)))
+            except OSError as error:
+                ignored.append(f"{relative}: could not be read ({error.strerror})")
+        stack += reversed(below)  # depth first, in name order, as os.walk would
+    listing.warnings += _ignored(ignored)
+    return listing
+
+
+def _too_deep(where: str, path: str) -> str:
+    return (f"{where} nests folders more than {MAX_DEPTH} deep ({path[:80]}...); the grader looks no deeper, so "
+            "the submission was refused")
+
+
+def _unwritable(path: str) -> str | None:
+    """Why the sandbox could not write a file of this relative path, or None."""
+    if not _is_utf8(path):
+        return "a file name that is not UTF-8"
+    encoded = path.encode("utf-8")
+    if len(encoded) > MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in encoded.split(b"/")):
+        return "a name too long for a file system"
+    return None
+
+
+def _ignored(notes: list[str]) -> list[str]:
+    """One warning each for the first few files ignored (`name: why`), one line for the rest."""
+    lines = [f"{note}, ignored" for note in notes[:SHOWN_SKIPPED]]
+    if len(notes) > SHOWN_SKIPPED:
+        lines.append(f"and {len(notes) - SHOWN_SKIPPED} more files ignored likewise")
+    return lines
 
 
 def _read_capped(path: Path, cap: int) -> bytes:
@@ -132,10 +192,49 @@ def _read_capped(path: Path, cap: int) -> bytes:
         return handle.read(cap)
 
 
-def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[_Entry], list[str], list[str]]:
-    entries: list[_Entry] = []
-    warnings: list[str] = []
+@contextlib.contextmanager
+def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The zip at `path`, open, once its directory has passed the caps (read first on its own: a
+    huge one is never parsed) and its members' sizes show no bomb. SubmissionError otherwise, or
+    when it cannot be read at all, whatever the zip module raises."""
+    where = path.name
+    try:
+        with path.open("rb") as handle:
+            end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the directory's own record
+        if end is None:
+            raise zipfile.BadZipFile("File is not a zip file")
+        if end[zipfile._ECD_SIZE] > MAX_ZIP_DIRECTORY_BYTES or end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ENTRIES:  # type: ignore[attr-defined]
+            raise SubmissionError(_too_many(where))
+        archive = zipfile.ZipFile(path)
+    except READ_ERRORS as error:
+        raise SubmissionError(f"{where} is not a readable zip file ({error})") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_ENTRIES:
+            raise SubmissionError(_too_many(where))
+        unpacked = sum(info.file_size for info in members)
+        packed = sum(info.compress_size for info in members)
+        if unpacked > MAX_UNPACKED_BYTES or (unpacked > MAX_RATIO_BYTES and unpacked > MAX_RATIO * max(packed, 1)):
+            raise SubmissionError(f"{where} would unpack to {unpacked / MIB:,.0f} MiB from {packed / MIB:,.1f} MiB "
+                                  f"(a zip bomb?); the grader takes at most {MAX_UNPACKED_BYTES // MIB:,} MiB, "
+                                  f"and {MAX_RATIO_BYTES // MIB} MiB at over {MAX_RATIO}:1, so the zip was refused")
+        yield archive
+
+
+def _too_many(where: str) -> str:
+    return (f"{where} holds more than {MAX_ENTRIES:,} entries (a dataset, an environment?); the grader lists no more "
+            "than that, so the zip was refused: submit only your work")
+
+
+def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[Listed], list[str], list[str]]:
+    """The zip's files, none inflated. Refused (SubmissionError) for an entry that would land outside
+    the folder, nests deeper than MAX_DEPTH, or stands for a path another entry holds too
+    ("a.py" and "./a.py"; "x.py" as a file and as a folder): which to grade would be a guess."""
+    entries: list[Listed] = []
+    ignored: list[str] = []
     skipped: set[str] = set()
+    taken: dict[str, str] = {}  # safe path -> the entry's name as the zip spells it
+    folders: dict[str, str] = {}  # every folder a file is in -> the name of one such file
     for info in archive.infolist():
         name = info.filename
         safe = _safe_member(name)
@@ -145,14 +244,29 @@ def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[_Entry], list[
         if info.is_dir() or safe is None:
             continue
         parts = safe.split("/")
+        if len(parts) - 1 > MAX_DEPTH:
+            raise SubmissionError(_too_deep(where, safe))
         junk = next((k for k, part in enumerate(parts[:-1]) if is_skipped_dir(part)), None)
         if junk is not None:
             skipped.add("/".join(parts[:junk + 1]) + "/")
-        elif stat.S_ISLNK(info.external_attr >> 16):
-            warnings.append(f"{name}: a symlink, ignored")
+            continue
+        if safe in taken:
+            raise SubmissionError(f"{where} holds {safe} twice (as {taken[safe]!r} and {name!r}); which one to grade "
+                                  "would be a guess, so the zip was refused: zip the folder again")
+        taken[safe] = name
+        for k in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:k]), name)
+        if stat.S_ISLNK(info.external_attr >> 16):
+            ignored.append(f"{name}: a symlink")
+        elif (why := _unwritable(safe)) is not None:
+            ignored.append(f"{name[:100]}: {why}")
         else:
-            entries.append(_Entry(safe, info.file_size, lambda cap, info=info: _inflate_capped(archive, info, cap)))
-    return entries, warnings, sorted(skipped)
+            entries.append(Listed(safe, info.file_size, lambda cap, info=info: _inflate_capped(archive, info, cap)))
+    clash = sorted(set(taken) & set(folders))
+    if clash:
+        raise SubmissionError(f"{where} holds {clash[0]} both as a file and as a folder (of {folders[clash[0]]!r}); "
+                              "the zip was refused: zip the folder again")
+    return entries, _ignored(ignored), sorted(skipped)
 
 
 def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
@@ -160,7 +274,7 @@ def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -
         return member.read(cap)  # the header's size may lie: never inflate past the cap
 
 
-def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collection[str] | None,
+def _select(name: str, entries: list[Listed], skipped: list[str], named: Collection[str] | None,
             warnings: list[str]) -> Submission:
     """Read the named files, then the extra modules while the caps allow; skip the rest unread."""
     submission = Submission(name, {}, warnings)
@@ -202,22 +316,28 @@ def _select(name: str, entries: list[_Entry], skipped: list[str], named: Collect
     return submission
 
 
-def _answer_cells(entries: list[_Entry], wanted: set[str] | None,
-                  warnings: list[str]) -> tuple[list[_Entry], dict[str, str]]:
+def _answer_cells(entries: list[Listed], wanted: set[str] | None,
+                  warnings: list[str]) -> tuple[list[Listed], dict[str, str]]:
     """Where the submission is a notebook (none of the named files, one notebook with answer cells):
     the entries with its cells in place of the notebook, and the reason for each named file that
     has no cell. A notebook that cannot be read, when nothing else could be graded, refuses the
     submission."""
     if not wanted or any(entry.path in wanted for entry in entries):
         return entries, {}
-    found: list[tuple[_Entry, dict[str, str]]] = []
+    found: list[tuple[Listed, dict[str, str]]] = []
     unreadable: list[str] = []
+    spent = 0  # what the notebooks read so far add up to: MAX_NOTEBOOKS_BYTES in all
     for entry in (e for e in entries if e.path.endswith(NOTEBOOK_SUFFIX)):
+        if entry.size <= MAX_NOTEBOOK_BYTES and spent + entry.size > MAX_NOTEBOOKS_BYTES:
+            unreadable.append(f"{entry.path} was not read: the notebooks before it took the "
+                              f"{MAX_NOTEBOOKS_BYTES // MIB} MiB the grader reads of notebooks")
+            continue
         try:
             data = entry.read(MAX_NOTEBOOK_BYTES + 1) if entry.size <= MAX_NOTEBOOK_BYTES else b""
         except READ_ERRORS as error:
             unreadable.append(f"{entry.path} could not be read ({error})")
             continue
+        spent += len(data)
         if not data or len(data) > MAX_NOTEBOOK_BYTES:
             unreadable.append(f"{entry.path} is over the limit of {MAX_NOTEBOOK_BYTES // 2**20} MiB for a notebook"
                               if data or entry.size else f"{entry.path} is empty, not a notebook")
@@ -240,14 +360,14 @@ def _answer_cells(entries: list[_Entry], wanted: set[str] | None,
             raise SubmissionError("; ".join(unreadable))
         return entries, {}
     notebook, files = found[0]
-    cells: list[_Entry] = []
+    cells: list[Listed] = []
     for cell_name, code in files.items():
         safe = _safe_member(cell_name)
         if safe is None:
             warnings.append(f"{notebook.path}: an answer cell names {cell_name!r}, outside the submission; ignored")
             continue
         data = code.encode("utf-8")
-        cells.append(_Entry(safe, len(data), lambda cap, data=data: data[:cap]))
+        cells.append(Listed(safe, len(data), lambda cap, data=data: data[:cap]))
     names = {cell.path for cell in cells}
     others = [e for e in entries if e is not notebook and e.path not in names]
     no_cell = {name: missing_cell_note(name, notebook.path) for name in sorted(wanted)
@@ -316,7 +436,9 @@ def missing_files(expected: tuple[str, ...], files: dict[str, bytes]) -> list[st
 def _looks_like(path: str, name: str) -> bool:
     base, name = path.rsplit("/", 1)[-1].lower(), name.lower()
     return base == name or base.startswith(name + ".")
-def _drop_enclosing_folder(entries: list[_Entry], skipped: list[str]) -> tuple[list[_Entry], list[str]]:
+
+
+def _drop_enclosing_folder(entries: list[Listed], skipped: list[str]) -> tuple[list[Listed], list[str]]:
     """Students often zip the folder rather than its contents: look inside one lone folder
     (a .DS_Store beside it does not count). `skipped` (folders not looked into) is named the same way."""
     files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
@@ -324,5 +446,5 @@ def _drop_enclosing_folder(entries: list[_Entry], skipped: list[str]) -> tuple[l
     if len(tops) != 1 or not all("/" in e.path for e in files):
         return entries, skipped
     prefix = tops.pop() + "/"
-    return ([_Entry(e.path.removeprefix(prefix), e.size, e.read) for e in entries],
+    return ([Listed(e.path.removeprefix(prefix), e.size, e.read) for e in entries],
             [name.removeprefix(prefix) for name in skipped])

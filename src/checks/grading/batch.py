@@ -26,17 +26,15 @@ from typing import Callable, Iterable, Iterator
 
 from checks import __version__
 from checks.course.assignment import Assignment
-from checks.reports.gradebook import (DB_FILE, LOCK_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder,
-                                     utc_now)
+from checks.reports.gradebook import DB_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder, utc_now
 from checks.grading.session import Source, grade_sources, named_files
 from checks.reports.html import REPORT_FILE, render_report
 from checks.reports.render import (GRADEBOOK_FILE, check_gradebook_csv, gradebook_csv, remove_stale_temp_files,
                                    write_if_changed, write_submission_reports)
 from checks.suites.scoring import SubmissionResult
-from checks.course.submissions import MAX_FILE_BYTES, NOTEBOOK_SUFFIX, SKIPPED_DIRS, submission_name
-
-RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
-                  f"{DB_FILE}-journal", LOCK_FILE}
+from checks.course.caps import MAX_FILE_BYTES, MAX_FINGERPRINT_BYTES
+from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, list_folder
+from checks.grading.names import batch_names
 
 # why a submission is graded in this run (None in Planned.reason: already graded, skipped)
 NEW, REGRADE, CHANGED, RETRY = ("new", "--regrade", "changed since it was graded",
@@ -57,6 +55,7 @@ class Planned:
     name: str
     fingerprint: str
     reason: str | None  # why it is graded now; None when it is already graded and skipped
+    note: str = ""  # why its name is not its own (grading/names.py): a warning in its feedback
 
 
 @dataclass
@@ -114,57 +113,52 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None) ->
 
 
 def fingerprint(path: Path) -> str:
-    """A digest of a submission's content (regular files only, as the reader sees them; a file too
-    big to be read counts by its size). Changes when the student's files change, not when copied."""
+    """A digest of a submission's content: a zip's bytes, or a folder's files as the reader lists them
+    (course/submissions.list_folder: links, caches, names it skips left out; a folder it refuses
+    counts by the reason). Content counts up to MAX_FILE_BYTES a file and MAX_FINGERPRINT_BYTES in
+    all, names and sizes always. Changes when the student's files change, not when copied."""
     digest = hashlib.sha256()
+    budget = [MAX_FINGERPRINT_BYTES]
     if path.is_file():
-        _hash_file(digest, path, "")
+        _hash_file(digest, path, "", budget)
     elif path.is_dir():
-        for folder, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)  # os.walk does not follow links
-            for name in sorted(names):
-                full = Path(folder) / name
-                _hash_file(digest, full, full.relative_to(path).as_posix())
+        try:
+            listing = list_folder(path)
+        except SubmissionError as error:  # refused when it is graded: its reason stands for it
+            digest.update(os.fsencode(f"refused: {error}"))
+            return digest.hexdigest()
+        for entry in listing.files:
+            _hash_file(digest, path / entry.path, entry.path, budget)
     else:
         return ""
     return digest.hexdigest()
 
 
-def _hash_file(digest: "hashlib._Hash", path: Path, relative: str) -> None:
+def _hash_file(digest: "hashlib._Hash", path: Path, relative: str, budget: list[int]) -> None:
+    """The file's relative path and size, and its content (a folder's file only up to MAX_FILE_BYTES)
+    while `budget`, the bytes left to read, lasts."""
     try:
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode):  # links, fifos, devices: never opened here
             return
-        digest.update(f"{relative}\0{info.st_size}\0".encode())
+        digest.update(os.fsencode(relative) + f"\0{info.st_size}\0".encode())
         if info.st_size <= MAX_FILE_BYTES or not relative:
             with path.open("rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                while budget[0] > 0 and (chunk := handle.read(min(1 << 20, budget[0]))):
+                    budget[0] -= len(chunk)
                     digest.update(chunk)
     except OSError as error:
         digest.update(f"unreadable: {error.strerror}\0".encode())
 
 
-def submission_names(paths: list[Path]) -> list[str]:
-    """Each submission's name (folder name or zip stem), refusing duplicates and reserved names."""
-    names = [submission_name(Path(os.path.abspath(path))) for path in paths]  # "." has a name too
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
-                         "folder name or zip stem and must be unique")
-    reserved = sorted(set(names) & RESERVED_NAMES)
-    if reserved:
-        raise ValueError(f"a submission may not be named {', '.join(repr(n) for n in reserved)}: rename it")
-    return names
-
-
 def plan_batch(paths: list[Path], held: dict[str, Entry], *, regrade: bool = False) -> list[Planned]:
     """Which submissions to grade, and why; the others are already graded (`held`: the gradebook's index)."""
-    names = submission_names(paths)
+    names = batch_names(paths, held)
     paths = [Path(os.path.abspath(path)) for path in paths]  # symlinked folders keep their own name
     plan = []
-    for path, name in zip(paths, names):
+    for path, named in zip(paths, names):
         digest = fingerprint(path)
-        entry = held.get(name)
+        entry = held.get(named.name)
         if regrade:
             reason: str | None = REGRADE
         elif entry is None:
@@ -175,7 +169,7 @@ def plan_batch(paths: list[Path], held: dict[str, Entry], *, regrade: bool = Fal
             reason = CHANGED
         else:
             reason = None
-        plan.append(Planned(path, name, digest, reason))
+        plan.append(Planned(path, named.name, digest, reason, named.note))
     return plan
 
 
@@ -187,7 +181,7 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
-    submission_names(paths)  # refuse bad names before anything is written
+    batch_names(paths)  # refuse a path given twice before anything is written
     with lock_folder(out_dir):
         return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade,
                              listener=listener or BatchListener(), grader=grader or grade_sources)
@@ -212,11 +206,13 @@ def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, j
     listener.started(plan)
     try:
         if todo:
-            sources = [Source.from_path(p.path, named_files(assignment)) for p in todo]
+            sources = [Source.from_path(p.path, named_files(assignment), name=p.name) for p in todo]
             results = iter(grader(assignment, sources, jobs=jobs))
             try:
                 for result in results:
                     planned = by_name[result.name]
+                    if planned.note:
+                        result.warnings.insert(0, planned.note)
                     record = Graded(result, __version__, utc_now(), str(planned.path), planned.fingerprint, run_id)
                     with _stop_if_unwritable(out_dir):
                         gradebook.record(record)  # the commit point: from here on it is graded

@@ -56,9 +56,10 @@ class Source:
     may_be_notebook: bool = False  # then the grader imports nbformat once, before it forks
 
     @classmethod
-    def from_path(cls, path: Path, named: tuple[str, ...] | None = None) -> "Source":
-        """`named`: the files the assignment names (see named_files); None reads every file."""
-        return cls(submission_name(path), lambda: read_submission(path, named), _may_be_notebook(path))
+    def from_path(cls, path: Path, named: tuple[str, ...] | None = None, *, name: str | None = None) -> "Source":
+        """`named`: the files the assignment names (see named_files); None reads every file. `name`:
+        the batch's name for it (grading/names.py), else its own."""
+        return cls(name or submission_name(path), lambda: read_submission(path, named), _may_be_notebook(path))
 
     @classmethod
     def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":

@@ -1,0 +1,100 @@
+"""Each submission's name in a batch: its folder in the output folder and its row in the gradebook.
+
+A submission's own name (its folder name or zip stem) comes from a student and is data: mended
+where it is read (course/submissions.submission_name), and made here a name no other submission
+and none of the grader's own files can take. A name that another submission's equals once mended
+(b'\\xff' and a literal `\\xff`), or but for case or Unicode normalisation (one folder on macOS or
+Windows), a name of the grader's own files (gradebook.csv, a temp file: any `.name`, checks-...),
+or one too long for a folder gets a short digest of the submission's path added. So it is graded
+apart, under the same name on every run of the same command, with a warning that says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Collection
+
+from checks.course.submissions import submission_name
+from checks.reports.gradebook import DB_FILE, LOCK_FILE
+from checks.reports.html import REPORT_FILE
+from checks.reports.render import FEEDBACK_FILE, FEEDBACK_HTML_FILE, GRADEBOOK_FILE, RESULTS_FILE
+
+# the grader's own files in the output folder (a submission's folder sits beside them)
+RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
+                  f"{DB_FILE}-journal", LOCK_FILE, RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE}
+# the grader's temp files (.results.json.*.tmp), and its sandbox's folders (checks-zygote-*)
+RESERVED_PREFIXES = (".", "checks-")
+MAX_NAME_BYTES = 200  # of a submission's folder: NAME_MAX is 255, and the digest needs room
+
+
+@dataclass(frozen=True)
+class BatchName:
+    name: str  # in the gradebook, the output folder and every file written
+    note: str = ""  # why it is not the submission's own name: a warning in its feedback and on the terminal
+
+
+def batch_names(paths: list[Path], held: Collection[str] = ()) -> list[BatchName]:
+    """The name of each submission in a batch: distinct, whatever the students named them (see the
+    module's docstring). Of names that clash, one the gradebook already `held` keeps it, else the
+    first by path. Raises ValueError only for a path given twice (a TA's typo, not a student)."""
+    paths = [Path(os.path.abspath(path)) for path in paths]  # "." has a name too; links keep their own
+    twice = sorted({str(path) for path in paths if paths.count(path) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)} given more than once: name each submission once")
+    own = [submission_name(path) for path in paths]
+    notes = [_own_problem(name) for name in own]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for k, name in enumerate(own):
+        if not notes[k]:
+            groups[_key(name)].append(k)
+    for members in groups.values():  # one keeps its name, the same on every run
+        members.sort(key=lambda k: (own[k] not in held, os.fsencode(paths[k])))
+        for k in members[1:]:
+            notes[k] = (f"another submission ({own[members[0]]}) has the same name once names that are not UTF-8 "
+                        "are mended, or but for case or Unicode normalisation")
+    taken = {_key(name) for name, note in zip(own, notes) if not note}
+    named = []
+    for path, name, note in zip(paths, own, notes):
+        if not note:
+            named.append(BatchName(name))
+            continue
+        new = _apart(name, path, taken)
+        taken.add(_key(new))
+        named.append(BatchName(new, f"submitted as {name}: graded as {new}, since {note}"))
+    return named
+
+
+def _key(name: str) -> str:
+    """What two names share when one folder on some file system would hold both (macOS, Windows)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def _own_problem(name: str) -> str:
+    """Why a submission may not have its own name as its folder, or ""."""
+    key = _key(name)
+    if key in {_key(reserved) for reserved in RESERVED_NAMES} or key.startswith(RESERVED_PREFIXES):
+        return "that name is kept for the grader's own files"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return "the name is too long for a folder"
+    return ""
+
+
+def _apart(name: str, path: Path, taken: set[str]) -> str:
+    """`name`, shortened, made no reserved name, with a digest of `path`: no name in `taken`."""
+    if _key(name).startswith(RESERVED_PREFIXES) or _key(name) in {_key(r) for r in RESERVED_NAMES}:
+        name = "_" + name
+    stem = name.encode("utf-8")[:MAX_NAME_BYTES - 20].decode("utf-8", errors="ignore")
+    digest = hashlib.sha256(os.fsencode(path)).hexdigest()
+    for size in (8, 16, 64):
+        new = f"{stem}~{digest[:size]}"
+        if _key(new) not in taken:
+            return new
+    count = 2
+    while _key(f"{stem}~{digest[:8]}~{count}") in taken:  # names planted to collide with every digest
+        count += 1
+    return f"{stem}~{digest[:8]}~{count}"
