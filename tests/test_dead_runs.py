@@ -120,11 +120,15 @@ def test_the_next_run_removes_what_a_dead_run_left_and_never_a_live_runs_folder(
         assert folder is not None, "the grader made no run folder"
         worker = worker_of(folder)
         # kill -9 everything of the run before its zygote can clean up (as a jailed zygote cannot)
-        [supervisor] = [pid for pid in _all_pids() if _parent(pid) == grader.pid and _session(pid) == pid]
-        os.kill(supervisor, signal.SIGSTOP)
-        for zygote in children(supervisor):
-            os.kill(zygote, signal.SIGKILL)
-        os.kill(supervisor, signal.SIGKILL)
+        # (two supervisors: the zygote with torch, and the one that never imports it)
+        supervisors = [pid for pid in _all_pids() if _parent(pid) == grader.pid and _session(pid) == pid]
+        assert supervisors, "the grader started no zygote supervisor"
+        for supervisor in supervisors:
+            os.kill(supervisor, signal.SIGSTOP)
+        for supervisor in supervisors:
+            for zygote in children(supervisor):
+                os.kill(zygote, signal.SIGKILL)
+            os.kill(supervisor, signal.SIGKILL)
         os.kill(worker, signal.SIGKILL)
     finally:
         grader.kill()
@@ -133,9 +137,9 @@ def test_the_next_run_removes_what_a_dead_run_left_and_never_a_live_runs_folder(
     assert folder.exists()
     with Zygote(jail.choose(jail.FORK)) as live:
         assert not folder.exists(), f"the dead run's {folder} was left"
-        assert run_folders_of(os.getpid()) == [Path(live.address).parent]
+        assert run_folders_of(os.getpid()) == [Path(live.run_dir)]
         with Zygote(jail.choose(jail.FORK)):  # a second run beside it: the live run's folder stays
-            assert Path(live.address).parent.exists()
+            assert Path(live.run_dir).exists()
 
 
 def _all_pids() -> list[int]:

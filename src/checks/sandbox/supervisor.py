@@ -287,6 +287,11 @@ class Zygote:
                                        (WITHHELD,), False)}
         self.pid = self._servers[False].process.pid
 
+    @property
+    def run_dir(self) -> str:
+        """This run's folder: the zygotes' sockets, and at the fork level the workers' homes."""
+        return self._dir
+
     def spawn(self, config: WorkerConfig) -> Worker:
         """Fork a fresh worker holding `config`'s files and limits, from the zygote without torch
         where the question withholds it."""
@@ -298,7 +303,7 @@ class Zygote:
                     conn.settimeout(SPAWN_TIMEOUT)
                     conn.connect(server.address)
                     socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
-                    pid = _spawned_pid(conn)
+                    pid = _spawned_pid(conn, jailed=self.isolation.kind == jail.BWRAP)
                 break
             except (EOFError, ConnectionResetError) as error:  # the zygote died serving us: another is starting
                 ours.close()
@@ -365,21 +370,28 @@ class _Server:
             self.process.stderr.close()
 
 
-def _spawned_pid(conn: socket.socket) -> int:
+def _spawned_pid(conn: socket.socket, *, jailed: bool) -> int:
     """The pid of the worker the zygote forked, as this process sees it: jailed, the zygote's own
-    is its PID namespace's, so the pidfd sent with it says which ours is."""
+    is its PID namespace's, so the pidfd sent with it says which ours is. Jailed, a reply without
+    a pidfd we can read is refused: the namespace's pid would name another process here, and the
+    grader kills by pid."""
     data, fds, _, _ = socket.recv_fds(conn, zygote.PID.size, 1)
     if len(data) < zygote.PID.size:
         data += recv_exact(conn, zygote.PID.size - len(data))
     (pid,) = zygote.PID.unpack(data)
+    ours = None
     for pidfd in fds:
         try:
             with open(f"/proc/self/fdinfo/{pidfd}") as info:
-                pid = next(int(line.split()[1]) for line in info if line.startswith("Pid:"))
+                ours = next(int(line.split()[1]) for line in info if line.startswith("Pid:"))
         except (OSError, StopIteration, ValueError, IndexError):
             pass
         finally:
             os.close(pidfd)
+    if ours is not None and ours > 0:
+        return ours
+    if jailed:
+        raise OSError("the jailed zygote's reply held no pidfd to tell which process is the worker")
     return pid
 
 
