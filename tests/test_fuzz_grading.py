@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import html.parser
 import io
 import json
 import os
@@ -296,19 +295,6 @@ def hostile(draw) -> Hostile:
 # ---------------------------------------------------------------- the invariants
 
 
-class Attributes(html.parser.HTMLParser):
-    """Every attribute name a page uses: student text that broke out of a quoted value adds one."""
-
-    def __init__(self, page: str) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-        self.feed(page)
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        self.names.update(name for name, _ in attrs)
-
-
 # the attributes the grader's templates (reports/templates, render.py) write, and nothing else
 GRADER_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "name", "class", "href", "id", "style", "width",
                      "height", "x", "y", "text-anchor", "xmlns", "role", "data-count", "aria-labelledby", "viewbox",
@@ -319,8 +305,9 @@ GRADER_HEADING = re.compile(r"# toy: feedback for .*|## What to fix|### `(%s)` \
 
 
 def assert_inert_page(page: str, allowed: set[str]) -> None:
-    assert Tags(page).tags <= allowed, Tags(page).tags - allowed
-    assert Attributes(page).names <= GRADER_ATTRIBUTES, Attributes(page).names - GRADER_ATTRIBUTES
+    parsed = Tags(page)
+    assert parsed.tags <= allowed, parsed.tags - allowed
+    assert parsed.attributes <= GRADER_ATTRIBUTES, parsed.attributes - GRADER_ATTRIBUTES
     assert not CONTROL.search(page), repr(CONTROL.search(page).group(0))
     page.encode("utf-8")
 
