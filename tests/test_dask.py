@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -28,10 +29,13 @@ from checks.cli import main  # noqa: E402
 from checks.course.assignment import Assignment, load_assignment  # noqa: E402
 from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect  # noqa: E402
 from checks.grading.batch import BatchListener, expand_submission_paths, grade_to_folder  # noqa: E402
+from checks.reports.gradebook import Gradebook  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 from test_batch_tensors import gradebook_contents  # noqa: E402
+from test_fuzz_grading import assert_batch_inert, run_grade  # noqa: E402
 from test_hardening import ATTACKS, SECRET  # noqa: E402
+from test_inert_outputs import COURSE, FORGED, hostile_name  # noqa: E402
 
 TENSORS, AUTOGRAD = load_assignment(REPO, "01_tensors"), load_assignment(REPO, "02_autograd")
 HOSTILE = ("segfaults", "exits", "kills_parent", "pickle_payload")  # (patches_libraries takes 100 s)
@@ -199,6 +203,37 @@ def test_killed_workers_lose_nothing_and_a_submission_that_kills_every_worker_fa
     for part in ("results", "feedback"):
         got[part].pop(POISON, None)
     assert got == expected
+
+
+def test_a_hostile_submission_graded_on_the_cluster_is_inert_and_costs_its_neighbour_nothing(cluster, make_course,
+                                                                                             monkeypatch):
+    """The trust boundary holds through --scheduler as locally: a name with a newline, ESC and a
+    byte that is not UTF-8, a message forging a Markdown heading and a =HYPERLINK cell, and an
+    os._exit, graded on a worker beside an honest submission. The batch finishes, every output is
+    inert, the honest score is the local one, and only this process (the one that ran `checks
+    grade`) writes the gradebook: the workers send plain results back."""
+    local, _ = cluster
+    root = make_course(COURSE)
+    hostile = root / "subs" / hostile_name()
+    hostile.mkdir()
+    (hostile / "mod.py").write_text(f"def add(a, b):\n    raise ValueError({FORGED!r})\n\n\n"
+                                    "def shout(s):\n    import os\n    os._exit(0)\n")
+    code, shown = run_grade(root, root / "local", root / "subs/honest")
+    assert code == 0, shown
+    alone = json.loads((root / "local/honest/results.json").read_text(encoding="utf-8"))
+
+    writers: list[int] = []
+    record = Gradebook.record
+    monkeypatch.setattr(Gradebook, "record", lambda self, graded: writers.append(os.getpid()) or record(self, graded))
+    out = root / "dask"
+    code, shown = run_grade(root, out, root / "subs/honest", hostile, options=("--scheduler", local.scheduler_address))
+    assert f"on the Dask cluster at {local.scheduler_address}" in " ".join(shown.split())
+    assert_batch_inert(out, code, shown, root / "subs/honest", alone)
+    assert writers == [os.getpid()] * 2  # each result recorded here, once
+    graded = {r.result.name: r for r in Gradebook(out / "gradebook.sqlite", "toy").load()}
+    assert len(graded) == 2 and len({r.run_id for r in graded.values()}) == 1
+    evil = next(r.result for name, r in graded.items() if name != "honest")
+    assert evil.score == 0 and {q.qid: q.score for q in evil.questions}["mod.shout"] == 0
 
 
 def test_a_scheduler_that_cannot_be_reached_is_a_clear_error_at_start(tmp_path):

@@ -65,16 +65,19 @@ BASELINE = structure(feedback_markdown(result("x")))
 
 
 class Tags(html.parser.HTMLParser):
-    """The start tags of a page, and whether the parser met anything it could not read."""
+    """The start tags of a page and the attribute names they use (student text that broke out of
+    a quoted value adds one), and whether the parser met anything it could not read."""
 
     def __init__(self, page: str) -> None:
         super().__init__()
         self.tags: set[str] = set()
+        self.attributes: set[str] = set()
         self.feed(page)
         self.close()
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.tags.add(tag)
+        self.attributes.update(name for name, _ in attrs)
 
 
 FEEDBACK_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody",
