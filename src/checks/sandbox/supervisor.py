@@ -63,6 +63,11 @@ class Limits:
     cpu_seconds: int = 300
     file_bytes: int = 32 * 2**20
     processes: int = 64  # per submission uid; only enforced where workers get their own uid
+    # each worker's own /tmp, /var/tmp and /dev/shm (its home in /tmp): tmpfs of this size, where
+    # the worker may mount them (see worker._private_temp)
+    temp_bytes: int = 512 * 2**20
+    # all the submission's processes together, accounted while they run (see accounting.py)
+    submission_memory_bytes: int = 8 * 2**30
 
     def as_rlimits(self, own_uid: bool) -> dict[str, int]:
         # no POSIX message queues: one would outlive its worker, and nothing lists them to remove
@@ -93,7 +98,7 @@ class WorkerConfig:
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
-                "limits": self.limits.as_rlimits(self.uid is not None)}
+                "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
 def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None],

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from checks.sandbox import codec
 from checks.sandbox.supervisor import (ReplyRefused, SandboxUnavailable, Worker, WorkerConfig, WorkerDied,
                                       WorkerTimedOut, Zygote)
+from checks.suites.budgets import TimeBudget
 from checks.suites.describe import summarize_call
 
 
@@ -181,10 +182,14 @@ class SubmissionWorkers:
 class QuestionSandbox:
     """The worker that serves one question, taken on first use and replaced after a crash."""
 
-    def __init__(self, workers: SubmissionWorkers, config: WorkerConfig, timeout: float) -> None:
+    def __init__(self, workers: SubmissionWorkers, config: WorkerConfig, timeout: float,
+                 budget: TimeBudget | None = None, qid: str = "") -> None:
+        """`timeout`: per call; `budget`: the submission's time, of which `qid` spends."""
         self.workers = workers
         self.config = config
         self.timeout = timeout
+        self.budget = budget or TimeBudget()
+        self.qid = qid
         self.worker: Worker | None = None
         self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
         self.ahead: list[_SentAhead] = []  # calls sent ahead (send_ahead), in the order the worker answers them
@@ -215,7 +220,8 @@ class QuestionSandbox:
             self.ahead.append(_SentAhead(message, request))
             wire.append(data)
         try:
-            worker.send(wire, self.timeout)
+            with self.budget.spending(self.qid):
+                worker.send(wire, self._limit())
         except (WorkerTimedOut, WorkerDied):
             self.ahead.clear()  # the calls run one by one when asked for, in a fresh worker
 
@@ -224,9 +230,16 @@ class QuestionSandbox:
         if self.hangs.get(key, 0) >= MAX_HANGS:
             raise StudentTimeout(describe, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
                                      f"within {self.timeout:g} s")
+        ran_out = self.budget.ran_out(self.qid)
+        if ran_out:
+            raise StudentTimeout(describe, f"was not run: {ran_out}")
         try:
-            header, payload = self._exchange(message)
+            with self.budget.spending(self.qid):
+                header, payload = self._exchange(message)
         except WorkerTimedOut:
+            ran_out = self.budget.ran_out(self.qid)
+            if ran_out:  # the budget, not the call's own limit: the worker was stopped
+                raise StudentTimeout(describe, f"did not finish: {ran_out}") from None
             self.hangs[key] = self.hangs.get(key, 0) + 1
             raise StudentTimeout(describe, f"did not finish within {self.timeout:g} s "
                                      "(an infinite loop, or far too slow); it was stopped") from None
@@ -266,18 +279,22 @@ class QuestionSandbox:
         data, driver = _wire(worker, message, request or _pickle(message))
         if driver:
             worker.given.add(driver)
-        worker.send([data], self.timeout)
-        return worker.reply(self.timeout)
+        worker.send([data], self._limit())
+        return worker.reply(self._limit())
 
     def _read_ahead(self, count: int) -> None:
         """Read the replies of the first `count` calls sent ahead, in the order they come. A worker
         that fails to give one is gone: the calls after that one are dropped, to run afresh."""
         for call in self.ahead[:count]:
             if not call.answered:
-                call.read(self.worker, self.timeout)
+                call.read(self.worker, self._limit())
                 if not call.replied:
                     self.ahead = [other for other in self.ahead if other.answered]
                     return
+
+    def _limit(self) -> float:
+        """The next wait's limit: the call's own, or what is left of the time budget if less."""
+        return self.budget.limit(self.qid, self.timeout)
 
     def _worker(self) -> Worker:
         if self.worker is None:
