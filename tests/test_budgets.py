@@ -95,3 +95,121 @@ def test_the_budgets_are_checked_with_clear_errors(make_course):
     assert "`submission_memory_mib` must be a whole number of MiB" in message
     defaults = load_assignment(make_course({"autograder/toy/assignment.toml": "files = []\n"}), "toy")
     assert defaults.question_seconds > 0 and defaults.submission_seconds >= defaults.question_seconds
+
+
+# ---------------------------------------------------------------- temp space of its own
+
+SPACE = {
+    "autograder/toy/assignment.toml": """
+        files = ["m.py"]
+        temp_mib = 8
+    """,
+    "autograder/toy/test_toy.py": """
+        import pytest
+        from checks.suite import question, expect_equal
+
+        @question("space.use", points=2)
+        @pytest.mark.parametrize("round", [1, 2])
+        def test_use(student, round):
+            expect_equal(student.m.use(), 4)
+
+        @question("space.add", points=1)
+        def test_add(student):
+            expect_equal(student.m.add(2, 3), 5)
+    """,
+}
+HONEST_SPACE = {"m.py": """
+    import os, tempfile
+    def use():
+        # 1 MiB in each place a program writes scratch files; read back
+        count = 0
+        for folder in (tempfile.gettempdir(), "/tmp", os.environ["HOME"], os.getcwd()):
+            with tempfile.NamedTemporaryFile(dir=folder) as handle:
+                handle.write(b"x" * 2**20)
+                handle.flush()
+                count += os.path.getsize(handle.name) == 2**20
+        return count
+    def add(a, b):
+        return a + b
+"""}
+FILLER = {"m.py": """
+    import os
+    def fill(folder, prefix):
+        written = 0
+        try:
+            for k in range(10_000):
+                with open(os.path.join(folder, f"{prefix}{k}"), "wb") as handle:
+                    handle.write(b"x" * 2**20)
+                written += 2**20
+        except OSError:
+            pass
+        return written
+    def use():
+        for folder in ("/tmp", "/var/tmp", "/dev/shm", os.environ["HOME"]):
+            if os.path.isdir(folder):
+                assert fill(folder, "big") <= 8 * 2**20, folder  # capped
+        return 0
+    def add(a, b):
+        fill(os.environ["HOME"], "more")
+        return a + b
+"""}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.skipif(not ROOT, reason="a temp space of its own needs root (a mount namespace per worker)")
+def test_a_submission_that_fills_its_temp_space_costs_only_itself(level, make_course):
+    root = make_course(SPACE)
+    together = grade(root, level, {"honest": HONEST_SPACE, "filler": FILLER})
+    alone = grade(root, level, {"honest": HONEST_SPACE})
+    honest = together["honest"]
+    assert not honest.error and honest.score == honest.max_score == 3, [q.feedback for q in honest.questions]
+    assert [q.to_dict() if hasattr(q, "to_dict") else q for q in honest.questions] == alone["honest"].questions
+    filler = together["filler"]
+    assert not filler.error and filler.question("space.add").passed  # ENOSPC in its own space only
+    assert filler.question("space.use").score == 0
+
+
+# ---------------------------------------------------------------- memory of all its processes together
+
+MEMORY = {
+    "autograder/toy/assignment.toml": """
+        files = ["m.py"]
+        submission_memory_mib = 300
+    """,
+    "autograder/toy/test_toy.py": """
+        from checks.suite import question, expect_equal
+
+        @question("memory.hog", points=1, timeout=30)
+        def test_hog(student):
+            expect_equal(student.m.hog(), 1)
+
+        @question("memory.add", points=1)
+        def test_add(student):
+            expect_equal(student.m.add(2, 3), 5)
+    """,
+}
+HOG = {"m.py": """
+    import os, time
+    def hog():
+        # each process well under its own limit (RLIMIT_DATA), together over the submission's
+        for _ in range(4):
+            if os.fork() == 0:
+                block = b"x" * (150 * 2**20)
+                time.sleep(60)
+                os._exit(0)
+        time.sleep(60)
+        return 1
+    def add(a, b):
+        return a + b
+"""}
+MODEST = {"m.py": "def hog():\n    block = b'x' * (100 * 2**20)\n    return 1\ndef add(a, b):\n    return a + b\n"}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_memory_of_all_a_submissions_processes_is_capped_together(level, make_course):
+    results = grade(make_course(MEMORY), level, {"hog": HOG, "modest": MODEST})
+    hog = results["hog"]
+    assert not hog.error
+    assert "memory limit: the submission's processes together used" in hog.question("memory.hog").feedback
+    assert hog.question("memory.add").passed  # the next question runs in a fresh worker
+    assert results["modest"].score == results["modest"].max_score == 2

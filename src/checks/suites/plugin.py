@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from checks.course.assignment import Assignment, CourseError
+from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
@@ -54,8 +55,11 @@ class ChecksPlugin:
         self._reference_given: tuple[str, ...] = ()  # the reference files the open question's worker holds
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
+        self.workers.watch_memory(MemoryWatch(self.limits.submission_memory_bytes, self.uid,
+                                              lambda: set(self.workers.pids)))
 
     def end_submission(self) -> None:
+        self.workers.stop_watching()
         self._stop_processes()  # no process of a submission outlives its grading
 
     def _stop_processes(self) -> None:

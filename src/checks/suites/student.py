@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from checks.sandbox import codec
+from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.supervisor import (ReplyRefused, SandboxUnavailable, Worker, WorkerConfig, WorkerDied,
                                       WorkerTimedOut, Zygote)
 from checks.suites.budgets import TimeBudget
@@ -143,6 +144,22 @@ class SubmissionWorkers:
         self.hand_on = hand_on
         self._idle: tuple[WorkerConfig, Worker] | None = None
         self._unavailable = ""  # why the sandbox could not start a worker: the later calls fail at once
+        self.pids: set[int] = set()  # every worker it started: each leads a session of the submission's processes
+        self.memory: MemoryWatch | None = None  # the submission's, started with its first worker
+
+    def watch_memory(self, memory: MemoryWatch) -> None:
+        """Account the memory of the workers started from now on (a new submission's) with `memory`."""
+        self.stop_watching()
+        self.pids = set()
+        self.memory = memory
+
+    def stop_watching(self) -> None:
+        if self.memory is not None:
+            self.memory.stop()
+
+    def why_killed(self) -> str:
+        """Why the submission's processes were killed from outside ("" if they were not), once."""
+        return self.memory.take_reason() if self.memory is not None else ""
 
     def take(self, config: WorkerConfig) -> Worker:
         """A worker holding `config`: the idle one if it can serve it (WorkerConfig.serves) and is
@@ -160,10 +177,14 @@ class SubmissionWorkers:
         if self._unavailable:
             raise SandboxUnavailable(self._unavailable)
         try:
-            return self.zygote.spawn(config)
+            worker = self.zygote.spawn(config)
         except SandboxUnavailable as error:
             self._unavailable = str(error)
             raise
+        self.pids.add(worker.pid)
+        if self.memory is not None and not self.memory.running:
+            self.memory.start()
+        return worker
 
     def give_back(self, config: WorkerConfig, worker: Worker) -> None:
         """The question is over: keep its worker for the next one, if it is still there."""
@@ -246,6 +267,9 @@ class QuestionSandbox:
         except ReplyRefused as refused:
             raise UnsupportedReturn(describe, f"sent back {refused}; return smaller, plain values") from None
         except WorkerDied:
+            killed = self.workers.why_killed()
+            if killed:
+                raise StudentCrashed(describe, f"was stopped: {killed}") from None
             raise StudentCrashed(describe, "crashed the sandbox process: os._exit, a fatal signal or a memory "
                                      "or CPU limit; the calls after it ran in a fresh one") from None
         try:
