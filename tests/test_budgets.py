@@ -6,15 +6,22 @@ matters, each test runs at every isolation level this machine has."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
+import stat
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from checks.course.assignment import CourseError, load_assignment
 from checks.grading.session import Source, grade_sources
-from checks.sandbox import jail
+from checks.executors import serve
+from checks.sandbox import jail, supervisor
 
 LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
 ROOT = os.geteuid() == 0
@@ -213,3 +220,92 @@ def test_the_memory_of_all_a_submissions_processes_is_capped_together(level, mak
     assert "memory limit: the submission's processes together used" in hog.question("memory.hog").feedback
     assert hog.question("memory.add").passed  # the next question runs in a fresh worker
     assert results["modest"].score == results["modest"].max_score == 2
+
+
+# ---------------------------------------------------------------- the grader's scratch space
+
+@contextlib.contextmanager
+def at_most(seconds: int) -> Iterator[None]:
+    """Turn a hang into a failure (not a timing assertion: a hang never ends by itself)."""
+    def hung(*_: object) -> None:
+        raise TimeoutError(f"hung for {seconds} s")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def plant(temp: Path, outside: Path) -> list[Path]:
+    """What a student process (another uid, at the fork level, which shares /tmp) could leave
+    under the names the grader uses: a FIFO, links to files and folders outside, /dev/zero, and
+    a folder that claims to be a dead run's."""
+    dead = f"{2**22 - 7} 0\n"  # a pid no process has: a dead run, if the folder were believed
+    planted = []
+    for name in ("fifo", "zero", "link", "claims", "foreign"):
+        planted.append(temp / f"{supervisor.RUN_PREFIX}planted-{name}-{os.getpid()}")
+    fifo, zero, link, claims, foreign = planted
+    fifo.mkdir()
+    os.mkfifo(fifo / supervisor.OWNER_FILE)
+    zero.mkdir()
+    os.symlink("/dev/zero", zero / supervisor.OWNER_FILE)
+    (outside / supervisor.OWNER_FILE).write_text(dead)
+    os.symlink(outside, link)
+    claims.mkdir()
+    (claims / supervisor.OWNER_FILE).write_text(dead)
+    os.symlink(outside / "keep", claims / "keep")
+    foreign.mkdir()
+    (foreign / supervisor.OWNER_FILE).write_text(dead)
+    os.chown(foreign, 1_000_000 + 7, 1_000_000 + 7)  # a sandbox uid's
+    os.chown(foreign / supervisor.OWNER_FILE, 1_000_000 + 7, 1_000_000 + 7)
+    os.chmod(fifo, 0o777)  # writable by all: not one the grader made
+    os.chmod(zero, 0o777)
+    os.chmod(claims, 0o777)
+    return planted
+
+
+@pytest.mark.skipif(not ROOT, reason="the fork level shares /tmp between uids only as root")
+def test_nothing_planted_under_the_graders_names_hangs_bloats_or_redirects_a_run(make_course, tmp_path, monkeypatch):
+    root = make_course(TIMED)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("the grader must not remove this")
+    # a temp dir like /tmp (sticky, writable by all), but ours: other runs on this machine never look in it
+    shared = Path(tempfile.mkdtemp(prefix="budgets-shared-", dir="/tmp"))
+    shared.chmod(0o1777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    planted = plant(shared, outside)
+    try:
+        with at_most(60):
+            assert supervisor.remove_dead_runs() == []
+            result = grade(root, jail.FORK, {"napper": NAPPER})["napper"]
+        assert not result.error and result.question("b.quick").passed
+        assert (outside / "keep").read_text() == "the grader must not remove this"
+        assert all(os.path.lexists(path) for path in planted)
+        assert stat.S_ISFIFO(os.lstat(planted[0] / supervisor.OWNER_FILE).st_mode)
+    finally:
+        (shared / planted[2].name).unlink()
+        shutil.rmtree(shared)
+
+
+def test_the_cpu_locks_of_pools_cannot_be_planted(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    os.mkfifo(tmp_path / "checks-cpu-0.lock")  # where the locks were once: a FIFO held its open forever
+    target = tmp_path / "outside"
+    os.symlink(target, tmp_path / f"checks-cpu-locks-{os.geteuid()}")  # a link in place of the folder
+    with at_most(30):
+        assert serve.claim_cpu() is None  # not ours: the CPUs are shared rather than the link trusted
+    assert not target.exists()
+    (tmp_path / f"checks-cpu-locks-{os.geteuid()}").unlink()
+    affinity = os.sched_getaffinity(0)
+    with at_most(30):
+        handle = serve.claim_cpu()
+    try:
+        assert handle is not None
+        assert stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    finally:
+        os.sched_setaffinity(0, affinity)
+        if handle is not None:
+            handle.close()

@@ -25,6 +25,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -402,16 +403,30 @@ def remove_dead_runs(temp_dir: str | None = None) -> list[str]:
     for name in names:
         folder = os.path.join(temp_dir, name)
         try:
-            if os.lstat(folder).st_uid != os.geteuid() and os.geteuid() != 0:
-                continue  # another user's: not ours to judge
-            with open(os.path.join(folder, OWNER_FILE)) as owner:
-                pid_text, started = owner.read().split()
+            pid_text, started = _read_owner(folder).split()
         except (OSError, ValueError):
-            continue  # not a run folder of this version, or being made right now
+            continue  # not a run folder of ours, or being made right now
         if _process_start(int(pid_text)) != started:
             zygote.remove_tree(folder)
             removed.append(folder)
     return removed
+
+
+def _read_owner(folder: str) -> str:
+    """The owner file of a run folder that we made (mkdtemp: a folder of our uid, never a link):
+    anything else in the temp dir by that name (a student's, at the fork level, which shares it)
+    raises OSError. Opened without following a link or waiting on a FIFO, and read only so far."""
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise OSError(f"{folder} is not a run folder of ours")
+    fd = os.open(os.path.join(folder, OWNER_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        owner = os.fstat(fd)
+        if not stat.S_ISREG(owner.st_mode) or owner.st_uid != os.geteuid():
+            raise OSError(f"{folder}'s owner file is not ours")
+        return os.read(fd, 64).decode()
+    finally:
+        os.close(fd)
 
 
 def _claim(folder: str) -> None:
