@@ -7,6 +7,7 @@ matters, each test runs at every isolation level this machine has."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -18,10 +19,14 @@ from typing import Iterator
 
 import pytest
 
+from checks.course import caps
+from checks.course.answer_cells import NotANotebook, read_answers
 from checks.course.assignment import CourseError, load_assignment
 from checks.grading.session import Source, grade_sources
 from checks.executors import serve
 from checks.sandbox import jail, supervisor
+from checks.suites import scoring
+from checks.suites.scoring import CaseResult, score_cases
 
 LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
 ROOT = os.geteuid() == 0
@@ -309,3 +314,69 @@ def test_the_cpu_locks_of_pools_cannot_be_planted(tmp_path, monkeypatch):
         os.sched_setaffinity(0, affinity)
         if handle is not None:
             handle.close()
+
+
+# ---------------------------------------------------------------- what comes back
+
+def test_feedback_is_capped_per_message_per_question_and_per_submission():
+    huge = "x" * 2**20
+    cases = [CaseResult(f"q{k}", f"t{k}::test{n}", 1, False, False, f"{huge}{k}-{n}", False, f"q{k}-{n}", k * 10 + n)
+             for k in range(40) for n in range(3)]
+    questions = score_cases(cases)
+    assert len(questions) == 40 and all(q.score == 0 and q.total_cases == 3 for q in questions)
+    assert all(len(q.feedback) <= scoring.MAX_QUESTION_FEEDBACK_CHARS for q in questions)
+    assert "more characters cut: one message is capped at" in questions[0].feedback
+    assert sum(len(q.feedback) for q in questions) <= scoring.MAX_SUBMISSION_FEEDBACK_CHARS
+    assert "feedback cut: the submission's feedback is capped" in questions[-1].feedback
+
+
+LOUD = {
+    "autograder/toy/assignment.toml": 'files = ["m.py"]\n',
+    "autograder/toy/test_toy.py": """
+        from checks.suite import question, expect_equal
+
+        @question("loud.text", points=1)
+        def test_text(student):
+            expect_equal(student.m.text(), "short")
+
+        @question("loud.raise", points=1)
+        def test_raise(student):
+            expect_equal(student.m.shout(), 1)
+
+        @question("loud.many", points=1)
+        def test_many(student):
+            expect_equal(student.m.many(), [0])
+
+        @question("loud.big", points=1)
+        def test_big(student):
+            expect_equal(student.m.big(), 0)
+    """,
+}
+LOUD_CODE = {"m.py": """
+    def text():
+        return "y" * (4 * 2**20)
+    def shout():
+        print("z" * (4 * 2**20))
+        raise ValueError("w" * (4 * 2**20))
+    def many():
+        return [0] * 2_000_000
+    def big():
+        import numpy
+        return numpy.ones(5 * 2**20, dtype=numpy.float32)  # 20 MiB, over the codec's payload limit
+"""}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_what_a_submission_sends_back_is_capped_with_a_short_message(level, make_course):
+    result = grade(make_course(LOUD), level, {"loud": LOUD_CODE})["loud"]
+    assert not result.error and result.score == 0
+    for question in result.questions:
+        assert len(question.feedback) <= scoring.MAX_QUESTION_FEEDBACK_CHARS, question.qid
+    assert sum(len(question.feedback) for question in result.questions) < 20_000
+
+
+def test_a_notebook_of_too_many_cells_is_refused_before_it_is_parsed():
+    cells = [{"cell_type": "code", "source": "", "metadata": {}, "outputs": [], "execution_count": None}]
+    notebook = {"cells": cells * (caps.MAX_NOTEBOOK_CELLS + 1), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    with pytest.raises(NotANotebook, match="cells, and the grader reads notebooks of at most"):
+        read_answers(json.dumps(notebook).encode())
