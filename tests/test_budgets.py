@@ -111,6 +111,12 @@ def test_the_budgets_are_checked_with_clear_errors(make_course):
 
 # ---------------------------------------------------------------- temp space of its own
 
+ADD = """
+        @question("add.sum", points=1)
+        def test_add(student):
+            expect_equal(student.m.add(2, 3), 5)
+"""  # an honest question after a hostile one: it runs in a fresh worker, unharmed
+
 SPACE = {
     "autograder/toy/assignment.toml": """
         files = ["m.py"]
@@ -124,11 +130,7 @@ SPACE = {
         @pytest.mark.parametrize("round", [1, 2])
         def test_use(student, round):
             expect_equal(student.m.use(), 4)
-
-        @question("space.add", points=1)
-        def test_add(student):
-            expect_equal(student.m.add(2, 3), 5)
-    """,
+    """ + ADD,
 }
 HONEST_SPACE = {"m.py": """
     import os, tempfile
@@ -177,7 +179,7 @@ def test_a_submission_that_fills_its_temp_space_costs_only_itself(level, make_co
     assert not honest.error and honest.score == honest.max_score == 3, [q.feedback for q in honest.questions]
     assert [q.to_dict() if hasattr(q, "to_dict") else q for q in honest.questions] == alone["honest"].questions
     filler = together["filler"]
-    assert not filler.error and filler.question("space.add").passed  # ENOSPC in its own space only
+    assert not filler.error and filler.question("add.sum").passed  # ENOSPC in its own space only
     assert filler.question("space.use").score == 0
 
 
@@ -194,11 +196,7 @@ MEMORY = {
         @question("memory.hog", points=1, timeout=30)
         def test_hog(student):
             expect_equal(student.m.hog(), 1)
-
-        @question("memory.add", points=1)
-        def test_add(student):
-            expect_equal(student.m.add(2, 3), 5)
-    """,
+    """ + ADD,
 }
 HOG = {"m.py": """
     import os, time
@@ -223,7 +221,7 @@ def test_the_memory_of_all_a_submissions_processes_is_capped_together(level, mak
     hog = results["hog"]
     assert not hog.error
     assert "memory limit: the submission's processes together used" in hog.question("memory.hog").feedback
-    assert hog.question("memory.add").passed  # the next question runs in a fresh worker
+    assert hog.question("add.sum").passed  # the next question runs in a fresh worker
     assert results["modest"].score == results["modest"].max_score == 2
 
 
