@@ -14,6 +14,7 @@ import signal
 import stat
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -26,6 +27,7 @@ from checks.grading.session import Source, grade_sources
 from checks.executors import serve
 from checks.sandbox import jail, supervisor
 from checks.suites import scoring
+from checks.suites.budgets import TimeBudget
 from checks.suites.scoring import CaseResult, score_cases
 
 LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
@@ -378,3 +380,11 @@ def test_a_notebook_of_too_many_cells_is_refused_before_it_is_parsed():
     notebook = {"cells": cells * (caps.MAX_NOTEBOOK_CELLS + 1), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     with pytest.raises(NotANotebook, match="cells, and the grader reads notebooks of at most"):
         read_answers(json.dumps(notebook).encode())
+
+
+def test_the_graders_own_waits_are_not_charged_to_the_student():
+    budget = TimeBudget(question_seconds=10, submission_seconds=10)
+    with budget.spending("q"):
+        with budget.not_counting():
+            time.sleep(0.3)  # a worker forked, the zygote importing torch: the grader's time
+    assert budget.spent["q"] < 0.3 and budget.total < 0.3

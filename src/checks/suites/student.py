@@ -321,10 +321,11 @@ class QuestionSandbox:
         return self.budget.limit(self.qid, self.timeout)
 
     def _worker(self) -> Worker:
-        if self.worker is None:
-            self.worker = self.workers.take(self.config)
-        elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
-            self.worker = self.workers.fresh(self.config)
+        with self.budget.not_counting():
+            if self.worker is None:
+                self.worker = self.workers.take(self.config)
+            elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
+                self.worker = self.workers.fresh(self.config)
         return self.worker
 
     def _kill(self) -> None:
