@@ -83,8 +83,19 @@ def start_grading(make_course) -> subprocess.Popen:
 
 
 def worker_of(folder: Path) -> int:
-    """The pid of the worker that wrote its pid into its home in `folder`."""
-    pid_file = wait_for(lambda: next((f for f in folder.glob("checks-sandbox-*/pid") if f.read_text()), None))
+    """The pid of the worker that wrote its pid into its home in `folder`. As root the home is in
+    the worker's own /tmp (a mount namespace of its own): seen through /proc/PID/root."""
+    def found() -> Path | None:
+        views = [folder] + [Path(f"/proc/{pid}/root{folder}") for pid in _all_pids()] * (os.geteuid() == 0)
+        for view in views:
+            try:
+                written = [f for f in view.glob("checks-sandbox-*/pid") if f.read_text()]
+            except OSError:  # the process is gone, or its view is not ours to read
+                continue
+            if written:
+                return written[0]
+        return None
+    pid_file = wait_for(found)
     assert pid_file, f"no worker started in {folder}"
     return int(pid_file.read_text())
 

@@ -507,11 +507,11 @@ def free_within(seconds, mib):
 
 @needs_jail
 def test_a_full_home_costs_nothing_after_its_worker(make_course, monkeypatch):
-    """The jail's /tmp is capped, and a dead worker's home is removed: one submission cannot
-    fill it for the rest of the batch."""
+    """The jail's /tmp is capped, and so is each worker's own (temp_mib), which goes with it: one
+    submission cannot fill it for the rest of the batch."""
     monkeypatch.setattr(jail, "TMP_BYTES", 64 * 2**20)
     root = make_course({
-        "autograder/fill/assignment.toml": 'files = ["filler.py"]\n',
+        "autograder/fill/assignment.toml": 'files = ["filler.py"]\ntemp_mib = 60\n',
         "autograder/fill/test_fill.py": """
             from checks.suite import question
 

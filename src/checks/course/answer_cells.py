@@ -9,10 +9,13 @@ the later cell, as in a kernel that ran the notebook from the top.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
+
+from checks.course.caps import MAX_NOTEBOOK_CELLS
 
 ANSWER_LINE = "%%checks file {name}"
 _ANSWER = re.compile(r"^%%checks[ \t]+file[ \t]+(?P<name>[^\s]+)[ \t]*$")
@@ -73,8 +76,13 @@ def read_answers(data: bytes) -> NotebookAnswers:
     nbformat = import_nbformat()  # imported here (or by the grader's parent, once): only notebooks need it
 
     try:
+        text = data.decode("utf-8")
+        cells = json.loads(text).get("cells")
+        if isinstance(cells, list) and len(cells) > MAX_NOTEBOOK_CELLS:
+            raise ValueError(f"it has {len(cells):,} cells, and the grader reads notebooks of at most "
+                             f"{MAX_NOTEBOOK_CELLS:,}")
         # an invalid notebook is refused, quietly: nbformat would log the validation error
-        notebook = nbformat.reads(data.decode("utf-8"), as_version=4, capture_validation_error={})
+        notebook = nbformat.reads(text, as_version=4, capture_validation_error={})
         if not isinstance(notebook.get("cells"), list):
             raise ValueError("it has no list of cells")
         sources = [_text(cell["source"]) for cell in notebook.cells if cell.get("cell_type") == "code"]

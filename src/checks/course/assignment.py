@@ -50,6 +50,12 @@ class Assignment:
     sandbox_imports: tuple[str, ...] = ()
     # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
     fresh_worker_per_question: bool = False
+    # what one submission may consume (see docs/authoring.md): wall time in its sandbox, per
+    # question and in all; the memory of all its processes together; each worker's temp space
+    question_seconds: float = 300.0
+    submission_seconds: float = 1800.0
+    submission_memory_mib: int = 8192
+    temp_mib: int = 512
     # a student's copy of the release, checked without the course (see load_copy)
     release: Path | None = None
 
@@ -188,7 +194,11 @@ def load_assignment(root: Path, name: str) -> Assignment:
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
                       provided=tuple(config.get("provided", ())), quiz=quiz,
                       sandbox_imports=tuple(config.get("sandbox_imports", ())),
-                      fresh_worker_per_question=config.get("fresh_worker_per_question", False))
+                      fresh_worker_per_question=config.get("fresh_worker_per_question", False),
+                      **{key: config[key] for key in BUDGET_KEYS if key in config})
+
+
+BUDGET_KEYS = ("question_seconds", "submission_seconds", "submission_memory_mib", "temp_mib")
 
 
 def read_course_toml(path: Path, schema: Schema) -> dict[str, Any]:

@@ -19,6 +19,7 @@ MAX_TOTAL_BYTES = 20 * MIB
 MAX_FILE_BYTES = 5 * MIB
 MAX_NOTEBOOK_BYTES = MAX_TOTAL_BYTES  # one notebook: it carries its outputs (plots), so more than a file
 MAX_NOTEBOOKS_BYTES = 2 * MAX_NOTEBOOK_BYTES  # every notebook looked into, together
+MAX_NOTEBOOK_CELLS = 5_000  # counted before nbformat validates them (seconds per thousands of cells)
 
 # the shape of a folder or zip, checked while it is listed (a zip: from its directory, before any
 # member is inflated); over either, the submission is refused

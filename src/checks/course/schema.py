@@ -50,6 +50,8 @@ MODULE_NAMES = Kind('a list of module names, such as ["torch._dynamo"]', _is_lis
 BOOLEAN = Kind("true or false", lambda value: type(value) is bool)
 POINTS = Kind("a number of points (0 or more)", lambda value: _is_number(value) and value >= 0)
 ANSWER = Kind("a number or true/false", lambda value: type(value) is bool or _is_number(value))
+SECONDS = Kind("a number of seconds greater than 0", lambda value: _is_number(value) and value > 0)
+MEBIBYTES = Kind("a whole number of MiB, 1 or more", lambda value: type(value) is int and value >= 1)
 TABLES = Kind("tables, one per entry", lambda value: type(value) is dict)
 ARRAY_OF_TABLES = Kind("an array of tables, each under its own [[...]] header", lambda value: type(value) is list)
 
@@ -64,6 +66,10 @@ ASSIGNMENT_TOML: Schema = {
     "provided": Key(FILE_NAMES),
     "sandbox_imports": Key(MODULE_NAMES),
     "fresh_worker_per_question": Key(BOOLEAN),
+    "question_seconds": Key(SECONDS),
+    "submission_seconds": Key(SECONDS),
+    "submission_memory_mib": Key(MEBIBYTES),
+    "temp_mib": Key(MEBIBYTES),
     "quiz": Key(TABLES, entries=QUIZ_ENTRY),
 }
 

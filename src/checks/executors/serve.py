@@ -18,6 +18,7 @@ import functools
 import gc
 import json
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -56,8 +57,16 @@ def source_of(request: dict) -> Source:
 def claim_cpu() -> IO[bytes] | None:
     """Pin this pool to a CPU no other pool on this machine holds (a lock file per CPU, released
     when the process dies), so that two Dask workers on one machine do not grade on the same core."""
+    folder = _lock_folder()
+    if folder is None:
+        return None  # the name is taken by someone else: share the CPUs rather than trust it
     for cpu in sorted(os.sched_getaffinity(0)):
-        handle = open(os.path.join(tempfile.gettempdir(), f"checks-cpu-{cpu}.lock"), "ab")  # noqa: SIM115
+        try:
+            fd = os.open(os.path.join(folder, f"cpu-{cpu}.lock"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+                         | os.O_NONBLOCK, 0o600)
+        except OSError:
+            continue
+        handle = os.fdopen(fd, "ab")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -66,6 +75,19 @@ def claim_cpu() -> IO[bytes] | None:
         os.sched_setaffinity(0, {cpu})
         return handle
     return None  # more pools than CPUs: share them
+
+
+def _lock_folder() -> str | None:
+    """The folder of the CPU locks every pool of this user shares: ours (made here, 0700, never a
+    link), so that no other user's process (a submission's, at the fork level) can plant a FIFO
+    or a link in it; None when something else holds the name."""
+    folder = os.path.join(tempfile.gettempdir(), f"checks-cpu-locks-{os.geteuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return None
+    return folder
 
 
 def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None]) -> None:

@@ -198,9 +198,15 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
         for item, following in zip(items, [*items[1:], None]):
             if plugin.sandbox_failures:  # every later question would fail the same way
                 break
+            if plugin.budget.submission_ran_out:
+                plugin.record_not_run(item)
+                continue
             item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
     finally:
         plugin.end_submission()
+    if plugin.budget.submission_ran_out:
+        result.warnings.append(f"The submission used up its time budget of {plugin.budget.submission_seconds:g} s "
+                               "(time limit): the checks not yet run when it ran out score 0.")
     errors = list(plugin.errors)
     if not plugin.cases:
         errors.append(f"the suite in {assignment.suite_dir(public)} ran no checks")

@@ -196,8 +196,9 @@ def bwrap_command(program: list[str], hide: tuple[str, ...] = ()) -> list[str]:
         argv += ["--tmpfs", folder, "--remount-ro", folder]
     env = sandbox_environment("/tmp")
     argv += ["--clearenv"] + [flag for key, value in env.items() for flag in ("--setenv", key, value)]
-    if os.geteuid() == 0:  # the zygote stays root in the jail only to hand each worker its own uid
-        argv += [flag for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN") for flag in ("--cap-add", cap)]
+    if os.geteuid() == 0:  # the zygote stays root in the jail only to hand each worker its own uid, and
+        # its own temp space (a mount namespace: worker._private_temp); a worker drops them all with its uid
+        argv += [flag for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_SYS_ADMIN") for flag in ("--cap-add", cap)]
     return argv + ["--chdir", "/tmp", *program]
 
 

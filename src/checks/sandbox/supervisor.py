@@ -25,6 +25,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -63,6 +64,11 @@ class Limits:
     cpu_seconds: int = 300
     file_bytes: int = 32 * 2**20
     processes: int = 64  # per submission uid; only enforced where workers get their own uid
+    # each worker's own /tmp, /var/tmp and /dev/shm (its home in /tmp): tmpfs of this size, where
+    # the worker may mount them (see worker._private_temp)
+    temp_bytes: int = 512 * 2**20
+    # all the submission's processes together, accounted while they run (see accounting.py)
+    submission_memory_bytes: int = 8 * 2**30
 
     def as_rlimits(self, own_uid: bool) -> dict[str, int]:
         # no POSIX message queues: one would outlive its worker, and nothing lists them to remove
@@ -93,7 +99,7 @@ class WorkerConfig:
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
-                "limits": self.limits.as_rlimits(self.uid is not None)}
+                "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
 def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None],
@@ -409,16 +415,30 @@ def remove_dead_runs(temp_dir: str | None = None) -> list[str]:
     for name in names:
         folder = os.path.join(temp_dir, name)
         try:
-            if os.lstat(folder).st_uid != os.geteuid() and os.geteuid() != 0:
-                continue  # another user's: not ours to judge
-            with open(os.path.join(folder, OWNER_FILE)) as owner:
-                pid_text, started = owner.read().split()
+            pid_text, started = _read_owner(folder).split()
         except (OSError, ValueError):
-            continue  # not a run folder of this version, or being made right now
+            continue  # not a run folder of ours, or being made right now
         if _process_start(int(pid_text)) != started:
             zygote.remove_tree(folder)
             removed.append(folder)
     return removed
+
+
+def _read_owner(folder: str) -> str:
+    """The owner file of a run folder that we made (mkdtemp: a folder of our uid, never a link):
+    anything else in the temp dir by that name (a student's, at the fork level, which shares it)
+    raises OSError. Opened without following a link or waiting on a FIFO, and read only so far."""
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise OSError(f"{folder} is not a run folder of ours")
+    fd = os.open(os.path.join(folder, OWNER_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        owner = os.fstat(fd)
+        if not stat.S_ISREG(owner.st_mode) or owner.st_uid != os.geteuid():
+            raise OSError(f"{folder}'s owner file is not ours")
+        return os.read(fd, 64).decode()
+    finally:
+        os.close(fd)
 
 
 def _claim(folder: str) -> None:

@@ -47,6 +47,9 @@ KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 7, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
 LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
+CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
+# where a process may write besides its home: each is a tmpfs of the worker's own, capped, where it can have one
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 # ---------------------------------------------------------------- framing, shared with the grader
@@ -122,6 +125,9 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
             os.sched_setaffinity(0, config["cpus"])  # its grader's core: they take turns, never run together
         except OSError:  # that CPU is gone: run anywhere
             pass
+    uid = config.get("uid")
+    if uid is not None and config.get("temp_bytes"):
+        _private_temp(home, config["temp_bytes"])
     for name, data in config["files"].items():
         path = os.path.realpath(os.path.join(home, name))
         if not path.startswith(home + os.sep):
@@ -131,7 +137,6 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
             handle.write(data)
     output_path = os.path.join(home, ".output")
     _capture_output(output_path)
-    uid = config.get("uid")
     if uid is not None:
         _hand_over(home, uid)
     _apply_limits(config["limits"])
@@ -159,6 +164,28 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
         header, value = session.handle(request)
         encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
         send_frame(sock, encoded, *([] if value is None else [value]))
+
+
+def _private_temp(home: str, size: int) -> bool:
+    """Give this worker (and what it starts) temp space of its own: a mount namespace in which
+    /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
+    student who fills them fills only their own, and all of it vanishes with the worker's
+    processes. Needs CAP_SYS_ADMIN (root, and in the jail a capability the zygote holds for
+    this); False where it cannot, and then the home is where it was (RLIMIT_FSIZE per file)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return False  # a namespace of our own, but mounts would reach the zygote's: mount nothing
+    options = f"size={size},mode=1777,nr_inodes={max(1024, size // 4096)}".encode()
+    mounted = False
+    for folder in TEMP_FOLDERS:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            done = libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
+            mounted = mounted or (done and folder == "/tmp")
+    if mounted and home.startswith("/tmp/"):
+        os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
+    return mounted
 
 
 def _hand_over(home: str, uid: int) -> None:

@@ -9,14 +9,17 @@ recorded as a grader error, never silently charged to the student.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 import pytest
 
 from checks.course.assignment import Assignment, CourseError
+from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
+from checks.suites.budgets import TimeBudget
 from checks.suites.scoring import CaseResult
 from checks.suites.student import QuestionSandbox, Student, StudentFault, SubmissionWorkers, compile_drivers
 
@@ -27,7 +30,9 @@ class ChecksPlugin:
         self.assignment = assignment
         self.zygote = zygote
         self.use_references = use_references
-        self.limits = limits
+        # the assignment's own budgets (assignment.toml) in place of the defaults
+        self.limits = replace(limits, temp_bytes=assignment.temp_mib * 2**20,
+                              submission_memory_bytes=assignment.submission_memory_mib * 2**20)
         self.errors: list[str] = []  # failures of the suite itself (collection); they stand for every submission
         self._open: tuple[tuple, QuestionSandbox] | None = None
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
@@ -45,12 +50,16 @@ class ChecksPlugin:
         self.cases: list[CaseResult] = []
         self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
+        self.budget = TimeBudget(self.assignment.question_seconds, self.assignment.submission_seconds)
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
         self._reference_given: tuple[str, ...] = ()  # the reference files the open question's worker holds
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
+        self.workers.watch_memory(MemoryWatch(self.limits.submission_memory_bytes, self.uid,
+                                              lambda: set(self.workers.pids)))
 
     def end_submission(self) -> None:
+        self.workers.stop_watching()
         self._stop_processes()  # no process of a submission outlives its grading
 
     def _stop_processes(self) -> None:
@@ -92,7 +101,7 @@ class ChecksPlugin:
         config = WorkerConfig(files=with_bytecode(files, self._bytecode, self.assignment.modules or None),
                               block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid)
-        sandbox = QuestionSandbox(self.workers, config, options["timeout"])
+        sandbox = QuestionSandbox(self.workers, config, options["timeout"], self.budget, options["qid"])
         self._open = (key, sandbox)
         return sandbox
 
@@ -215,6 +224,10 @@ class ChecksPlugin:
         self._record(item, nodeid, error is None, message, grader_error)
         if "device" in arguments:
             self.devices.add(str(arguments["device"]).split(":")[0])
+
+    def record_not_run(self, item: pytest.Item) -> None:
+        """A test never started because the submission's time budget ran out: scored 0, the student's cost."""
+        self._record(item, item.nodeid, False, self.budget.not_run_message(), False)
 
     def _note_sandbox_failure(self, error: BaseException | None) -> None:
         """The sandbox itself could not start a worker: the grader's failure, never the student's."""

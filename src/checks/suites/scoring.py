@@ -8,6 +8,11 @@ from dataclasses import asdict, dataclass, field
 from checks.suites.describe import elide_arguments
 
 MAX_FAILURES_SHOWN = 3
+# what a submission's feedback may take, whatever its code raised, printed or returned: one
+# failure's message, one question's feedback, all questions' feedback together (characters)
+MAX_MESSAGE_CHARS = 2_000
+MAX_QUESTION_FEEDBACK_CHARS = 8_000
+MAX_SUBMISSION_FEEDBACK_CHARS = 100_000
 # how a failure caused by the untouched stub ends (suites/student.py, suites/api.py say it)
 STILL_THE_STUB = "(still the stub"
 GRADED, REFUSED, NOT_GRADED = "graded", "refused", "not graded"  # SubmissionResult.status
@@ -90,7 +95,27 @@ def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:
     by_question: dict[str, list[CaseResult]] = defaultdict(list)
     for case in sorted(cases, key=lambda case: case.position):
         by_question[case.qid].append(case)
-    return [_score_question(qid, items) for qid, items in by_question.items()]
+    return _cap_submission_feedback([_score_question(qid, items) for qid, items in by_question.items()])
+
+
+def _cut(text: str, limit: int, what: str) -> str:
+    """`text`, or its start and a line that says it was cut, within `limit` characters."""
+    if len(text) <= limit:
+        return text
+    note = f" ... [{len(text) - limit:,} more characters cut: {what} is capped at {limit:,}]"
+    return text[:max(0, limit - len(note))] + note
+
+
+def _cap_submission_feedback(questions: list["QuestionResult"]) -> list["QuestionResult"]:
+    """Each question keeps its score; past MAX_SUBMISSION_FEEDBACK_CHARS in all, the feedback of
+    the questions after says only that it was cut."""
+    left = MAX_SUBMISSION_FEEDBACK_CHARS
+    for question in questions:
+        if len(question.feedback) > left:
+            question.feedback = (f"{question.passed_cases} of {question.total_cases} checks passed. [feedback cut: "
+                                 f"the submission's feedback is capped at {MAX_SUBMISSION_FEEDBACK_CHARS:,} characters]")
+        left = max(0, left - len(question.feedback))
+    return questions
 
 
 def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
@@ -127,8 +152,8 @@ def _feedback(cases: list[CaseResult]) -> str:
     shown = list(alike.values())[:MAX_FAILURES_SHOWN]
     for message, count in shown:
         more = f" ({count - 1} more case{'s' if count > 2 else ''} failed the same way)" if count > 1 else ""
-        lines.append(f"- {message}{more}")
+        lines.append(f"- {_cut(message, MAX_MESSAGE_CHARS, 'one message')}{more}")
     hidden = len(failures) - sum(count for _, count in shown)
     if hidden:
         lines.append(f"- ... and {hidden} more failing case{'s' if hidden > 1 else ''}.")
-    return "\n".join(lines)
+    return _cut("\n".join(lines), MAX_QUESTION_FEEDBACK_CHARS, "a question's feedback")

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from checks.sandbox import codec
+from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.supervisor import (ReplyRefused, SandboxUnavailable, Worker, WorkerConfig, WorkerDied,
                                       WorkerTimedOut, Zygote)
+from checks.suites.budgets import TimeBudget
 from checks.suites.describe import summarize_call
 
 
@@ -142,6 +144,22 @@ class SubmissionWorkers:
         self.hand_on = hand_on
         self._idle: tuple[WorkerConfig, Worker] | None = None
         self._unavailable = ""  # why the sandbox could not start a worker: the later calls fail at once
+        self.pids: set[int] = set()  # every worker it started: each leads a session of the submission's processes
+        self.memory: MemoryWatch | None = None  # the submission's, started with its first worker
+
+    def watch_memory(self, memory: MemoryWatch) -> None:
+        """Account the memory of the workers started from now on (a new submission's) with `memory`."""
+        self.stop_watching()
+        self.pids = set()
+        self.memory = memory
+
+    def stop_watching(self) -> None:
+        if self.memory is not None:
+            self.memory.stop()
+
+    def why_killed(self) -> str:
+        """Why the submission's processes were killed from outside ("" if they were not), once."""
+        return self.memory.take_reason() if self.memory is not None else ""
 
     def take(self, config: WorkerConfig) -> Worker:
         """A worker holding `config`: the idle one if it can serve it (WorkerConfig.serves) and is
@@ -159,10 +177,14 @@ class SubmissionWorkers:
         if self._unavailable:
             raise SandboxUnavailable(self._unavailable)
         try:
-            return self.zygote.spawn(config)
+            worker = self.zygote.spawn(config)
         except SandboxUnavailable as error:
             self._unavailable = str(error)
             raise
+        self.pids.add(worker.pid)
+        if self.memory is not None and not self.memory.running:
+            self.memory.start()
+        return worker
 
     def give_back(self, config: WorkerConfig, worker: Worker) -> None:
         """The question is over: keep its worker for the next one, if it is still there."""
@@ -181,10 +203,14 @@ class SubmissionWorkers:
 class QuestionSandbox:
     """The worker that serves one question, taken on first use and replaced after a crash."""
 
-    def __init__(self, workers: SubmissionWorkers, config: WorkerConfig, timeout: float) -> None:
+    def __init__(self, workers: SubmissionWorkers, config: WorkerConfig, timeout: float,
+                 budget: TimeBudget | None = None, qid: str = "") -> None:
+        """`timeout`: per call; `budget`: the submission's time, of which `qid` spends."""
         self.workers = workers
         self.config = config
         self.timeout = timeout
+        self.budget = budget or TimeBudget()
+        self.qid = qid
         self.worker: Worker | None = None
         self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
         self.ahead: list[_SentAhead] = []  # calls sent ahead (send_ahead), in the order the worker answers them
@@ -215,7 +241,8 @@ class QuestionSandbox:
             self.ahead.append(_SentAhead(message, request))
             wire.append(data)
         try:
-            worker.send(wire, self.timeout)
+            with self.budget.spending(self.qid):
+                worker.send(wire, self._limit())
         except (WorkerTimedOut, WorkerDied):
             self.ahead.clear()  # the calls run one by one when asked for, in a fresh worker
 
@@ -224,15 +251,25 @@ class QuestionSandbox:
         if self.hangs.get(key, 0) >= MAX_HANGS:
             raise StudentTimeout(describe, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
                                      f"within {self.timeout:g} s")
+        ran_out = self.budget.ran_out(self.qid)
+        if ran_out:
+            raise StudentTimeout(describe, f"was not run: {ran_out}")
         try:
-            header, payload = self._exchange(message)
+            with self.budget.spending(self.qid):
+                header, payload = self._exchange(message)
         except WorkerTimedOut:
+            ran_out = self.budget.ran_out(self.qid)
+            if ran_out:  # the budget, not the call's own limit: the worker was stopped
+                raise StudentTimeout(describe, f"did not finish: {ran_out}") from None
             self.hangs[key] = self.hangs.get(key, 0) + 1
             raise StudentTimeout(describe, f"did not finish within {self.timeout:g} s "
                                      "(an infinite loop, or far too slow); it was stopped") from None
         except ReplyRefused as refused:
             raise UnsupportedReturn(describe, f"sent back {refused}; return smaller, plain values") from None
         except WorkerDied:
+            killed = self.workers.why_killed()
+            if killed:
+                raise StudentCrashed(describe, f"was stopped: {killed}") from None
             raise StudentCrashed(describe, "crashed the sandbox process: os._exit, a fatal signal or a memory "
                                      "or CPU limit; the calls after it ran in a fresh one") from None
         try:
@@ -266,24 +303,29 @@ class QuestionSandbox:
         data, driver = _wire(worker, message, request or _pickle(message))
         if driver:
             worker.given.add(driver)
-        worker.send([data], self.timeout)
-        return worker.reply(self.timeout)
+        worker.send([data], self._limit())
+        return worker.reply(self._limit())
 
     def _read_ahead(self, count: int) -> None:
         """Read the replies of the first `count` calls sent ahead, in the order they come. A worker
         that fails to give one is gone: the calls after that one are dropped, to run afresh."""
         for call in self.ahead[:count]:
             if not call.answered:
-                call.read(self.worker, self.timeout)
+                call.read(self.worker, self._limit())
                 if not call.replied:
                     self.ahead = [other for other in self.ahead if other.answered]
                     return
 
+    def _limit(self) -> float:
+        """The next wait's limit: the call's own, or what is left of the time budget if less."""
+        return self.budget.limit(self.qid, self.timeout)
+
     def _worker(self) -> Worker:
-        if self.worker is None:
-            self.worker = self.workers.take(self.config)
-        elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
-            self.worker = self.workers.fresh(self.config)
+        with self.budget.not_counting():
+            if self.worker is None:
+                self.worker = self.workers.take(self.config)
+            elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
+                self.worker = self.workers.fresh(self.config)
         return self.worker
 
     def _kill(self) -> None:
