@@ -105,7 +105,7 @@ def test_the_budgets_are_checked_with_clear_errors(make_course):
     message = str(error.value)
     assert "`question_seconds` must be a number of seconds greater than 0, not the number 0" in message
     assert "`submission_seconds` must be a number of seconds greater than 0, not the string 'long'" in message
-    assert "`temp_mib` must be a whole number of MiB, 1 or more" in message
+    assert "`temp_mib` must be a whole number of MiB, 0 for none" in message
     assert "`submission_memory_mib` must be a whole number of MiB" in message
     defaults = load_assignment(make_course({"autograder/toy/assignment.toml": "files = []\n"}), "toy")
     assert defaults.question_seconds > 0 and defaults.submission_seconds >= defaults.question_seconds

@@ -51,11 +51,13 @@ class Assignment:
     # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
     fresh_worker_per_question: bool = False
     # what one submission may consume (see docs/authoring.md): wall time in its sandbox, per
-    # question and in all; the memory of all its processes together; each worker's temp space
+    # question and in all; the memory of all its processes together; each worker's own temp
+    # space (0: none of its own, files capped one by one; a mount namespace a worker costs about
+    # half a warm submission's time again, so it is the assignment's choice)
     question_seconds: float = 300.0
     submission_seconds: float = 1800.0
     submission_memory_mib: int = 8192
-    temp_mib: int = 512
+    temp_mib: int = 0
     # a student's copy of the release, checked without the course (see load_copy)
     release: Path | None = None
 

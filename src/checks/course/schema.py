@@ -52,6 +52,7 @@ POINTS = Kind("a number of points (0 or more)", lambda value: _is_number(value) 
 ANSWER = Kind("a number or true/false", lambda value: type(value) is bool or _is_number(value))
 SECONDS = Kind("a number of seconds greater than 0", lambda value: _is_number(value) and value > 0)
 MEBIBYTES = Kind("a whole number of MiB, 1 or more", lambda value: type(value) is int and value >= 1)
+MEBIBYTES_OR_NONE = Kind("a whole number of MiB, 0 for none", lambda value: type(value) is int and value >= 0)
 TABLES = Kind("tables, one per entry", lambda value: type(value) is dict)
 ARRAY_OF_TABLES = Kind("an array of tables, each under its own [[...]] header", lambda value: type(value) is list)
 
@@ -69,7 +70,7 @@ ASSIGNMENT_TOML: Schema = {
     "question_seconds": Key(SECONDS),
     "submission_seconds": Key(SECONDS),
     "submission_memory_mib": Key(MEBIBYTES),
-    "temp_mib": Key(MEBIBYTES),
+    "temp_mib": Key(MEBIBYTES_OR_NONE),
     "quiz": Key(TABLES, entries=QUIZ_ENTRY),
 }
 
