@@ -71,8 +71,9 @@ def choose(level: str | None = None) -> Isolation:
     problem = bwrap_problem()
     if problem is None:
         if root:
-            return Isolation(BWRAP, True, "bwrap: namespaces, read-only file system, no network, a uid per submission")
-        return Isolation(BWRAP, False, "bwrap (unprivileged): namespaces, read-only file system, no network")
+            return Isolation(BWRAP, True, "bwrap: namespaces, read-only file system, no network, a uid per submission"
+                             + _pid_note())
+        return Isolation(BWRAP, False, "bwrap (unprivileged): namespaces, read-only file system, no network" + _pid_note())
     if level == BWRAP:
         raise IsolationUnavailable(f"the bwrap sandbox was asked for but cannot run here: {problem} "
                                    f"(use --isolation fork, or {ENV_VARIABLE}=fork)")
@@ -123,8 +124,13 @@ def bwrap_problem() -> str | None:
     """None when bubblewrap works here, else why not (one probe per process)."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
+    return _probe(_namespaces())
+
+
+def _probe(namespaces: list[str]) -> str | None:
+    """None when bwrap starts with these namespaces and a /proc of its own (as the jail has), else why not."""
     try:
-        probe = subprocess.run(["bwrap", *_namespaces(), "--ro-bind", "/", "/", "true"],
+        probe = subprocess.run(["bwrap", *namespaces, "--ro-bind", "/", "/", "--proc", "/proc", "true"],
                                capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bwrap did not start ({error})"
@@ -133,11 +139,30 @@ def bwrap_problem() -> str | None:
     return None
 
 
-def _namespaces() -> list[str]:
-    # a PID namespace of its own: the jail sees no process but its own (not the grader's command
-    # line or environment, not another run's workers), and all in it die with its first process
-    flags = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+@functools.lru_cache(maxsize=1)
+def pid_namespace_problem() -> str | None:
+    """None when the jail can have a PID namespace of its own here, else why not: in a container
+    whose /proc has masked paths (Docker's and podman's default), the kernel refuses the new /proc
+    that a PID namespace needs, though the rest of the jail works."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    return _probe([*_base_namespaces(), "--unshare-pid"])
+
+
+def _pid_note() -> str:
+    return "" if pid_namespace_problem() is None else "; no PID namespace (this machine refuses one)"
+
+
+def _base_namespaces() -> list[str]:
+    flags = ["--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     return flags if os.geteuid() == 0 else ["--unshare-user", *flags]
+
+
+def _namespaces() -> list[str]:
+    # a PID namespace of its own where the machine allows one: the jail sees no process but its
+    # own (not the grader's command line or environment, not another run's workers), and all in
+    # it die with its first process
+    return [*_base_namespaces(), *(["--unshare-pid"] if pid_namespace_problem() is None else [])]
 
 
 def sandbox_environment(home: str) -> dict[str, str]:
