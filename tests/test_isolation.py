@@ -62,3 +62,19 @@ def test_the_cli_refuses_bwrap_where_it_cannot_run_and_runs_what_the_option_asks
     assert not (root / "out").exists()  # refused before anything was written
     assert cli.main(["--course", str(root), "test", "one", "--isolation", "fork"]) == 0
     assert "1 of 1 questions pass" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(jail.bwrap_problem() is not None, reason="bubblewrap cannot run here")
+def test_where_a_pid_namespace_is_refused_the_jail_goes_on_without_one_and_says_so(monkeypatch):
+    """A container's masked /proc refuses the new /proc a PID namespace needs (podman's default):
+    the jail then has no PID namespace, and the level's description (results.json) says so,
+    rather than every zygote failing to start."""
+    real = jail._probe
+    monkeypatch.setattr(jail, "_probe", lambda flags: "bwrap fails here: Can't mount proc on /newroot/proc"
+                        if "--unshare-pid" in flags else real(flags))
+    jail.pid_namespace_problem.cache_clear()
+    try:
+        assert "--unshare-pid" not in jail._namespaces()
+        assert jail.choose(jail.BWRAP).description.endswith("no PID namespace (this machine refuses one)")
+    finally:
+        jail.pid_namespace_problem.cache_clear()  # asked again, unpatched, by the next caller
