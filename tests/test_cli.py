@@ -291,3 +291,29 @@ def test_pack_refuses_a_file_the_grader_would_not_read(tmp_path, monkeypatch):
     code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
     assert code == 1 and "strides.py is 6 MiB; the grader reads files up to 5 MiB" in out
     assert not (copy / "01_tensors.zip").exists()
+
+
+@pytest.mark.parametrize("argv, unknown, nearest", [
+    (["grade", "01_tensors", "examples/01_tensors", "--outt", "grades"], "--outt", "--out"),
+    (["test", "01_tensors", "--devise=cpu"], "--devise", "--device"),
+    (["verify", "01_tensors", "--jbos", "2"], "--jbos", "--jobs"),
+])
+def test_an_unknown_option_is_named_first_with_the_nearest_known(argv, unknown, nearest, capsys, monkeypatch):
+    """Not "the following arguments are required: --out", which sends a TA after the wrong flag."""
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert f"unknown option {unknown} (did you mean {nearest}?)" in capsys.readouterr().err
+
+
+def test_test_and_verify_take_device_as_grade_does(monkeypatch):
+    """`--device cpu` leaves the GPU out of a student's own run too; `--device cuda` where there is
+    none is one error line, before anything runs."""
+    monkeypatch.setenv("CHECKS_DEVICE", "auto")  # cli.main sets it: put back after this test
+    parser = cli._parser()
+    for command in (["test", "01_tensors"], ["verify", "01_tensors"], ["grade", "01_tensors", "x", "--out", "o"]):
+        assert parser.parse_args([*command, "--device", "cpu"]).device == "cpu"
+    monkeypatch.setattr(cli.zygote, "cuda_available", lambda: False)
+    code, out = run(monkeypatch, "test", "01_tensors", "--device", "cuda", cwd=REPO)
+    assert code == 2 and "--device cuda: torch sees no CUDA device here" in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import glob
 import os
 import sys
@@ -38,12 +39,17 @@ console = Console(highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    _refuse_unknown_options(parser, argv)
+    args = parser.parse_args(argv)
     if getattr(args, "device", None):
         os.environ["CHECKS_DEVICE"] = args.device
     if getattr(args, "isolation", None):  # the option wins over the variable: grading reads the variable
         os.environ[jail.ENV_VARIABLE] = args.isolation
     try:
+        if getattr(args, "device", None) == "cuda" and not zygote.cuda_available():  # asked of NVML: we fork graders
+            raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
         return args.run(_course_root(args), args)
     except (CourseError, BuildError, ValueError) as error:
         # plain: course errors name TOML tables ([quiz.a_grad]), some name a submission; soft_wrap:
@@ -53,6 +59,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.print("\ninterrupted: finished submissions are saved; run the same command again to resume")
         return 130
+
+
+def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """An option the command does not have is named first, with the nearest it has: argparse would
+    otherwise say that a required one is missing (`--outt DIR`: "--out is required")."""
+    commands = next(action.choices for action in parser._actions  # noqa: SLF001 - argparse keeps them there
+                    if isinstance(action, argparse._SubParsersAction))  # noqa: SLF001
+    command = next((word for word in argv if word in commands), None)
+    if command is None:
+        return
+    sub = commands[command]
+    known = [*sub._option_string_actions, *parser._option_string_actions]  # noqa: SLF001
+    for word in argv[argv.index(command) + 1:]:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0]
+        if not name.startswith("--") or any(option.startswith(name) for option in known):
+            continue  # a value, or an option (or an abbreviation argparse resolves)
+        close = difflib.get_close_matches(name, [o for o in known if o.startswith("--")], n=1)
+        sub.error(f"unknown option {name}" + (f" (did you mean {close[0]}?)" if close else ""))
 
 
 def _course_root(args: argparse.Namespace) -> Path | None:
@@ -91,6 +117,8 @@ def _command(commands: argparse._SubParsersAction, name: str, summary: str, desc
         parser.add_argument("--isolation", choices=jail.LEVELS, default=None,
                             help=f"sandbox level: auto (the strongest this machine allows), bwrap or fork "
                                  f"(default: ${jail.ENV_VARIABLE}, else auto)")
+        parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                            help="where checks that take a device run (default: auto, the GPU too when there is one)")
     return parser
 
 
@@ -158,8 +186,6 @@ def _parser() -> argparse.ArgumentParser:
                        help="output folder (one assignment per folder; an earlier run's is resumed)")
     grade.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                        help="submissions graded at once (default: all cores)")
-    grade.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                       help="where hidden checks that take a device run (default: auto, the GPU too when there is one)")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
     grade.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                        help="grade on this running Dask scheduler's workers (needs the `cluster` extra); "
@@ -319,8 +345,6 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.progress import GradeProgress, print_summary
 
     assignment = load_assignment(root, args.assignment)
-    if args.device == "cuda" and not zygote.cuda_available():  # asked of NVML: this process forks graders
-        raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
     paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)],
                                     assignment.name)
