@@ -51,12 +51,14 @@ def check_array(got, want, label, context, **options):
     expect_close(got, want, rtol=RTOL, atol=ATOL, dtype="float64", subject=f"{context}: {label}", **options)
 
 
-def run_or_fail(student, context, driver, *args, **kwargs):
-    """student.run(driver, ...), with the scenario named in the feedback if the student's code fails."""
+def run_or_fail(student, context, driver, *args, hint=None, **kwargs):
+    """student.run(driver, ...), with the scenario named in the feedback if the student's code fails
+    (with `hint` added: a sentence, or a callable given the fault that may return None)."""
     try:
         return student.run(driver, *args, **kwargs)
     except StudentFault as error:
-        fail(f"{context}\n{error.outcome}")
+        text = hint(error) if callable(hint) else hint
+        fail(f"{context}\n{error.outcome}" + (f"\n{text}" if text else ""))
     raise AssertionError  # unreachable
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import StudentFault, StudentRaised, cases, fail, question
+from checks.suite import StudentRaised, cases, fail, question
 
 import drivers
 import programs
@@ -251,10 +251,7 @@ def test_views(student, name, reference):
     program, output, weights, want = reference
     text = drivers.describe(program)
     context = f"After {text}; L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
-    try:
-        got = student.run(drivers.backward_program, program, output, weights)
-    except StudentFault as error:
-        fail(f"{context}\n{error.outcome}\n{VIEWS_HINT}")
+    got = run_or_fail(student, context, drivers.backward_program, program, output, weights, hint=VIEWS_HINT)
     loss, grads = want
     check_array(got["loss"], loss, "L.data", context)
     check_leaf_grads(got["grads"], grads, program, context, extra_hint=VIEWS_HINT)
@@ -726,10 +723,8 @@ def test_deep_chain(student, use_w):
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              f"recursion limit of {RECURSION_LIMIT:,}")
-    try:
-        got = student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT)
-    except StudentFault as error:
-        fail(f"While running {story}:\n{error.outcome}{_deep_chain_hint(error)}")
+    got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT,
+                      hint=_deep_chain_hint)
     if got.get("limit_raised"):
         fail(f"While running {story}: your code raised Python's recursion limit, which this check holds at "
              f"{RECURSION_LIMIT:,}. {EXPLICIT_STACK}")
@@ -744,10 +739,10 @@ EXPLICIT_STACK = ("Walk the graph without recursion: a topological order built w
 
 
 def _deep_chain_hint(error):
-    """Why a deep chain failed, where the student's exception says it."""
+    """Why a deep chain failed, where the student's exception says it (else None)."""
     if isinstance(error, StudentRaised):
         if error.is_a(RecursionError):
-            return f"\nLikely mistake: backward recurses once per node. {EXPLICIT_STACK}"
+            return f"Likely mistake: backward recurses once per node. {EXPLICIT_STACK}"
         if "recursion limit" in error.message:
-            return f"\nThe recursion limit is held at {RECURSION_LIMIT:,} here. {EXPLICIT_STACK}"
-    return ""
+            return f"The recursion limit is held at {RECURSION_LIMIT:,} here. {EXPLICIT_STACK}"
+    return None

@@ -584,11 +584,16 @@ def transpose_reference(a_shape, dim0, dim1):
     return _view_case(("transpose", a_shape, dim0, dim1), a_shape, lambda x: x.transpose(dim0, dim1))
 
 
+def _usual_pairs(ndim):
+    """The pairs of axes a transpose is most often mistaken for: the last two, and the first two."""
+    return ((ndim - 2, ndim - 1), (0, 1)) if ndim >= 2 else ()
+
+
 def _wrong_pairs(grad, a_shape, dim0, dim1):
     """What swapping another pair of grad's axes gives, where it has a's shape, named."""
     n = len(a_shape)
-    for pair in ((n - 2, n - 1), (0, 1)):
-        if n >= 2 and set(pair) != {dim0 % n, dim1 % n}:
+    for pair in _usual_pairs(n):
+        if set(pair) != {dim0 % n, dim1 % n}:
             wrong = np.swapaxes(grad, *pair)
             if wrong.shape == tuple(a_shape):
                 yield wrong, (f"this swaps axes {pair[0]} and {pair[1]} of grad; the forward swapped dims "
@@ -605,9 +610,8 @@ def test_transpose_backward(student, a_shape, dim0, dim1, reference):
         if tuple(got_shape) == grad.shape:
             return (f"grad_a has the output's shape {shape_text(grad.shape)}: swap dims {dim0} and {dim1} of grad "
                     "back to a's layout.")
-        n = len(a_shape)
-        for pair in ((n - 2, n - 1), (0, 1)):
-            if n >= 2 and np.swapaxes(grad, *pair).shape == tuple(got_shape):
+        for pair in _usual_pairs(len(a_shape)):
+            if np.swapaxes(grad, *pair).shape == tuple(got_shape):
                 return (f"this swaps axes {pair[0]} and {pair[1]} of grad; the forward swapped dims {dim0} and "
                         f"{dim1}: swap that same pair back (np.swapaxes(grad, dim0, dim1)).")
         return (f"grad_a must have a's shape {shape_text(a_shape)}: swap the pair the forward swapped "

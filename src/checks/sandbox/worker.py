@@ -166,17 +166,17 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
         send_frame(sock, encoded, *([] if value is None else [value]))
 
 
-def _private_temp(home: str, size: int) -> bool:
+def _private_temp(home: str, size: int) -> None:
     """Give this worker (and what it starts) temp space of its own: a mount namespace in which
     /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
     student who fills them fills only their own, and all of it vanishes with the worker's
     processes. Needs CAP_SYS_ADMIN (root, and in the jail a capability the zygote holds for
-    this); False where it cannot, and then the home is where it was (RLIMIT_FSIZE per file)."""
+    this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file)."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNS) != 0:
-        return False
+        return
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False  # a namespace of our own, but mounts would reach the zygote's: mount nothing
+        return  # a namespace of our own, but mounts would reach the zygote's: mount nothing
     options = f"size={size},mode=1777,nr_inodes={max(1024, size // 4096)}".encode()
     mounted = False
     for folder in TEMP_FOLDERS:
@@ -185,7 +185,6 @@ def _private_temp(home: str, size: int) -> bool:
             mounted = mounted or (done and folder == "/tmp")
     if mounted and home.startswith("/tmp/"):
         os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
-    return mounted
 
 
 def _hand_over(home: str, uid: int) -> None:

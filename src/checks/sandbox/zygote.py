@@ -146,7 +146,7 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str
 
 def _reply(conn: socket.socket, pid: int) -> None:
     """The worker's pid, and a pidfd of it: jailed, that pid is the jail's PID namespace's, and the
-    grader learns its own from the pidfd (supervisor.outer_pid)."""
+    grader learns its own from the pidfd (supervisor._spawned_pid)."""
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):  # not Linux, or dead already: the pid alone
@@ -297,10 +297,15 @@ def _run_worker(fd: int, home: str) -> None:
         os._exit(0)
 
 
-def cuda_available() -> bool:
-    """Whether torch sees a GPU, asked of NVML: asking CUDA itself initialises a driver that every
-    process forked afterwards (graders, sandboxes) then cannot use."""
+def ask_nvml() -> None:
+    """Make torch answer "is there a GPU?" from NVML: asking CUDA itself initialises a driver that
+    every process forked afterwards (graders, sandboxes) then cannot use."""
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+
+
+def cuda_available() -> bool:
+    """Whether torch sees a GPU, asked of NVML (ask_nvml)."""
+    ask_nvml()
     try:
         import torch
     except ImportError:
@@ -318,7 +323,7 @@ def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
     not import is left to whoever needs it. `without`: top-level packages not to import at all
     (nor any of `imports` in them).
     """
-    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    ask_nvml()
     if "numpy" not in without:
         import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
     if "torch" not in without:
