@@ -28,6 +28,30 @@ def test_reference_scores_100_and_stubs_0(name):
     assert stubs.score == 0
 
 
+# appended to 03's reference torch_mlp.py: patches of torch made when the module is imported
+PATCHES = """
+import torch as _torch
+
+_torch.nn.Module.eval = lambda self: self
+_torch.Tensor.argmax = lambda self, *args, **kwargs: _torch.zeros(self.shape[0], dtype=_torch.long)
+"""
+
+
+def test_a_patch_applied_at_import_time_reaches_no_other_question():
+    """03's torch_mlp patches torch when imported (evaluation left in training mode, every
+    prediction class 0): the questions whose code imports it may suffer, training.evaluate (graded
+    on a probe model of the suite's, in a worker handed on from torch_mlp's questions) may not."""
+    assignment = load_assignment(REPO, "03_mlp")
+    files = read_submission(assignment.solution_dir).files
+    patched = {**files, "torch_mlp.py": files["torch_mlp.py"] + PATCHES.encode()}
+    results = {r.name: r for r in grade_sources(assignment, [Source.from_files("reference", files),
+                                                              Source.from_files("patched", patched)])}
+    reference, patched_result = results["reference"], results["patched"]
+    assert not reference.error and not patched_result.error
+    assert patched_result.question("training.evaluate").score == reference.question("training.evaluate").score == \
+        reference.question("training.evaluate").max_score, patched_result.question("training.evaluate").feedback
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LATER_ASSIGNMENTS)
 def test_every_mutant_loses_points_on_its_own_question_only(name):

@@ -538,17 +538,23 @@ KILLER = '''
 import os, signal, time
 
 
+def _zygote():
+    """The process that forked our keeper (whose question process we are)."""
+    with open(f"/proc/{os.getppid()}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
 def kill_zygote():
-    """Kill the process that forked us, and make sure it is gone before answering."""
-    zygote = os.getppid()
+    """Kill the zygote, and make sure it is gone before answering."""
+    zygote = _zygote()
     os.kill(zygote, signal.SIGKILL)
-    while os.getppid() == zygote:
+    while _zygote() == zygote:
         time.sleep(0.01)
     return "killed it"
 
 
 def stop_zygote():
-    os.kill(os.getppid(), signal.SIGSTOP)
+    os.kill(_zygote(), signal.SIGSTOP)
     return "stopped it"
 
 
@@ -580,7 +586,7 @@ def test_a_zygote_killed_or_stopped_by_a_worker_is_started_again(make_course):
         """,
         "assignments/zyg/.keep": "",
         "subs/killer/killer.py": KILLER,
-        "subs/honest/killer.py": KILLER.replace('"killed it"', '"alive"').replace('''os.kill(os.getppid(), signal.SIGSTOP)
+        "subs/honest/killer.py": KILLER.replace('"killed it"', '"alive"').replace('''os.kill(_zygote(), signal.SIGSTOP)
     return "stopped it"''', 'return "alive"').replace("os.kill(zygote, signal.SIGKILL)", "return 'alive'"),
     })
     shared_uid = jail.Isolation(jail.FORK, False, "fork: a uid shared with the zygote (as when not root)")

@@ -194,9 +194,9 @@ def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_qu
                 assert PIDS["fifth"] == PIDS["fourth"]
         """,
         "solutions/toy/good.py": REFERENCE["good.py"],
-        "solutions/toy/other.py": "import os\n\n\ndef pid():\n    return os.getpid()\n",
+        "solutions/toy/other.py": "import os\n\n\ndef pid():\n    return os.getppid()  # the worker (its keeper) that forked this question's process\n",
         "subs/s/good.py": REFERENCE["good.py"].replace("'reference'", "'mine'"),
-        "subs/s/other.py": "import os\n\n\ndef pid():\n    return os.getpid()\n",
+        "subs/s/other.py": "import os\n\n\ndef pid():\n    return os.getppid()\n",
         "assignments/toy/.keep": "",
     })
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)

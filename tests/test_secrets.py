@@ -78,53 +78,53 @@ def processes():
     return seen
 
 
-def torch_routes():
-    '''Every way to torch that needs no file of it: what each route found (None where refused).'''
+def routes(package, library):
+    '''Every way to `package` that needs no file of it: what each route found (None where refused).
+    `library`: a piece of the path of its compiled libraries.'''
     import builtins
     import importlib
     found = {}
     try:
-        import torch
-        found["import"] = torch.__name__
+        found["import"] = __import__(package).__name__
     except ImportError:
         found["import"] = None
     try:
-        found["importlib"] = importlib.import_module("torch").__name__
+        found["importlib"] = importlib.import_module(package).__name__
     except ImportError:
         found["importlib"] = None
-    found["sys.modules"] = [name for name in sys.modules if name.split(".")[0] == "torch"][:3]
+    found["sys.modules"] = [name for name in sys.modules if name.split(".")[0] == package][:3]
     gc.unfreeze()
     found["gc"] = [thing.__name__ for thing in gc.get_objects()
-                   if isinstance(thing, types.ModuleType) and thing.__name__.split(".")[0] == "torch"][:3]
+                   if isinstance(thing, types.ModuleType) and thing.__name__.split(".")[0] == package][:3]
     found["gc referents"] = [type(thing).__name__ for finder in sys.meta_path for thing in gc.get_referents(finder)
                              if isinstance(thing, dict) and any(isinstance(value, types.ModuleType)
-                             and value.__name__.split(".")[0] == "torch" for value in thing.values())][:3]
+                             and value.__name__.split(".")[0] == package for value in thing.values())][:3]
     found["attributes"] = sorted({f"{module.__name__}.{key}" for module in list(sys.modules.values())
                                   for key, value in list(getattr(module, "__dict__", {}).items())
-                                  if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "torch"})[:3]
+                                  if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == package})[:3]
     found["__import__"] = None
     saved = builtins.__import__
     try:
         builtins.__import__ = importlib._bootstrap.__import__
-        found["__import__"] = __import__("torch").__name__
+        found["__import__"] = __import__(package).__name__
     except ImportError:
         pass
     finally:
         builtins.__import__ = saved
     with open("/proc/self/maps") as maps:
-        found["memory maps"] = sorted({line.split()[-1] for line in maps if "libtorch" in line})[:3]
+        found["memory maps"] = sorted({line.split()[-1] for line in maps if library in line})[:3]
     return found
 
 
-def torch_from_disk():
-    '''The import blocker removed: torch from its files, if the worker can read them.'''
+def from_disk(package):
+    '''The import blocker removed: `package` from its files, if the worker can read them.'''
     for finder in [finder for finder in sys.meta_path if "Blocked" in type(finder).__name__]:
         sys.meta_path.remove(finder)
     try:
-        import torch
+        module = __import__(package)
     except ImportError as error:
         return False
-    return hasattr(torch, "tensor")  # not an empty folder imported as a namespace package
+    return hasattr(module, "__version__")  # not an empty folder imported as a namespace package
 """ % MARK
 
 
@@ -176,28 +176,37 @@ def test_a_jailed_worker_sees_no_process_outside_its_jail():
         with Zygote(jail.choose(jail.BWRAP)) as jailed:
             seen = spy(jailed).processes()
     assert not [line for line in seen.values() if "pytest" in line or MARK in line], seen
-    # bwrap's own init (pid 1), the zygote's supervisor, the zygote and this worker: none of another run
+    # bwrap's own init (pid 1), the zygote's supervisor, the zygote, this worker's keeper and its
+    # question process: none of another run
     assert all(line.endswith("checks.sandbox.zygote\0" + line.split("checks.sandbox.zygote\0")[-1])
                for line in seen.values()), seen
-    assert seen["1"].startswith("bwrap\0") and len(seen) <= 4, seen
+    assert seen["1"].startswith("bwrap\0") and len(seen) <= 5, seen
 
 
-def test_a_withheld_module_is_not_in_the_worker_by_any_route(zygote):
-    found = spy(zygote, ("torch",)).torch_routes()
+# each withheld package, and a piece of the path of its compiled libraries
+WITHHELD = {"torch": "libtorch", "numpy": "/numpy/"}
+
+
+@pytest.mark.parametrize("package", WITHHELD)
+def test_a_withheld_module_is_not_in_the_worker_by_any_route(zygote, package):
+    found = spy(zygote, (package,)).routes(package, WITHHELD[package])
     assert found == {"import": None, "importlib": None, "sys.modules": [], "gc": [], "gc referents": [],
                      "attributes": [], "__import__": None, "memory maps": []}
+    assert spy(zygote).routes(package, WITHHELD[package])["gc"]  # the probe finds it where it is not withheld
 
 
 @pytest.mark.skipif(jail.bwrap_problem() is None, reason="only where the fork level alone runs")
-def test_the_fork_level_withholds_torch_from_the_import_system_only(zygote):
+@pytest.mark.parametrize("package", WITHHELD)
+def test_the_fork_level_withholds_a_package_from_the_import_system_only(zygote, package):
     """Documented (README, docs/trust-boundary.md): without a jail, code that removes the import
     blocker loads a withheld package from its files. Checked, so that the documentation stays true."""
     if zygote.isolation.kind == jail.BWRAP:
         pytest.skip("the jail hides the files too (the next test)")
-    assert spy(zygote, ("torch",)).torch_from_disk() is True
+    assert spy(zygote, (package,)).from_disk(package) is True
 
 
-def test_jailed_a_withheld_package_has_no_files_either(zygote):
+@pytest.mark.parametrize("package", WITHHELD)
+def test_jailed_a_withheld_package_has_no_files_either(zygote, package):
     if zygote.isolation.kind != jail.BWRAP:
         pytest.skip("the fork level cannot hide a package's files (README)")
-    assert spy(zygote, ("torch",)).torch_from_disk() is False
+    assert spy(zygote, (package,)).from_disk(package) is False

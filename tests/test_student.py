@@ -23,6 +23,7 @@ import os
 import random
 import sys
 import threading
+import time
 
 import numpy
 import torch
@@ -36,19 +37,37 @@ def loaded(name):
 
 def state():
     calls.append(1)
-    return {"pid": os.getpid(), "calls": len(calls), "random": random.random(), "numpy": float(numpy.random.rand()),
-            "torch": torch.rand(1).item(), "dtype": str(torch.get_default_dtype()), "grad": torch.is_grad_enabled(),
-            "cwd": os.getcwd(), "scratch": os.path.exists(os.path.join(os.environ["HOME"], "scratch")),
-            "recursion limit": sys.getrecursionlimit(), "setter": sys.setrecursionlimit.__name__}
+    here = os.path.dirname(os.path.abspath(__file__))
+    return {"worker": os.getppid(), "pid": os.getpid(), "calls": len(calls), "random": random.random(),
+            "numpy": float(numpy.random.rand()), "torch": torch.rand(1).item(), "dtype": str(torch.get_default_dtype()),
+            "grad": torch.is_grad_enabled(), "cwd": os.getcwd(),
+            "scratch": os.path.exists(os.path.join(os.environ["HOME"], "scratch")),
+            "recursion limit": sys.getrecursionlimit(), "setter": sys.setrecursionlimit.__name__,
+            "sum": torch.ones(3).sum().item(), "allclose": bool(numpy.allclose(1.0, 2.0)),
+            "eval": torch.nn.Module.eval.__name__, "print": print.__name__, "own file": open(__file__).read()[-9:],
+            "left running": sorted(os.listdir(here)).count("beat"), "temp": sorted(os.listdir(os.environ["TMPDIR"]))}
 
 
 def meddle():
+    import builtins
+    import subprocess
     os.makedirs(os.path.join(os.environ["HOME"], "scratch"))
     torch.set_default_dtype(torch.float64)
     torch.set_grad_enabled(False)
     os.chdir("/")
     sys.setrecursionlimit(50_000)
     sys.setrecursionlimit = lambda limit: None  # and no question after this one may set it again
+    # patches of shared modules, a changed file of the submission, a daemon that outlives its parent
+    torch.Tensor.sum = lambda self, *args, **kwargs: torch.tensor(42.0)
+    numpy.allclose = lambda *args, **kwargs: True
+    torch.nn.Module.eval = lambda self: self
+    builtins.print = lambda *args, **kwargs: None
+    with open(__file__, "a") as handle:
+        handle.write("# changed")
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.Popen([sys.executable, "-c", "import time\\nwhile True:\\n    open('beat', 'w').close()\\n    time.sleep(0.01)"],
+                     cwd=here, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
     return state()
 
 
@@ -126,30 +145,34 @@ def test_sandbox_imports_must_be_a_list_of_names(make_course):
         load_assignment(root, "toy")
 
 
-def test_a_healthy_worker_is_handed_on_and_the_next_question_starts_afresh(zygote):
+def test_a_worker_is_handed_on_and_the_next_question_starts_as_in_a_fresh_one(zygote):
     fresh = run_questions(zygote, (None, CONFIG))[0]
     first, second, third = run_questions(zygote, (None, CONFIG), (("meddle",), CONFIG), (None, CONFIG))
-    assert first["pid"] == second["pid"] == third["pid"]  # handed on
+    assert first["worker"] == second["worker"] == third["worker"]  # handed on
+    assert len({first["pid"], second["pid"], third["pid"]}) == 3  # each question in a process of its own
     assert second["dtype"] == "torch.float64" and second["cwd"] == "/" and second["calls"] == 2 and second["scratch"]
-    assert second["recursion limit"] == 50_000 and second["setter"] == "<lambda>"
+    assert second["recursion limit"] == 50_000 and second["setter"] == "<lambda>" and second["sum"] == 42
+    assert second["allclose"] and second["eval"] == second["print"] == "<lambda>" and second["own file"] == "# changed"
+    assert second["left running"] == 1
     # module state, torch's settings and random state, the working folder and what is in it, the
-    # recursion limit and sys.setrecursionlimit itself: all as in a fresh worker
-    # (Python's and NumPy's random states are drawn afresh in every worker)
-    assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
-    same = {key: value for key, value in third.items() if key not in ("pid", "cwd", "random", "numpy")}
+    # recursion limit and sys.setrecursionlimit itself, patches of torch, numpy and builtins, the
+    # submission's own files and the processes it left running: all as in a fresh worker
+    same = {key: value for key, value in third.items() if key not in ("worker", "pid", "cwd")}
     assert same == {key: fresh[key] for key in same}
+    assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
 
 
-def test_a_worker_is_not_handed_on_with_other_files_a_thread_or_a_hoard(zygote):
+def test_a_worker_is_handed_on_whatever_its_question_left_but_not_to_other_files(zygote):
     other = WorkerConfig(files={"probe.py": PROBE, "extra.py": b""})
-    pids = [state["pid"] for state in run_questions(zygote, (None, CONFIG), (None, other))]
-    assert pids[0] != pids[1]
+    workers = [state["worker"] for state in run_questions(zygote, (None, CONFIG), (None, other))]
+    assert workers[0] != workers[1]
     for first in (("leave_a_thread",), ("hoard", 300)):
-        pids = [state["pid"] for state in run_questions(zygote, (first, CONFIG), (None, CONFIG))]
-        assert pids[0] != pids[1], first
+        workers = [state["worker"] for state in run_questions(zygote, (first, CONFIG), (None, CONFIG))]
+        assert workers[0] == workers[1], first
 
 
 GATE = b"""
+import gc
 import os
 import sys
 
@@ -165,7 +188,11 @@ def state():
         import numpy
     except ImportError:
         numpy = None
-    return {"pid": os.getpid(), "torch": seen, "wave": "wave" in sys.modules, "numpy": numpy is not None}
+    gc.unfreeze()  # the zygote froze its heap: every object it holds, as a student could find them
+    held = {str(getattr(type(thing), "__module__", "")).split(".")[0] for thing in gc.get_objects()}
+    return {"worker": os.getppid(), "torch": seen, "wave": "wave" in sys.modules, "numpy": numpy is not None,
+            "loaded": sorted({name.split(".")[0] for name in sys.modules} & {"torch", "numpy"}),
+            "held": sorted(held & {"torch", "numpy"})}
 
 
 def use_wave():
@@ -173,32 +200,35 @@ def use_wave():
 """
 
 
-def test_a_worker_is_handed_on_to_a_question_that_blocks_fewer_imports_never_more(zygote):
-    """A question that may import numpy can follow one that may not in the same worker, and what
-    was imported under the block is imported again. The other way round the code run before could
-    have kept numpy somewhere: a fresh worker. A question that withholds torch has a worker of the
-    zygote that never imported it, handed on to none that may use torch, nor the other way round."""
+def test_a_worker_serves_only_questions_that_withhold_what_its_own_did(zygote):
+    """A question that withholds packages has a worker of a zygote that never imported them (not
+    even through another package: torch without numpy), handed on only to questions that withhold
+    the same; what one question imported is gone in the next."""
     blocked = WorkerConfig(files={"probe.py": GATE}, block_imports=("torch",))
     open_ = WorkerConfig(files={"probe.py": GATE})
     fresh = run_questions(zygote, (None, open_))[0]
+    assert fresh["loaded"] == fresh["held"] == ["numpy", "torch"]
     for order in ((blocked, open_), (open_, blocked)):
         first, second = run_questions(zygote, (None, order[0]), (None, order[1]))
-        assert first["pid"] != second["pid"]
-        assert "torch is not available to this part of the assignment" in [first, second][order.index(blocked)]["torch"]
-    both = WorkerConfig(files={"probe.py": GATE}, block_imports=("torch", "numpy"))
-    first, second = run_questions(zygote, (("use_wave",), both), (None, blocked))
-    assert first["pid"] == second["pid"]
-    assert not first["numpy"] and first["wave"] and second["numpy"] and not second["wave"]
-    assert "not available" in second["torch"]
+        assert first["worker"] != second["worker"]
+        withheld = [first, second][order.index(blocked)]
+        assert "torch is not available to this part of the assignment" in withheld["torch"]
+        assert withheld["loaded"] == withheld["held"] == ["numpy"]
+    both = WorkerConfig(files={"probe.py": GATE}, block_imports=("numpy", "torch"))
+    first, second = run_questions(zygote, (("use_wave",), both), (None, both))
+    assert first["worker"] == second["worker"]
+    assert first["wave"] and not second["wave"] and not first["numpy"] and first["loaded"] == first["held"] == []
     no_numpy = WorkerConfig(files={"probe.py": GATE}, block_imports=("numpy",))
-    first, second, third = run_questions(zygote, (None, no_numpy), (None, open_), (None, no_numpy))
-    assert first["pid"] == second["pid"] != third["pid"]
-    assert not first["numpy"] and second["numpy"] and second["torch"] == fresh["torch"]
+    first, second, third = run_questions(zygote, (None, no_numpy), (None, no_numpy), (None, open_))
+    assert first["worker"] == second["worker"] != third["worker"]
+    assert not first["numpy"] and first["loaded"] == first["held"] == ["torch"]
+    assert first["torch"] == fresh["torch"]  # torch works without numpy
+    assert third["numpy"]
 
 
 def test_fresh_worker_per_question_forks_one_each(zygote, make_course):
     first, second = run_questions(zygote, (None, CONFIG), (None, CONFIG), hand_on=False)
-    assert first["pid"] != second["pid"]
+    assert first["worker"] != second["worker"]
     root = make_course({"autograder/toy/assignment.toml": 'files = ["a.py"]\nfresh_worker_per_question = true\n'})
     assert load_assignment(root, "toy").fresh_worker_per_question is True
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nfresh_worker_per_question = "yes"\n')
@@ -409,5 +439,5 @@ def test_a_drivers_code_goes_to_a_worker_once_until_it_starts_afresh(zygote, mon
     first._sandbox.close()
     second = student_for(zygote, workers)  # the same worker, handed on: it starts afresh
     assert second.run(checks_probe_driver.double, 3) == 6
-    assert second._sandbox.worker is not None and sent == [True, False, False, True]  # the afresh request between
+    assert second._sandbox.worker is not None and sent == [True, False, True]  # (the word to start afresh goes to the keeper)
     workers.close()

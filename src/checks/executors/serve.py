@@ -1,8 +1,8 @@
 """A warm grading pool as a process of its own: `python -m checks.executors.serve COURSE ASSIGNMENT`.
 
 A Dask worker starts one per assignment and keeps it (worker.py). It is the same warm parent as
-the local grader's (sandbox zygote first, torch imported, one pytest session collecting the hidden
-suite once), but it grades submissions as they arrive on stdin instead of a list known up front:
+the local grader's (grading.session.WarmGrader: sandbox zygote first, torch imported, one pytest
+session collecting the hidden suite once), but it grades submissions as they arrive on stdin instead of a list known up front:
 one JSON line in (name, files as base64, the driver's warnings or why it could not read the
 submission), one JSON line out (the result as plain data, or why the grader failed). It runs in a
 process of its own because a Dask worker has threads, and forking from a threaded process can
@@ -14,8 +14,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import functools
-import gc
 import json
 import os
 import stat
@@ -26,10 +24,9 @@ from typing import IO, Callable, Iterator
 
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
-from checks.grading.pool import ChildFailed, stream_forked
-from checks.grading.session import PYTEST_ARGS, Source, SubmissionLoop
-from checks.sandbox import hugepages, jail
-from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+from checks.grading.pool import ChildFailed
+from checks.grading.session import Source, WarmGrader
+from checks.sandbox import jail
 from checks.sandbox.zygote import die_with_parent
 
 
@@ -93,33 +90,13 @@ def _lock_folder() -> str | None:
 def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None]) -> None:
     """Grade each request read from the file descriptor `requests` until it closes."""
     isolation = jail.choose()
-    with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=True) as zygote:
-        prepare_parent(preload=True)
-        gc.freeze()
-        hugepages.collapse_heap()  # the session child and every grading child fork from this heap
+    with WarmGrader(assignment, isolation) as warm:
         reply({"ready": True, "sandbox": isolation.description})
-        session = functools.partial(_serving_session, assignment, requests, zygote)
         try:
-            for name, value, error in stream_forked(session):
+            for name, value, error in warm.grade(_requests(requests), jobs=1):
                 reply({"name": name, "value": value, "error": error, "sandbox": isolation.description})
         except ChildFailed as failure:
             reply({"failed": f"the grading session ended: {failure}"})
-
-
-def _serving_session(assignment: Assignment, requests: int, zygote: Zygote,
-                     emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
-    """In the session child: collect the suite once, then grade each request in a forked child."""
-    import pytest
-
-    from checks.suites.plugin import ChecksPlugin
-
-    plugin = ChecksPlugin(assignment, {}, zygote, use_references=True, limits=Limits())
-    loop = SubmissionLoop(assignment, _requests(requests), plugin, public=False, jobs=1, emit=emit)
-    suite_dir = assignment.suite_dir(False)
-    exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
-    if not loop.ran:
-        raise RuntimeError("\n".join(plugin.errors)
-                           or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})")
 
 
 def _requests(fd: int) -> Iterator[Source]:

@@ -81,6 +81,54 @@ def named_files(assignment: Assignment) -> tuple[str, ...] | None:
     return named or None
 
 
+class WarmGrader:
+    """The warm parent, as a context manager: the sandbox's zygotes started first, torch imported
+    while they warm up, then (per `grade` call) a session child that collects the hidden suite
+    once and forks a grading child per submission. `checks grade`, `checks test` and the pool a
+    Dask worker keeps (executors/serve.py) all grade through one."""
+
+    def __init__(self, assignment: Assignment, isolation: Isolation, *, public: bool = False,
+                 limits: Limits = Limits(), submissions: int | None = None, notebooks: bool = False) -> None:
+        """`submissions`: how many will be graded (None: a stream, as many as come), so that the
+        second spent making forks cheaper is spent only where it pays off; `notebooks`: whether
+        some may be notebooks."""
+        self.assignment, self.isolation, self.public, self.limits = assignment, isolation, public, limits
+        self.notebooks = notebooks
+        # torch's lazy modules (about a second) pay off only when several grading children would
+        # each import them: one child (`checks test`) imports what it needs, if anything
+        self.preload = submissions is None or submissions > 1
+        self.huge_pages = submissions is None or submissions >= BATCH_SIZE
+        self.zygote: Zygote | None = None
+
+    def __enter__(self) -> "WarmGrader":
+        # The zygote starts first and warms up while this process does the same. No suite code is
+        # imported here at all: the session child does that, so workers never see it.
+        self.zygote = Zygote(self.isolation, imports=self.assignment.sandbox_imports, huge_pages=self.huge_pages)
+        try:
+            prepare_parent(preload=self.preload)
+            if self.notebooks:
+                import_nbformat()  # once here, rather than in each grading child
+            gc.freeze()
+            if self.huge_pages:
+                hugepages.collapse_heap()  # the session child and every grading child fork from this heap
+        except BaseException:
+            self.zygote.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+
+    def grade(self, sources: Iterable[Source], jobs: int) -> Iterator[tuple[str, dict | None, str]]:
+        """(name, result as a dict or None, the grader's error or "") for each source as it is
+        graded, `jobs` at a time; `sources` may be a stream. ChildFailed if the session ends first."""
+        assert self.zygote is not None, "use WarmGrader as a context manager"
+        session = functools.partial(_grading_session, self.assignment, sources, self.zygote, self.public,
+                                    self.limits, jobs)
+        yield from stream_forked(session)
+
+
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
                   jobs: int | None = None, limits: Limits = Limits(),
                   isolation: Isolation | None = None) -> Iterator[SubmissionResult]:
@@ -95,23 +143,12 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     if duplicates:
         raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
-    batch = len(sources) >= BATCH_SIZE
-    # The zygote starts first and warms up while this process does the same. No suite code is
-    # imported here at all: the session child below does that, so workers never see it.
-    with Zygote(isolation, imports=assignment.sandbox_imports, huge_pages=batch) as zygote:
-        # torch's lazy modules (about a second) pay off only when several grading children
-        # would each import them; one child (`checks test`) imports what it needs, if anything
-        prepare_parent(preload=len(sources) > 1)
-        if any(source.may_be_notebook for source in sources):
-            import_nbformat()  # once here, rather than in each grading child
-        gc.freeze()
-        if batch:
-            hugepages.collapse_heap()  # the session child and every grading child fork from this heap
-        session = functools.partial(_grading_session, assignment, sources, zygote, public, limits,
-                                    jobs or os.cpu_count() or 1)
+    warm = WarmGrader(assignment, isolation, public=public, limits=limits, submissions=len(sources),
+                      notebooks=any(source.may_be_notebook for source in sources))
+    with warm:
         graded: set[str] = set()
         try:
-            for name, value, error in stream_forked(session):
+            for name, value, error in warm.grade(sources, jobs or os.cpu_count() or 1):
                 graded.add(name)
                 yield _result(assignment, name, value, error, isolation)
         except ChildFailed as failure:
@@ -128,10 +165,11 @@ def _result(assignment: Assignment, name: str, value: dict | None, error: str,
     return SubmissionResult.from_dict(value)
 
 
-def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygote, public: bool, limits: Limits,
+def _grading_session(assignment: Assignment, sources: Iterable[Source], zygote: Zygote, public: bool, limits: Limits,
                      jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
     """In the session child: collect the suite once, then grade each source in a child forked
-    from the collected session (set-up and collection cost about 0.1 s a submission)."""
+    from the collected session (set-up and collection cost about 0.1 s a submission). A suite
+    that cannot run is every source's grader error (a stream's: the session's, which ends)."""
     import pytest
 
     from checks.suites.plugin import ChecksPlugin
@@ -145,6 +183,8 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:  # pytest stopped before its run loop: a usage error, say
         reason = "\n".join(plugin.errors) or f"pytest could not run the suite in {suite_dir} (exit code {exit_code})"
+        if not isinstance(sources, list):
+            raise RuntimeError(reason)
         for source in sources:
             emit((source.name, None, reason))
 

@@ -13,27 +13,44 @@ submission) on both sides.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import math
 import struct
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_ITEMS = 1_000_000
 
 # dtypes that may cross the boundary, by name: numeric and bool only (no object, str or void
-# arrays), each in our byte order. Looked up, and back by dtype, per array: NumPy works out a dtype
-# from its name, or its name (a Python property), in a microsecond or two each time.
-ALLOWED_DTYPES = {name: np.dtype(name) for name in (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128")}
-_NAMES = {dtype: name for name, dtype in ALLOWED_DTYPES.items()}
+# arrays), each in our byte order
+DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "float32", "float64", "complex64", "complex128")
 # torch dtypes NumPy has no exact twin for travel as float32 and keep their name
 _WIDENED_TORCH_DTYPES = {"torch.bfloat16": "float32"}
+
+
+@functools.cache
+def allowed_dtypes() -> dict[str, "np.dtype"]:
+    """DTYPE_NAMES as NumPy's dtypes, looked up (and back, see _dtype_names) once: NumPy works out
+    a dtype from its name, or its name, in a microsecond or two each time. NumPy is imported only
+    here and where an array is decoded: a sandbox worker whose question withholds NumPy never
+    loads it (and can return no array of it)."""
+    import numpy as np
+
+    return {name: np.dtype(name) for name in DTYPE_NAMES}
+
+
+@functools.cache
+def _dtype_names() -> dict["np.dtype", str]:
+    return {dtype: name for name, dtype in allowed_dtypes().items()}
 
 
 TREE_LENGTH = struct.Struct("!Q")
@@ -47,7 +64,7 @@ class UnsupportedType(TypeError):
 class TensorData:
     """A tensor that crossed the boundary: its values (None on the meta device) and metadata."""
 
-    array: np.ndarray | None
+    array: "np.ndarray | None"
     dtype: str  # torch's name, e.g. "torch.float32"
     device: str  # e.g. "cpu", "cuda:0", "meta"
     shape: tuple[int, ...]
@@ -100,9 +117,10 @@ def _to_json(value: Any, depth: int, buffers: _Buffers) -> Any:
         if not all(type(key) is str for key in value):
             raise UnsupportedType("a dict with keys that are not str")
         return {"d": {key: _to_json(item, depth + 1, buffers) for key, item in value.items()}}
-    if isinstance(value, np.generic) and kind.__module__ == "numpy":
+    np = sys.modules.get("numpy")  # not loaded: the value holds no array of it
+    if np is not None and isinstance(value, np.generic) and kind.__module__ == "numpy":
         return {"s": _array_json(np.asarray(value), buffers)}
-    if kind is np.ndarray:
+    if np is not None and kind is np.ndarray:
         return {"a": _array_json(value, buffers)}
     torch_json = _tensor_json(value, buffers)
     if torch_json is not None:
@@ -110,19 +128,28 @@ def _to_json(value: Any, depth: int, buffers: _Buffers) -> Any:
     raise UnsupportedType(f"{kind.__module__}.{kind.__qualname__}")
 
 
-def _array_json(array: np.ndarray, buffers: _Buffers) -> dict:
-    name = _NAMES.get(array.dtype)
+def _array_json(array: "np.ndarray", buffers: _Buffers) -> dict:
+    name = _dtype_names().get(array.dtype)
     if name is None:  # not allowed, or not in our byte order
         name = array.dtype.name
-        if name not in ALLOWED_DTYPES:
+        if name not in DTYPE_NAMES:
             raise UnsupportedType(f"an array of dtype {array.dtype}")
-        array = array.astype(ALLOWED_DTYPES[name])
+        array = array.astype(allowed_dtypes()[name])
     return {"dtype": name, "shape": list(array.shape), "at": buffers.add(array.tobytes())}  # C order
 
 
-def _tensor_json(value: Any, buffers: _Buffers) -> dict | None:
-    import sys
+def _tensor_bytes_json(tensor: Any, buffers: _Buffers) -> dict:
+    """A CPU tensor's values as _array_json writes them, where NumPy is not loaded."""
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in DTYPE_NAMES:
+        raise UnsupportedType(f"a tensor of dtype {tensor.dtype}")
+    contiguous = tensor.contiguous()
+    data = ctypes.string_at(contiguous.data_ptr(), contiguous.numel() * contiguous.element_size()) \
+        if contiguous.numel() else b""
+    return {"dtype": name, "shape": list(contiguous.shape), "at": buffers.add(data)}
 
+
+def _tensor_json(value: Any, buffers: _Buffers) -> dict | None:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, torch.Tensor):
         return None
@@ -134,7 +161,8 @@ def _tensor_json(value: Any, buffers: _Buffers) -> dict | None:
         host = tensor.cpu()
         if dtype_name in _WIDENED_TORCH_DTYPES:
             host = host.float()
-        array = _array_json(host.resolve_conj().resolve_neg().numpy(), buffers)
+        host = host.resolve_conj().resolve_neg()
+        array = _array_json(host.numpy(), buffers) if "numpy" in sys.modules else _tensor_bytes_json(host, buffers)
     return {"T": {"array": array, "dtype": dtype_name, "device": device,
                   "shape": list(tensor.shape), "requires_grad": bool(value.requires_grad)}}
 
@@ -193,9 +221,11 @@ def _from_json(node: Any, depth: int, budget: list[int], buffers: memoryview) ->
     raise UnsupportedType("malformed payload")
 
 
-def _array_from_json(body: dict, buffers: memoryview) -> np.ndarray:
+def _array_from_json(body: dict, buffers: memoryview) -> "np.ndarray":
+    import numpy as np
+
     name, shape, at = body.get("dtype"), body.get("shape"), body.get("at")
-    dtype = ALLOWED_DTYPES.get(name) if type(name) is str else None
+    dtype = allowed_dtypes().get(name) if type(name) is str else None
     if dtype is None:  # never object, str, void or datetime arrays, whatever their size
         raise UnsupportedType(f"an array of dtype {str(name)[:40]!r}")
     if type(at) is not int or not _is_shape(shape):

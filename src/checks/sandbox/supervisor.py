@@ -4,7 +4,9 @@ The zygote (see zygote.py) is a fresh interpreter, inside the bubblewrap jail wh
 (see jail.py): nothing of the grader's memory, argv or environment is in a worker. It has torch
 imported: forking it costs milliseconds, importing torch seconds.
 Each worker runs in its own process group (and, as root, its submission's own uid) and is
-killed with it; a crash or hang costs the calls of the question it serves and nothing else.
+killed with it; a crash or hang costs the calls of the question it serves and nothing else. A
+worker keeps a submission's questions one after another, each in a process of its own forked
+from its untouched state (worker.py): handing it on to the next question costs a fork.
 A zygote killed or stopped by a worker is started again by its supervisor (see zygote.py).
 
 Each run has a folder /tmp/checks-zygote-* (the spawn socket; with fork isolation the workers'
@@ -30,26 +32,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Container
 
 from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
 from checks.sandbox.jail import Isolation
-from checks.sandbox.worker import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
+from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
+from checks.sandbox.worker import AFRESH
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
 SPAWN_ATTEMPTS = 3  # a zygote killed while it served a request is replaced: ask the new one
 RUN_PREFIX, OWNER_FILE = "checks-zygote-", "owner"
 
-# A worker is handed on to the submission's next question only while it stays this small: the
-# next question then still has (nearly) the whole CPU and memory limit to itself.
-HAND_ON_CPU_SECONDS = 5.0
-HAND_ON_DATA_GROWTH_BYTES = 256 * 2**20
 AFRESH_TIMEOUT = 5.0
 KILL_WAIT = 1.0  # at most, for a killed worker to be gone (milliseconds, usually)
-PAGE_BYTES, CLOCK_TICKS = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -88,13 +86,16 @@ class WorkerConfig:
     # the CPUs it may run on: its grader's, so that the two hand over on one core (see grading/pool.py)
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
 
+    @property
+    def withheld(self) -> frozenset[str]:
+        """The packages its worker must not hold: it comes from a zygote that never imported them."""
+        return frozenset(self.block_imports)
+
     def serves(self, other: "WorkerConfig") -> bool:
-        """Whether a worker holding this config may serve a question that needs `other`: all the
-        same, but that `other` may block fewer imports (the code run before could not reach them),
-        and both come from the same zygote (with torch, or without: see Zygote)."""
-        return replace(self, block_imports=other.block_imports) == other \
-            and set(self.block_imports) >= set(other.block_imports) \
-            and (WITHHELD in self.block_imports) == (WITHHELD in other.block_imports)
+        """Whether a worker holding this config may serve a question that needs `other`: the same
+        files, limits and uid, from the same zygote (the same packages withheld)."""
+        return (self.files, self.limits, self.uid, self.cpus, self.withheld) == \
+            (other.files, other.limits, other.uid, other.cpus, other.withheld)
 
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
@@ -151,14 +152,15 @@ class WorkerTimedOut(Exception):
 
 
 class Worker:
-    """The grader's handle to one sandbox process."""
+    """The grader's handle to one sandbox worker: the socket of the question it serves now, and
+    the control socket of its keeper (see worker.py), which no student code holds."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, control: socket.socket) -> None:
         self.pid = pid
         self.sock = sock
+        self.control = control
         self.reader = FrameReader(sock)
         self.alive = True
-        self.data_at_start = _data_bytes(pid)  # the zygote's, inherited: the worker has only just forked
         self.given: set[str] = set()  # suite driver modules it holds: sent once, forgotten when it starts afresh
 
     @property
@@ -205,36 +207,28 @@ class Worker:
             self.kill()
             raise ReplyRefused(str(error) if isinstance(error, ValueError) else "a malformed reply") from None
 
-    def start_afresh(self, block_imports: tuple[str, ...]) -> bool:
-        """Ready the worker for another question of the same submission, which blocks these
-        imports (some of those it blocks now, or all): True when it is still fit for one (alone,
-        small, quick so far; the kernel's account, not the worker's) and has put its student
-        modules and settings back (worker._Session._start_afresh); else killed."""
-        if self.alive and self._fit_to_hand_on():
-            try:
-                header, _ = self.request({"op": "afresh", "block_imports": list(block_imports)}, AFRESH_TIMEOUT)
-            except (WorkerTimedOut, WorkerDied, ReplyRefused):
-                return False
-            if header.get("status") == "afresh":
-                self.given.clear()
-                return True
-        self.kill()
-        return False
-
-    def _fit_to_hand_on(self) -> bool:
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            with open(f"/proc/{self.pid}/task/{self.pid}/children", "rb") as children:
-                has_children = bool(children.read().strip())
-        except OSError:  # not Linux, or gone
+    def start_afresh(self) -> bool:
+        """Ready the worker for another question of the same submission: its keeper kills the
+        last question's processes and forks the next from its own untouched state, whose socket
+        it sends back. True once that is done; else the worker is killed."""
+        if not self.alive:
             return False
-        cpu_seconds = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
-        threads = int(fields[17])
-        data = _data_bytes(self.pid)
-        return (threads == 1 and not has_children and cpu_seconds <= HAND_ON_CPU_SECONDS
-                and data is not None and self.data_at_start is not None
-                and data - self.data_at_start <= HAND_ON_DATA_GROWTH_BYTES)
+        try:
+            self.control.settimeout(AFRESH_TIMEOUT)
+            self.control.sendall(AFRESH)
+            word, fds, _, _ = socket.recv_fds(self.control, len(AFRESH), 1)
+        except OSError:  # socket.timeout included
+            word, fds = b"", []
+        if word != AFRESH or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            self.kill()
+            return False
+        self.sock.close()
+        self.sock = socket.socket(fileno=fds[0])
+        self.reader = FrameReader(self.sock)
+        self.given.clear()
+        return True
 
     def kill(self) -> None:
         """Kill the worker and its process group (detached daemons: see kill_uid), and wait a
@@ -252,79 +246,93 @@ class Worker:
             except (ProcessLookupError, PermissionError):
                 pass
         self.sock.close()
+        self.control.close()
         if exited is not None:
             select.select([exited], [], [], KILL_WAIT)
             os.close(exited)
 
 
-def _data_bytes(pid: int) -> int | None:
-    """What RLIMIT_DATA counts for the process (its private writable memory), or None."""
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as statm:
-            return int(statm.read().split()[5]) * PAGE_BYTES
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class Zygote:
     """Forks workers on request, over private unix sockets; started in the jail when there is one.
 
-    Two warm zygotes serve a run: one with torch imported, and one that never imports it, for
-    the questions that withhold torch (WorkerConfig.block_imports): a module once loaded in a
-    process stays reachable there (gc, ctypes, its libraries in memory), so a worker that must
-    not use it comes from a process that never had it. Each is a fresh interpreter with a clean
-    environment and argv (jail.sandbox_environment), never a fork of this process. Use it as a
-    context manager so that they and their workers are gone when grading ends.
+    A warm zygote serves each set of packages the questions withhold (WorkerConfig.block_imports):
+    one with torch imported for the questions that withhold nothing, one that never imported torch
+    for those that withhold it, and so on. A module once loaded in a process stays reachable there
+    (gc, ctypes, its libraries in memory), so a worker that must not use it comes from a process
+    that never had it. Each is a fresh interpreter with a clean environment and argv
+    (jail.sandbox_environment), never a fork of this process. Use it as a context manager so that
+    they and their workers are gone when grading ends.
     """
 
     def __init__(self, isolation: Isolation | None = None, *, imports: tuple[str, ...] = (),
-                 huge_pages: bool = False) -> None:
+                 huge_pages: bool = False, withhold: tuple[tuple[str, ...], ...] = (("torch",),)) -> None:
         """`imports`: modules every worker would otherwise import for itself (an assignment's
         `sandbox_imports`); `huge_pages`: make forking cheaper at a second's cost up front (see
-        hugepages.py), which pays off over a batch."""
+        hugepages.py), which pays off over a batch; `withhold`: the sets of packages to start a
+        zygote without now, beside the one that withholds nothing (others start when first asked
+        for: see withhold)."""
         self.isolation = isolation or jail.choose(jail.FORK)
+        self.imports = imports
         remove_dead_runs()
         self._dir = tempfile.mkdtemp(prefix=RUN_PREFIX)
         _claim(self._dir)
         if self.isolation.kind == jail.FORK and self.isolation.per_submission_uid:
             os.chmod(self._dir, 0o711)  # workers' homes are in here: their uids must reach them, not list them
-        self._servers = {False: _Server(self.isolation, self._dir, "spawn.sock", imports, (), huge_pages),
-                         True: _Server(self.isolation, self._dir, "spawn-without-torch.sock", imports,
-                                       (WITHHELD,), False)}
-        self.pid = self._servers[False].process.pid
+        self._servers: dict[frozenset[str], _Server] = {}
+        self._server(frozenset(), huge_pages=huge_pages, owns_run=True)
+        self.withhold(*withhold, owns_run=True)
 
     @property
     def run_dir(self) -> str:
         """This run's folder: the zygotes' sockets, and at the fork level the workers' homes."""
         return self._dir
 
+    def withhold(self, *package_sets: tuple[str, ...] | frozenset[str], owns_run: bool = False) -> None:
+        """Start a zygote for each set of packages not started yet (a suite's, once collected,
+        before the processes that spawn workers are forked: they then share it)."""
+        for packages in package_sets:
+            self._server(frozenset(packages), owns_run=owns_run)
+
+    def _server(self, withheld: frozenset[str], *, huge_pages: bool = False, owns_run: bool = False) -> "_Server":
+        if withheld not in self._servers:
+            name = "spawn.sock" if not withheld else f"spawn-{len(self._servers)}.sock"
+            self._servers[withheld] = _Server(self.isolation, self._dir, name, self.imports, tuple(sorted(withheld)),
+                                              huge_pages, owns_run)
+        return self._servers[withheld]
+
     def spawn(self, config: WorkerConfig) -> Worker:
-        """Fork a fresh worker holding `config`'s files and limits, from the zygote without torch
-        where the question withholds it."""
-        server = self._servers[WITHHELD in config.block_imports]
+        """Fork a fresh worker holding `config`'s files and limits, from the zygote that never
+        imported what the question withholds."""
+        server = self._server(config.withheld)
         for attempt in range(SPAWN_ATTEMPTS):
             ours, theirs = socket.socketpair()
+            control, keeper = socket.socketpair()
             try:
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
                     conn.settimeout(SPAWN_TIMEOUT)
                     conn.connect(server.address)
-                    socket.send_fds(conn, [b"spawn"], [theirs.fileno()])
+                    socket.send_fds(conn, [b"spawn"], [theirs.fileno(), keeper.fileno()])
                     pid = _spawned_pid(conn, jailed=self.isolation.kind == jail.BWRAP)
                 break
             except (EOFError, ConnectionResetError) as error:  # the zygote died serving us: another is starting
                 ours.close()
+                control.close()
                 if attempt + 1 == SPAWN_ATTEMPTS:
                     raise SandboxUnavailable(server.why_unavailable(error)) from None
             except OSError as error:  # no supervisor listens: the sandbox itself is gone
                 ours.close()
+                control.close()
                 raise SandboxUnavailable(server.why_unavailable(error)) from None
             finally:
                 theirs.close()
+                keeper.close()
         wire = {**config.to_wire(), "read_everything": self.isolation.reads_everything}
         send_frame(ours, pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL))
-        return Worker(pid, ours)
+        return Worker(pid, ours, control)
 
     def close(self) -> None:
+        """Stop the zygotes this process started (one forked from it leaves them to it) and remove
+        the run's folder."""
         for server in self._servers.values():
             server.close()
         zygote.remove_tree(self._dir)  # with fork isolation, every worker's home too
@@ -336,15 +344,15 @@ class Zygote:
         self.close()
 
 
-WITHHELD = "torch"  # a question that blocks it gets a worker of the zygote that never imported it
-
-
 class _Server:
     """One zygote's supervisor process and the socket it serves (see zygote.py)."""
 
     def __init__(self, isolation: Isolation, run_dir: str, name: str, imports: tuple[str, ...],
-                 without: tuple[str, ...], huge_pages: bool) -> None:
+                 without: tuple[str, ...], huge_pages: bool, owns_run: bool) -> None:
+        """`owns_run`: the zygote removes the run's folder when the grader is gone (one started
+        by a process forked from the grader leaves it to the grader's)."""
         self.address = os.path.join(run_dir, name)
+        self.starter = os.getpid()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.address)
         listener.listen(64)
@@ -355,7 +363,7 @@ class _Server:
             # workers' homes go to the jail's own /tmp, a tmpfs that vanishes with it
             command, env, session = jail.bwrap_command(command, hide=without), None, False
         else:
-            command += ["--homes", run_dir, "--run-dir", run_dir]
+            command += ["--homes", run_dir] + ["--run-dir", run_dir] * owns_run
             # a session of its own: a worker's killpg of its group cannot reach the grader
             env, session = jail.sandbox_environment(run_dir), True
         self.process = subprocess.Popen(command, pass_fds=[listener.fileno()], env=env, start_new_session=session,
@@ -369,6 +377,8 @@ class _Server:
         return f"the sandbox could not start a worker ({error})"
 
     def close(self) -> None:
+        if os.getpid() != self.starter:
+            return  # a forked copy: the process that started it stops it (or it dies with that one)
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         self.process.wait()

@@ -1,9 +1,13 @@
 """The sandbox side: the only module of `checks` that runs next to student code.
 
 A worker is forked from the warm zygote with torch already imported. It writes the submission's
-files into a private temp dir, puts it first on sys.path and then answers requests from its
-grader: "call strides.numel with these args", or "run this suite driver". Requests are trusted
-(they come from the grader); replies are untrusted and travel in the codec's format only.
+files into a private temp dir, puts it first on sys.path, locks itself in, and from then on is the
+submission's *keeper*: it never runs student code itself, but forks a question process for each
+question, which answers requests from its grader ("call strides.numel with these args", "run this
+suite driver"). Between two questions the keeper kills the last question process and everything it
+started, and forks the next from its own untouched state: nothing the student's code imported,
+patched or left running reaches another question. Requests are trusted (they come from the
+grader); replies are untrusted and travel in the codec's format only.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import ctypes
 import importlib
 import importlib.abc
 import io
-import itertools
 import json
 import linecache
 import marshal
@@ -23,8 +26,8 @@ import random
 import resource
 import shutil
 import signal
+import select
 import socket
-import struct
 import sys
 import tempfile
 import time
@@ -32,11 +35,9 @@ import types
 from typing import Any, Container
 
 from checks.sandbox import codec
+from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 
-FRAME_HEADER = struct.Struct("!Q")
 OUTPUT_EXCERPT_BYTES = 2000
-RETURNED_QUIETLY_HEADER = {"status": "returned", "output": ""}  # most replies: fixed bytes, no JSON work
-RETURNED_QUIETLY = json.dumps(RETURNED_QUIETLY_HEADER).encode()
 IPC_RMID = 0
 # Every random generator the student's code can reach starts each question from this seed, so that
 # a submission draws the same numbers, and gets the same score and feedback, each time it is graded
@@ -48,57 +49,11 @@ KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
 LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
+END_QUESTION_SECONDS = 2.0  # at most, for a question's processes to be gone; else the keeper gives up
 # where a process may write besides its home: each is a tmpfs of the worker's own, capped, where it can have one
 TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
-
-
-# ---------------------------------------------------------------- framing, shared with the grader
-
-def send_frame(sock: socket.socket, *payloads: bytes) -> None:
-    """One length-prefixed frame per payload, in one write: the reader wakes once."""
-    sock.sendall(b"".join(FRAME_HEADER.pack(len(payload)) + payload for payload in payloads))
-
-
-class FrameReader:
-    """Reads length-prefixed frames from a socket, taking whatever has arrived in one recv: a
-    reply's frames come in one write, so they usually cost one system call instead of four."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buffer = bytearray()
-
-    def frame(self, limit: int, deadline: float | None = None) -> bytes:
-        """The next frame; EOFError when the peer is gone, ValueError when it is too big,
-        socket.timeout when it has not come by `deadline` (time.monotonic) if one is given."""
-        self._fill(FRAME_HEADER.size, deadline)
-        (length,) = FRAME_HEADER.unpack_from(self.buffer)
-        if length > limit:
-            raise ValueError(f"a value of {length / 2**20:.1f} MiB (the limit is {limit / 2**20:.0f} MiB)")
-        end = FRAME_HEADER.size + length
-        self._fill(end, deadline)
-        data = bytes(self.buffer[FRAME_HEADER.size:end])
-        del self.buffer[:end]
-        return data
-
-    def _fill(self, size: int, deadline: float | None) -> None:
-        while len(self.buffer) < size:
-            if deadline is not None:
-                self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            chunk = self.sock.recv(min(max(size - len(self.buffer), 1 << 16), 1 << 20))
-            if not chunk:
-                raise EOFError("the sandbox closed the connection")
-            self.buffer += chunk
-
-
-def recv_exact(sock: socket.socket, size: int) -> bytes:
-    chunks, remaining = [], size
-    while remaining:
-        chunk = sock.recv(min(remaining, 1 << 20))
-        if not chunk:
-            raise EOFError("the sandbox closed the connection")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 # ---------------------------------------------------------------- the worker process
@@ -110,15 +65,16 @@ class _BlockedImports(importlib.abc.MetaPathFinder):
         self.blocked = blocked
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
-        if fullname.split(".")[0] in self.blocked:
-            raise ImportError(f"{fullname} is not available to this part of the assignment: "
-                              f"write it without {fullname.split('.')[0]}")
+        if fullname.split(".")[0] in self.blocked:  # as if not installed: optional uses of it then go without
+            raise ModuleNotFoundError(f"{fullname} is not available to this part of the assignment: "
+                                      f"write it without {fullname.split('.')[0]}", name=fullname)
         return None
 
 
-def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> None:
-    """Entry point in the forked child: lock ourselves in, then answer requests (read from `sock`
-    through `reader`) until EOF. `home` is an empty folder of ours (the zygote removes it)."""
+def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, config: dict, home: str) -> None:
+    """Entry point in the forked child: lock ourselves in, then keep the submission's questions:
+    the first one's requests come on `sock` (read through `reader`), the grader's word between
+    questions on `control`. `home` is an empty folder of ours (the zygote removes it)."""
     os.setsid()  # own process group: the grader kills the whole group
     if config.get("cpus") and hasattr(os, "sched_setaffinity"):
         try:
@@ -126,17 +82,9 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
         except OSError:  # that CPU is gone: run anywhere
             pass
     uid = config.get("uid")
-    if uid is not None and config.get("temp_bytes"):
-        _private_temp(home, config["temp_bytes"])
-    for name, data in config["files"].items():
-        path = os.path.realpath(os.path.join(home, name))
-        if not path.startswith(home + os.sep):
-            continue  # course/submissions.py refuses such names already; never write outside home
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(data)
-    output_path = os.path.join(home, ".output")
-    _capture_output(output_path)
+    temp_mounted = uid is not None and bool(config.get("temp_bytes")) and _private_temp(home, config["temp_bytes"])
+    laid_out = _Home(home, config["files"], temp_mounted)
+    _capture_output(laid_out.output_path)
     if uid is not None:
         _hand_over(home, uid)
     _apply_limits(config["limits"])
@@ -154,29 +102,184 @@ def serve(sock: socket.socket, reader: FrameReader, config: dict, home: str) -> 
     os.chdir(home)
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
-    imports = _ImportBlocks(tuple(config["block_imports"]))
-    session = _Session(home, output_path, list(config["files"]), imports)
-    while True:
+    refuse_imports(tuple(config["block_imports"]))
+    _keep(sock, reader, control, laid_out)
+
+
+class _Home:
+    """The submission's folder, laid out by the keeper, and put back the same way before each
+    question: what the last one wrote, printed or left in temp space goes, and a file of the
+    submission it changed is written again."""
+
+    def __init__(self, path: str, files: dict[str, bytes], temp_mounted: bool) -> None:
+        self.path = path
+        self.output_path = os.path.join(path, ".output")
+        self.files = {}
+        for name, data in files.items():
+            target = os.path.realpath(os.path.join(path, name))
+            if target.startswith(path + os.sep):  # course/submissions.py refuses others already
+                self.files[target] = data
+        self.own_entries = {name.split("/")[0] for name in files} | {os.path.basename(self.output_path)}
+        self.temp_mounted = temp_mounted  # the temp folders are this worker's own, to empty
+        self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
+
+    @staticmethod
+    def _write(target: str, data: bytes) -> tuple[int, int, int] | None:
+        """Write a file of the submission (again); its stamp, to tell later whether it changed."""
         try:
-            request = pickle.loads(reader.frame(1 << 30))  # from the grader: trusted
-        except EOFError:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)  # never written through: it may be a link now
+            with open(target, "xb") as handle:
+                handle.write(data)
+            return _stamp(target)
+        except OSError:  # the question after finds it missing, as the student's code left it
+            return None
+
+    def clear_up(self) -> None:
+        os.chdir(self.path)
+        remove_entries(self.path, keep=self.own_entries)
+        os.truncate(self.output_path, 0)
+        for target, data in self.files.items():
+            if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
+                self.stamps[target] = self._write(target, data)
+        if self.temp_mounted:
+            for folder in TEMP_FOLDERS:
+                if os.path.isdir(folder) and not os.path.islink(folder):
+                    below = os.path.relpath(self.path, folder).split(os.sep)[0]  # the home's own way down
+                    remove_entries(folder, keep={below})
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None
+    return status.st_ino, status.st_size, status.st_ctime_ns  # a change time no process can set back
+
+
+def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home) -> None:
+    """The keeper's loop: fork a question process, then wait for the grader's word on `control`
+    (a socket no question process holds). AFRESH: kill the question's processes, clear up, and
+    fork the next one, whose requests come on a new socket sent to the grader with the reply.
+    EOF (the grader is done): exit."""
+    _adopt_orphans()
+    keeper = os.getpid()
+    handed: socket.socket | None = None  # the grader's end of the next question's socket
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            if handed is not None:
+                handed.close()
+            _die_with(keeper)
+            _answer(sock, reader, home)
+        sock.close()
+        if handed is not None:
+            try:
+                socket.send_fds(control, [AFRESH], [handed.fileno()])
+            except OSError:
+                os._exit(0)
+            handed.close()
+        try:
+            word = recv_exact(control, len(AFRESH))
+        except (EOFError, OSError):
+            word = b""
+        if word != AFRESH or not _end_question(pid):
+            _end_question(pid)
             os._exit(0)
-        header, value = session.handle(request)
-        encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
-        send_frame(sock, encoded, *([] if value is None else [value]))
+        home.clear_up()
+        sock, handed = socket.socketpair()
+        reader = FrameReader(sock)
 
 
-def _private_temp(home: str, size: int) -> None:
+def _answer(sock: socket.socket, reader: FrameReader, home: _Home) -> None:
+    """A question process: answer the grader's requests until it closes the socket."""
+    try:
+        session = _Session(home.path, home.output_path)
+        while True:
+            try:
+                request = pickle.loads(reader.frame(1 << 30))  # from the grader: trusted
+            except EOFError:
+                break
+            header, value = session.handle(request)
+            encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
+            send_frame(sock, encoded, *([] if value is None else [value]))
+    finally:
+        os._exit(0)
+
+
+def _end_question(question: int) -> bool:
+    """Kill the question process and every process it started: those still below it, and those
+    that left it and so became the keeper's (a subreaper's) children. True once none is left."""
+    deadline = time.monotonic() + END_QUESTION_SECONDS
+    while time.monotonic() < deadline:
+        children = _children() or ([question] if _exists(question) else [])
+        if not children:
+            return True
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            _reap(pid, deadline)
+    return False
+
+
+def _children() -> list[int]:
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as children:
+            return [int(pid) for pid in children.read().split()]
+    except OSError:  # not Linux
+        return []
+
+
+def _exists(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def _reap(pid: int, deadline: float) -> None:
+    """Wait (until `deadline` at most) for a killed child to exit, and reap it."""
+    try:
+        exited = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        exited = None
+    if exited is not None:
+        select.select([exited], [], [], max(0.0, deadline - time.monotonic()))
+        os.close(exited)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _adopt_orphans() -> None:
+    """What a question process leaves behind (a daemon that left it) becomes the keeper's child,
+    to be killed with the question, not init's."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def _die_with(keeper: int) -> None:
+    """A question process is killed with its keeper; if that is gone already, it exits."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != keeper:
+        os._exit(0)
+
+
+def _private_temp(home: str, size: int) -> bool:
     """Give this worker (and what it starts) temp space of its own: a mount namespace in which
     /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
     student who fills them fills only their own, and all of it vanishes with the worker's
     processes. Needs CAP_SYS_ADMIN (root, and in the jail a capability the zygote holds for
-    this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file)."""
+    this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file). True when /tmp
+    is its own."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNS) != 0:
-        return
+        return False
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return  # a namespace of our own, but mounts would reach the zygote's: mount nothing
+        return False  # a namespace of our own, but mounts would reach the zygote's: mount nothing
     options = f"size={size},mode=1777,nr_inodes={max(1024, size // 4096)}".encode()
     mounted = False
     for folder in TEMP_FOLDERS:
@@ -185,6 +288,7 @@ def _private_temp(home: str, size: int) -> None:
             mounted = mounted or (done and folder == "/tmp")
     if mounted and home.startswith("/tmp/"):
         os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
+    return mounted
 
 
 def _hand_over(home: str, uid: int) -> None:
@@ -259,88 +363,23 @@ def _capture_output(path: str) -> None:
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", closefd=False), write_through=True)
 
 
-_MODULES_BY_PACKAGE: dict[str, tuple[str, ...]] = {}
-
-
-def index_modules() -> None:
-    """In the zygote, before it forks: the loaded modules of each top-level package. A worker then
-    hides a package without walking all of sys.modules, which would touch (and so copy from the
-    zygote) a page for every module name it holds: about 2 ms a worker."""
-    by_package: dict[str, list[str]] = {}
-    for name in sys.modules:
-        by_package.setdefault(name.split(".")[0], []).append(name)
-    _MODULES_BY_PACKAGE.clear()
-    _MODULES_BY_PACKAGE.update({package: tuple(names) for package, names in by_package.items()})
-
-
-class _ImportBlocks:
-    """The top-level packages the student's code may not import. Their modules loaded already (the
-    zygote's torch) are hidden, and come back when a later question of the submission, served by
-    this worker, blocks fewer packages (never more: the code run before could have kept them)."""
-
-    def __init__(self, blocked: tuple[str, ...]) -> None:
-        self.blocked = frozenset(blocked)
-        self.hidden = {name: sys.modules.pop(name) for name in self._loaded(self.blocked)}
-        self._install()
-
-    def _install(self) -> None:
-        """Refuse the blocked packages' imports from now on; what a later narrowing forgets is
-        what comes into sys.modules after this."""
-        self.finder = _BlockedImports(tuple(sorted(self.blocked)))
-        if self.blocked:
-            sys.meta_path.insert(0, self.finder)
-        self.modules_at_start = len(sys.modules)
-
-    @staticmethod
-    def _loaded(packages: frozenset[str]) -> list[str]:
-        if not packages:
-            return []
-        if not _MODULES_BY_PACKAGE:  # not forked from a zygote that indexed them
-            return [name for name in sys.modules if name.split(".")[0] in packages]
-        return [name for package in packages for name in _MODULES_BY_PACKAGE.get(package, ()) if name in sys.modules]
-
-    def narrow(self, blocked: tuple[str, ...]) -> bool:
-        """Block only `blocked` from now on (False, and nothing changed, when it is not a subset).
-        Each module imported since the worker started (or last narrowed) is imported again when next
-        asked for, as in a fresh worker: under the old blocks it may have found a package missing
-        and kept that.
-        (sys.modules keeps the order modules came in: those are the last ones.)"""
-        if not self.blocked >= set(blocked):
-            return False
-        if self.blocked == set(blocked):
-            return True
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self.finder)
-        for name in list(itertools.islice(reversed(sys.modules), max(0, len(sys.modules) - self.modules_at_start))):
-            del sys.modules[name]
-        self.blocked = frozenset(blocked)
-        sys.modules.update({name: module for name, module in self.hidden.items()
-                            if name.split(".")[0] not in self.blocked})
-        self.hidden = {name: module for name, module in self.hidden.items() if name.split(".")[0] in self.blocked}
-        self._install()
-        return True
+def refuse_imports(blocked: tuple[str, ...]) -> None:
+    """Refuse the `blocked` top-level packages from now on. None of them is loaded: the zygote this
+    worker came from never imported them (it refused them too, before its warm-up)."""
+    if blocked:
+        sys.meta_path.insert(0, _BlockedImports(tuple(sorted(blocked))))
 
 
 class _Session:
     """Dispatches requests; every reply is a JSON header plus, for a value, a codec payload."""
 
-    def __init__(self, home: str, output_path: str, files: list[str], imports: _ImportBlocks) -> None:
+    def __init__(self, home: str, output_path: str) -> None:
         self.home = home
-        tops = {name.split("/")[0] for name in files}  # strides.py, or a package folder
-        self.own_entries = tops | {os.path.basename(output_path)}
-        self.own_modules = {name.removesuffix(".py") for name in tops}  # the names they import as
         self.output_path = output_path
-        self.imports = imports
         self.drivers: dict[str, types.ModuleType] = {}
-        self._start_question()
+        seed_generators(sys.modules.get("torch"))
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
-        if request["op"] == "afresh":
-            self._start_afresh()
-            if not self.imports.narrow(tuple(request["block_imports"])):
-                return {"status": "blocks more", "output": self._output()}, None
-            self._start_question()  # torch's settings too, once no longer blocked
-            return {"status": "afresh", "output": self._output()}, None
         try:
             if request["op"] == "call":
                 target = self._student_function(request["module"], request["name"])
@@ -356,28 +395,6 @@ class _Session:
                 header, payload = {"status": "unsupported", "message": str(error)[:500]}, None
         header["output"] = self._output()
         return header, payload
-
-    def _start_question(self) -> None:
-        """Note the settings to put back after this question, and seed the generators it may draw from."""
-        self.settings = _Settings()
-        seed_generators(self.settings.torch)
-
-    def _start_afresh(self) -> None:
-        """Between two questions in this worker: the submission's modules (and the suite's
-        drivers) are imported again on first use, and what the student's code most likely
-        changed elsewhere is put back, so that one question's state does not reach the next."""
-        for name in self.own_modules:
-            module = sys.modules.get(name)
-            if module is None or not str(getattr(module, "__file__", None)).startswith(self.home + os.sep):
-                continue  # not imported, or a module of the same name that is not the student's
-            del sys.modules[name]
-            if hasattr(module, "__path__"):  # a package: its submodules too
-                for inner in [inner for inner in sys.modules if inner.startswith(name + ".")]:
-                    del sys.modules[inner]
-        self.drivers.clear()
-        self.settings.restore()
-        os.chdir(self.home)
-        remove_entries(self.home, keep=self.own_entries)  # what the last question wrote beside the submission
 
     def _student_function(self, module_name: str, name: str) -> Any:
         module = sys.modules.get(module_name)  # imported by an earlier call: skip importlib's locks
@@ -447,38 +464,6 @@ class _Session:
             text = handle.read().decode("utf-8", "replace")
         os.truncate(self.output_path, 0)
         return text
-
-
-# Interpreter-wide functions a question may hold (a driver can pin the recursion limit), as the
-# worker found them: put back for each question, whatever the student's code replaced them with.
-_SYS_FUNCTIONS = {name: getattr(sys, name) for name in ("setrecursionlimit", "getrecursionlimit")}
-
-
-class _Settings:
-    """The process-wide settings a student's code is likely to change (torch's default dtype, grad
-    mode and threads; alarms; sys.path; the recursion limit), as they were before it ran."""
-
-    def __init__(self) -> None:
-        self.path = list(sys.path)
-        self.recursion_limit = _SYS_FUNCTIONS["getrecursionlimit"]()
-        self.torch = sys.modules.get("torch")  # None where it is blocked: student code cannot reach it then
-        if self.torch is not None:
-            self.torch_settings = (self.torch.get_default_dtype(), self.torch.is_grad_enabled(),
-                                   self.torch.get_num_threads())
-
-    def restore(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        sys.path[:] = self.path
-        for name, function in _SYS_FUNCTIONS.items():
-            setattr(sys, name, function)
-        sys.setrecursionlimit(self.recursion_limit)
-        if self.torch is not None:
-            dtype, grad_enabled, threads = self.torch_settings
-            self.torch.set_default_dtype(dtype)
-            self.torch.set_grad_enabled(grad_enabled)
-            self.torch.set_num_threads(threads)
 
 
 def seed_generators(torch: types.ModuleType | None) -> None:

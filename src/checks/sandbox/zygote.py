@@ -4,8 +4,8 @@ the supervisor that starts it again whenever it dies or stops.
 Both are started as a fresh interpreter, `python -m checks.sandbox.zygote FD [--import MODULE]...
 [--without PACKAGE]... [--huge-pages] [--homes DIR --run-dir DIR]`, FD being the listening socket
 it inherits, inside the bubblewrap jail where there is one: never forked from the grader, whose
-memory, argv and environment would then be every worker's. A request is one fd, the worker's end
-of a socketpair; the reply is the worker's pid and a pidfd of it (the grader's PID namespace is
+memory, argv and environment would then be every worker's. A request is two fds, the worker's ends
+of two socketpairs (its first question's requests, and its keeper's control: see worker.py); the reply is the worker's pid and a pidfd of it (the grader's PID namespace is
 not the jail's). The zygote never reads anything else from a client, so a worker that connects
 to it learns nothing.
 
@@ -29,11 +29,14 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import time
+import types
 from typing import Iterable
 
 from checks.sandbox import hugepages, worker
+from checks.sandbox.framing import FrameReader
 
 PID = struct.Struct("!i")
 REAP_INTERVAL = 0.2  # seconds between looks for dead workers while no spawn request comes
@@ -63,7 +66,6 @@ def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str
     # not a subreaper: the workers of a zygote that died must not become our children, or a
     # killpg of their new parent's group would reach us
     warm_up(imports, without)
-    worker.index_modules()
     gc.freeze()  # forked workers then share the warm heap instead of copying it on their first gc
     if huge_pages:
         hugepages.collapse_heap()
@@ -123,10 +125,12 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str
             continue
         with conn:
             try:
-                _, fds, _, _ = socket.recv_fds(conn, 16, 1)
+                _, fds, _, _ = socket.recv_fds(conn, 16, 2)
             except OSError:
                 continue
-            if not fds:
+            if len(fds) != 2:  # the worker's socket and its keeper's control socket
+                for fd in fds:
+                    os.close(fd)
                 continue
             # the grader waits for a worker it kills to be gone: its home goes before the next comes
             _remove_homes_of_the_dead(living)
@@ -137,9 +141,10 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str
                 conn.close()
                 for pidfd in living:  # other workers' (of other submissions, too)
                     os.close(pidfd)
-                _run_worker(fds[0], home)
+                _run_worker(*fds, home)
             _watch(pid, home, living)
-            os.close(fds[0])
+            for fd in fds:
+                os.close(fd)
             _reply(conn, pid)
     _end_run(living, run_dir)
 
@@ -285,14 +290,14 @@ def _close_inherited_descriptors(keep: int) -> None:
     os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
 
 
-def _run_worker(fd: int, home: str) -> None:
+def _run_worker(fd: int, control_fd: int, home: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
-        sock = socket.socket(fileno=fd)
-        reader = worker.FrameReader(sock)
+        sock, control = socket.socket(fileno=fd), socket.socket(fileno=control_fd)
+        reader = FrameReader(sock)
         config = pickle.loads(reader.frame(1 << 30))  # written by the grader: trusted
-        worker.serve(sock, reader, config, home)
+        worker.serve(sock, reader, control, config, home)
     finally:
         os._exit(0)
 
@@ -324,6 +329,7 @@ def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
     (nor any of `imports` in them).
     """
     ask_nvml()
+    worker.refuse_imports(without)  # nor through another package: torch then goes without numpy
     if "numpy" not in without:
         import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
     if "torch" not in without:
@@ -333,6 +339,7 @@ def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
             pass
         else:
             torch.set_num_threads(1)
+            _exercise(torch)
     for name in imports:
         if name.split(".")[0] in without:
             continue
@@ -340,6 +347,20 @@ def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - ImportError, or a module that fails as it loads
             pass
+
+
+def _exercise(torch: "types.ModuleType") -> None:
+    """Run the tensor operations most checks use once, here, on one thread: what they set up on
+    first use (dispatch caches, the allocator, NumPy's bridge) is then shared by every process
+    forked from this one, not done again in each (about 2 of a small question's 5 ms). No
+    backward pass: autograd's engine asks how many GPUs there are, and a CUDA driver started
+    here is one no forked process could use."""
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    y = (x * 2 + 1 - x / 3).exp().log().sum(dim=0) @ torch.ones(3, dtype=torch.float32)
+    (x.double().t().contiguous() == x.double().t()).all().item()
+    y.item(), torch.zeros(2, dtype=torch.int64).tolist(), torch.tensor([[1.0, 2.0]]).expand(3, 2).clone()
+    if "numpy" in sys.modules:
+        torch.from_numpy(x.numpy().copy()).numpy()
 
 
 def main() -> None:

@@ -144,21 +144,26 @@ class ChecksPlugin:
         self._collected_options = options
         self._suite_position = {item: position for position, item in enumerate(items)}
         items.sort(key=self._worker_order(options))
+        # a zygote for each set of packages the questions withhold, started before a batch forks
+        # its grading processes (they share it) rather than in each of them
+        self.zygote.withhold(*{frozenset(found["block_imports"]) for found in options.values()})
 
     def _worker_order(self, options: dict[pytest.Item, dict[str, Any]]) -> Callable[[pytest.Item], tuple[int, int]]:
         """A sort key (sorting is stable) that lets one worker serve as many questions in a row as
         it may: the questions given no reference files first, then each set of reference files in
-        turn (a worker never outlives a change of them); within each, those that block more
-        imports first (a worker is handed on to a question that blocks fewer, never more)."""
+        turn (a worker never outlives a change of them); within each, those that withhold the
+        same packages together (a worker serves only those: see WorkerConfig.serves)."""
         groups: dict[tuple[str, ...], int] = {(): 0}
+        withheld: dict[frozenset[str], int] = {frozenset(): 0}
         for found in options.values():
             groups.setdefault(self._references_given(found), len(groups))
+            withheld.setdefault(frozenset(found["block_imports"]), len(withheld))
 
         def key(item: pytest.Item) -> tuple[int, int]:
             found = options.get(item)
             if found is None:
                 return 0, 0
-            return groups[self._references_given(found)], -len(set(found["block_imports"]))
+            return groups[self._references_given(found)], withheld[frozenset(found["block_imports"])]
         return key
 
     def _references_given(self, options: dict[str, Any]) -> tuple[str, ...]:

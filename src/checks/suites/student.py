@@ -166,7 +166,7 @@ class SubmissionWorkers:
         fit for another question (Worker.start_afresh), else a fresh one."""
         if self._idle is not None:
             (idle_config, worker), self._idle = self._idle, None
-            if idle_config.serves(config) and worker.start_afresh(config.block_imports):
+            if idle_config.serves(config) and worker.start_afresh():
                 return worker
             worker.kill()
         return self.fresh(config)
