@@ -158,6 +158,7 @@ def test_build_writes_a_marker_with_the_files_and_answer_kinds_never_the_answers
     marker = (root / "assignments/toy" / MARKER_FILE).read_text()
     assert 'assignment = "toy"' in marker and 'files = ["good.py"]' in marker
     assert 'n = "number"' in marker and 'ok = "true or false"' in marker and "7" not in marker
+    assert "[stubs]" not in marker  # good.py leaves nothing to write
     assert build(root, ["toy"], check=True) == []
 
 
@@ -198,6 +199,42 @@ def test_pack_refuses_a_missing_file_or_a_malformed_quiz_and_writes_nothing(tmp_
     code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)  # an unanswered quiz is packed, with a word
     assert code == 0 and "quiz: no answer yet for broadcast_numel (packed anyway)" in out
     assert (copy / "01_tensors.zip").is_file()
+
+
+def test_pack_warns_in_one_line_when_a_file_is_still_the_untouched_stub(tmp_path, monkeypatch):
+    """Still packed, with one line that names the files where nothing is implemented yet; a file
+    with one function written is not untouched, whatever the others."""
+    copy = student_copy(tmp_path, solved=False)
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    warning = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert code == 0 and (copy / "01_tensors.zip").is_file(), out
+    assert warning == ["warning: nothing implemented yet in strides.py and broadcasting.py: every function there "
+                       "still raises the stub's NotImplementedError (packed anyway)"], out
+    stub = (copy / "strides.py").read_text()
+    start = stub.index("    raise NotImplementedError('numel:")
+    (copy / "strides.py").write_text(stub[:start] + "    return 6\n" + stub[stub.index("\n", start) + 1:])
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    assert code == 0 and "warning: nothing implemented yet in broadcasting.py: every function" in out, out
+    shutil.copy(SOLUTION / "broadcasting.py", copy / "broadcasting.py")
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    assert code == 0 and "nothing implemented" not in out, out
+
+
+def test_untouched_is_decided_by_the_release_record_else_by_public_names():
+    from checks.course.stubs import stub_functions, untouched
+
+    stub = ('def _given(x):\n    return x\n\n\nclass T:\n    def __init__(self):\n'
+            '        raise NotImplementedError("T.__init__: store it")\n\n    def __repr__(self):\n        return "T"\n\n'
+            '    def add(self, o):\n        """Doc."""\n        raise NotImplementedError("T.add: add")\n')
+    assert stub_functions(stub) == ["T.__init__", "T.add"]
+    assert untouched(stub, ["T.__init__", "T.add"]) and untouched(stub, None)
+    started = stub.replace('raise NotImplementedError("T.__init__: store it")', "self.x = 1")
+    assert not untouched(started, ["T.__init__", "T.add"])  # the record knows __init__ was a stub
+    assert untouched(started, None)  # without one, a dunder is taken for a given helper
+    assert not untouched(stub.replace('raise NotImplementedError("T.add: add")', "return 1"), None)
+    own = stub.replace('"T.add: add"', '"not for negative numbers"')  # a student's own NotImplementedError
+    assert stub_functions(own) == ["T.__init__"] and not untouched(own, ["T.__init__", "T.add"])
+    assert stub_functions("def broken(:\n") is None and not untouched("def broken(:\n", None)
 
 
 # ---------------------------------------------------------------- TAs and authors

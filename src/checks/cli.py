@@ -333,6 +333,12 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
     console.print(plain(f"wrote {out}, with {len(packing.files)} files from {folder}:"))
     for name in submission_file_names(assignment):
         console.print(Text(f"  {name} ({packing.files[name]:,} bytes)"))
+    if packing.untouched:
+        files = packing.untouched
+        names = ", ".join(files[:-1]) + f" and {files[-1]}" if len(files) > 1 else files[0]
+        console.print(Text.assemble(("warning: ", "yellow"), plain(
+            f"nothing implemented yet in {names}: every function there still raises the stub's "
+            "NotImplementedError (packed anyway)")), soft_wrap=True)
     if packing.unanswered:
         console.print(Text(f"quiz: no answer yet for {', '.join(packing.unanswered)} (packed anyway)"),
                       style="yellow")
