@@ -92,6 +92,39 @@ def test_each_failure_is_shown_once_in_the_details(monkeypatch):
     assert re.search(r"strides\.numel .*✓ .*passed", out)
 
 
+def test_in_a_copy_checks_test_needs_no_name_and_runs_only_the_questions_named(tmp_path, monkeypatch):
+    copy = student_copy(tmp_path, solved=False)
+    code, out = run(monkeypatch, "test", cwd=copy / "tests")  # the copy's marker names the assignment
+    assert code == 1 and "public checks of 01_tensors on" in out and out.count("not started") == 12, out
+    code, out = run(monkeypatch, "test", "strides.offset", "quiz.broadcast_numel", cwd=copy)
+    rows = [line.split()[1] for line in out.splitlines() if line.startswith("│")]
+    assert rows == ["strides.offset", "quiz.broadcast_numel"], out
+    assert "0 of 1 questions pass their public checks; 1 of 1 quiz answers" in out
+    code, out = run(monkeypatch, "test", "01_tensors", "strides.ofset", cwd=copy)
+    assert code == 2 and out.startswith("error: 01_tensors has no question 'strides.ofset' (did you mean "
+                                        "strides.offset?); its questions: strides.numel,"), out
+    code, out = run(monkeypatch, "test", "numel", cwd=copy)  # a bare word in a copy: its question
+    assert code == 2 and "no question 'numel' (did you mean strides.numel?)" in out, out
+    code, out = run(monkeypatch, "test", cwd=tmp_path)
+    assert code == 2 and "name the assignment: `checks test ASSIGNMENT`" in out, out
+
+
+def test_the_words_of_checks_test_are_read_one_way():
+    from checks.course.selection import TestRequest, read_test_words
+
+    names = ["01_tensors", "02_autograd"]
+    assert read_test_words(["01_tensors"], names) == TestRequest("01_tensors")
+    assert read_test_words(["01_tensors", "/tmp/x", "strides.numel"], names) == TestRequest(
+        "01_tensors", Path("/tmp/x"), ("strides.numel",))
+    assert read_test_words(["sub.zip"], names) == TestRequest(None, Path("sub.zip"))
+    assert read_test_words(["strides.numel", "quiz.a"], names) == TestRequest(None, None, ("strides.numel", "quiz.a"))
+    here = ["strides.numel", "strides.offset"]
+    assert read_test_words(["numel"], names, questions_here=here) == TestRequest(None, None, ("numel",))
+    assert read_test_words(["02_autograd"], names, questions_here=here) == TestRequest("02_autograd")
+    with pytest.raises(Exception, match=r"no assignment '01_tensor' here \(did you mean 01_tensors\?\)"):
+        read_test_words(["01_tensor"], names)
+
+
 def test_a_path_that_does_not_exist_is_one_error_line(monkeypatch, tmp_path):
     code, out = run(monkeypatch, "--course", str(REPO), "test", "01_tensors", str(tmp_path / "nosuch"))
     assert code == 2

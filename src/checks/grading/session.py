@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator
 
 from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
@@ -83,11 +83,13 @@ def named_files(assignment: Assignment) -> tuple[str, ...] | None:
 
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
                   jobs: int | None = None, limits: Limits = Limits(),
-                  isolation: Isolation | None = None) -> Iterator[SubmissionResult]:
+                  isolation: Isolation | None = None,
+                  questions: Collection[str] | None = None) -> Iterator[SubmissionResult]:
     """Grade each source in a forked child; yield results as they finish (any order).
 
     `isolation` defaults to the level $CHECKS_ISOLATION asks for, else the strongest this
-    machine allows (jail.choose()).
+    machine allows (jail.choose()). `questions`: run only the tests of these (`checks test
+    01_tensors strides.offset`); the results hold only them.
     """
     isolation = isolation or jail.choose()
     names = [source.name for source in sources]
@@ -108,7 +110,7 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
         if batch:
             hugepages.collapse_heap()  # the session child and every grading child fork from this heap
         session = functools.partial(_grading_session, assignment, sources, zygote, public, limits,
-                                    jobs or os.cpu_count() or 1)
+                                    jobs or os.cpu_count() or 1, questions=questions)
         graded: set[str] = set()
         try:
             for name, value, error in stream_forked(session):
@@ -129,7 +131,8 @@ def _result(assignment: Assignment, name: str, value: dict | None, error: str,
 
 
 def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygote, public: bool, limits: Limits,
-                     jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+                     jobs: int, emit: Callable[[tuple[str, dict | None, str]], None], *,
+                     questions: Collection[str] | None = None) -> None:
     """In the session child: collect the suite once, then grade each source in a child forked
     from the collected session (set-up and collection cost about 0.1 s a submission)."""
     import pytest
@@ -140,7 +143,7 @@ def _grading_session(assignment: Assignment, sources: list[Source], zygote: Zygo
     # environment forces colour, as a Jupyter kernel's does
     os.environ["PY_COLORS"] = "0"
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
-    loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
+    loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit, questions=questions)
     suite_dir = assignment.suite_dir(public)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:  # pytest stopped before its run loop: a usage error, say
@@ -154,14 +157,18 @@ class SubmissionLoop:
     in a child of its own. `sources` may be a stream (the Dask pool's requests as they arrive)."""
 
     def __init__(self, assignment: Assignment, sources: Iterable[Source], plugin: "ChecksPlugin", public: bool,
-                 jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+                 jobs: int, emit: Callable[[tuple[str, dict | None, str]], None], *,
+                 questions: Collection[str] | None = None) -> None:
         self.assignment, self.sources, self.plugin, self.public = assignment, sources, plugin, public
         self.jobs, self.emit = jobs, emit
+        self.questions = None if questions is None else frozenset(questions)
         self.ran = False
 
     def pytest_runtestloop(self, session: "pytest.Session") -> bool:
         self.ran = True
         items = [] if session.testsfailed else list(session.items)  # a suite that does not collect runs nothing
+        if self.questions is not None:
+            items = [item for item in items if _question_of(item) in self.questions]
         for item in items:
             item.location  # noqa: B018 - cached on the item: worked out here once, not in every grading child
         jobs = ((source.name, functools.partial(self._grade, source, items)) for source in self.sources)
@@ -171,6 +178,13 @@ class SubmissionLoop:
 
     def _grade(self, source: Source, items: list["pytest.Item"]) -> dict:
         return grade_submission(self.assignment, source, self.plugin, items, public=self.public).to_dict()
+
+
+def _question_of(item: "pytest.Item") -> str | None:
+    from checks.suites import api  # in the session child, where pytest is already imported
+
+    options = api.question_options(item)
+    return None if options is None else options["qid"]
 
 
 def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", items: list["pytest.Item"],

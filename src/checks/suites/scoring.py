@@ -15,6 +15,9 @@ MAX_QUESTION_FEEDBACK_CHARS = 8_000
 MAX_SUBMISSION_FEEDBACK_CHARS = 100_000
 # how a failure caused by the untouched stub ends (suites/student.py, suites/api.py say it)
 STILL_THE_STUB = "(still the stub"
+# the one word every report uses for a question still the stub (QuestionResult.not_started), and
+# for a quiz answer not given yet: the terminal table, the notebook's, the lesson's `yours(...)`
+NOT_STARTED = "not started"
 GRADED, REFUSED, NOT_GRADED = "graded", "refused", "not graded"  # SubmissionResult.status
 
 
