@@ -212,8 +212,10 @@ def _parser() -> argparse.ArgumentParser:
 
     verify_cmd = _command(commands, "verify", "prove a hidden suite sound with the reference, stubs and mutants",
                           "Grade the reference (it must score 100), the stubs (0) and every mutant in "
-                          "mutants.toml (each must lose points on its own question only). Ends with one line "
-                          "per assignment; exit status 1 when any expectation does not hold.",
+                          "mutants.toml (each must lose points on its own question only); check that every "
+                          "hidden question has a public check worth the same points (or is declared hidden_only), "
+                          "that the points add up to 100 and that the lesson notebook has every question. Ends "
+                          "with one line per assignment; exit status 1 when any expectation does not hold.",
                           "  checks verify 01_tensors\n  checks verify            # every assignment",
                           runs_student_code=True)
     verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
