@@ -82,7 +82,7 @@ def test_a_hostile_submission_costs_its_rows_and_the_shell_goes_on(shell, copy_0
         assert "checks failed" in rows[qid], shown
     for qid in ("strides.transpose", "strides.view", "strides.gather"):
         assert rows[qid].endswith("passed"), shown
-    assert rows["broadcasting.broadcast_shape"].endswith("not yet: still the stub"), shown
+    assert rows["broadcasting.broadcast_shape"].endswith("not started: still the stub"), shown
     assert "ZeroDivisionError" in shown
     assert shell.run_cell("21 * 2").result == 42  # the shell (the kernel, in Jupyter) is still there
 
@@ -92,10 +92,22 @@ def test_one_question_is_shown_alone_and_an_unknown_one_lists_the_questions(shel
     shell.run_line_magic("load_ext", "checks")
     shell.run_line_magic("checks", "test strides.offset")
     shown = capsys.readouterr().out
-    assert "strides.offset" in shown and "not yet: still the stub" in shown
+    assert "strides.offset" in shown and "not started: still the stub" in shown
     assert "strides.numel" not in shown
     report = run_checks(copy_01, "strides.ofset")
-    assert "has no question 'strides.ofset'" in report.problem and "strides.offset" in report.problem
+    assert "has no question 'strides.ofset' (did you mean strides.offset?)" in report.problem, report.problem
+
+
+def test_the_magic_reads_its_words_as_checks_test_does(copy_01):
+    """`%checks test 01_tensors` is the CLI's `checks test 01_tensors` (the assignment, every question),
+    not a question named 01_tensors; questions after it run alone; another assignment, or a mistyped
+    question, is one line that says what to type."""
+    everything = run_checks(copy_01, ["01_tensors"])
+    assert everything.problem == "" and len(everything.rows) == 13, everything.problem
+    two = run_checks(copy_01, ["01_tensors", "strides.offset", "quiz.broadcast_numel"])
+    assert [row.qid for row in two.rows] == ["strides.offset", "quiz.broadcast_numel"], two
+    assert "is a copy of 01_tensors, not of 02_autograd" in run_checks(copy_01, ["02_autograd"]).problem
+    assert "no question 'numel' (did you mean strides.numel?)" in run_checks(copy_01, ["numel"]).problem
 
 
 def test_a_big_notebook_beside_the_files_is_not_read_and_a_misnamed_file_is_pointed_out(copy_01):
@@ -105,14 +117,14 @@ def test_a_big_notebook_beside_the_files_is_not_read_and_a_misnamed_file_is_poin
     report = run_checks(copy_01)
     assert report.problem == ""
     assert any("found broadcasting.PY: rename it to broadcasting.py" in note for note in report.notes), report.notes
-    assert {row.qid: row.state for row in report.rows}["strides.numel"] == "not yet"
+    assert {row.qid: row.state for row in report.rows}["strides.numel"] == "not started"
 
 
 def test_usage_and_a_folder_that_is_no_assignment(shell, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     shell.run_line_magic("load_ext", "checks")
     shell.run_line_magic("checks", "tset")
-    assert "usage: %checks test [QUESTION]" in capsys.readouterr().out
+    assert "usage: %checks test [ASSIGNMENT] [QUESTION...]" in capsys.readouterr().out
     shell.run_line_magic("checks", "test")
     assert "is not an assignment folder" in capsys.readouterr().out
 
@@ -171,14 +183,30 @@ def test_the_notebook_picks_up_an_edit_without_a_kernel_restart(copy_01):
         nbformat.v4.new_code_cell(edit), nbformat.v4.new_code_cell("print(yours(strides.numel, (2, 3)))")])
     nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(copy_01)}}).execute()
-    assert notebook.cells[1].outputs[0]["text"] == "not yet\n"
+    assert notebook.cells[1].outputs[0]["text"] == "not started\n"
     assert notebook.cells[3].outputs[0]["text"] == "6\n"
 
 
-def test_quiz_rows_say_answered_not_yet_or_malformed():
+def test_not_started_is_one_word_in_the_terminal_and_the_notebook():
+    from rich.console import Console
+
+    from checks.reports.render import question_table
+    from checks.suites.scoring import NOT_STARTED, QuestionResult, SubmissionResult
+
+    stub = QuestionResult("strides.numel", 0.0, 4.0, "", 0, 3, not_started=True)
+    result = SubmissionResult("01_tensors", "01_tensors", questions=[stub])
+    console = Console(record=True, width=120)
+    console.print(question_table(result, show_points=False))
+    report = ChecksReport.from_runner({"result": result.to_dict(), "quiz": [], "quiz_problem": "", "question": None})
+    assert NOT_STARTED in console.export_text() and report.rows[0].state == NOT_STARTED
+    assert report.summary.endswith(f"{NOT_STARTED.capitalize()}: 1 question still raise the stub's NotImplementedError: "
+                                   "its message, in your .py file, is a hint of where to begin.")
+
+
+def test_quiz_rows_say_answered_not_started_or_malformed():
     result = {"name": "01_tensors", "assignment": "01_tensors", "questions": []}
     quiz = [{"key": "a", "ok": True, "note": "answered (number)"}, {"key": "b", "ok": False, "note": "no answer yet"},
             {"key": "c", "ok": False, "note": "expected a number, got 'six'"}]
     report = ChecksReport.from_runner({"result": result, "quiz": quiz, "quiz_problem": "", "question": None})
-    assert [(row.qid, row.state) for row in report.rows] == [("quiz.a", "quiz ok"), ("quiz.b", "not yet"),
+    assert [(row.qid, row.state) for row in report.rows] == [("quiz.a", "quiz ok"), ("quiz.b", "not started"),
                                                              ("quiz.c", "failed")]

@@ -92,6 +92,39 @@ def test_each_failure_is_shown_once_in_the_details(monkeypatch):
     assert re.search(r"strides\.numel .*✓ .*passed", out)
 
 
+def test_in_a_copy_checks_test_needs_no_name_and_runs_only_the_questions_named(tmp_path, monkeypatch):
+    copy = student_copy(tmp_path, solved=False)
+    code, out = run(monkeypatch, "test", cwd=copy / "tests")  # the copy's marker names the assignment
+    assert code == 1 and "public checks of 01_tensors on" in out and out.count("not started") == 12, out
+    code, out = run(monkeypatch, "test", "strides.offset", "quiz.broadcast_numel", cwd=copy)
+    rows = [line.split()[1] for line in out.splitlines() if line.startswith("│")]
+    assert rows == ["strides.offset", "quiz.broadcast_numel"], out
+    assert "0 of 1 questions pass their public checks; 1 of 1 quiz answers" in out
+    code, out = run(monkeypatch, "test", "01_tensors", "strides.ofset", cwd=copy)
+    assert code == 2 and out.startswith("error: 01_tensors has no question 'strides.ofset' (did you mean "
+                                        "strides.offset?); its questions: strides.numel,"), out
+    code, out = run(monkeypatch, "test", "numel", cwd=copy)  # a bare word in a copy: its question
+    assert code == 2 and "no question 'numel' (did you mean strides.numel?)" in out, out
+    code, out = run(monkeypatch, "test", cwd=tmp_path)
+    assert code == 2 and "name the assignment: `checks test ASSIGNMENT`" in out, out
+
+
+def test_the_words_of_checks_test_are_read_one_way():
+    from checks.course.selection import TestRequest, read_test_words
+
+    names = ["01_tensors", "02_autograd"]
+    assert read_test_words(["01_tensors"], names) == TestRequest("01_tensors")
+    assert read_test_words(["01_tensors", "/tmp/x", "strides.numel"], names) == TestRequest(
+        "01_tensors", Path("/tmp/x"), ("strides.numel",))
+    assert read_test_words(["sub.zip"], names) == TestRequest(None, Path("sub.zip"))
+    assert read_test_words(["strides.numel", "quiz.a"], names) == TestRequest(None, None, ("strides.numel", "quiz.a"))
+    here = ["strides.numel", "strides.offset"]
+    assert read_test_words(["numel"], names, questions_here=here) == TestRequest(None, None, ("numel",))
+    assert read_test_words(["02_autograd"], names, questions_here=here) == TestRequest("02_autograd")
+    with pytest.raises(Exception, match=r"no assignment '01_tensor' here \(did you mean 01_tensors\?\)"):
+        read_test_words(["01_tensor"], names)
+
+
 def test_a_path_that_does_not_exist_is_one_error_line(monkeypatch, tmp_path):
     code, out = run(monkeypatch, "--course", str(REPO), "test", "01_tensors", str(tmp_path / "nosuch"))
     assert code == 2
@@ -158,6 +191,7 @@ def test_build_writes_a_marker_with_the_files_and_answer_kinds_never_the_answers
     marker = (root / "assignments/toy" / MARKER_FILE).read_text()
     assert 'assignment = "toy"' in marker and 'files = ["good.py"]' in marker
     assert 'n = "number"' in marker and 'ok = "true or false"' in marker and "7" not in marker
+    assert "[stubs]" not in marker  # good.py leaves nothing to write
     assert build(root, ["toy"], check=True) == []
 
 
@@ -200,6 +234,42 @@ def test_pack_refuses_a_missing_file_or_a_malformed_quiz_and_writes_nothing(tmp_
     assert (copy / "01_tensors.zip").is_file()
 
 
+def test_pack_warns_in_one_line_when_a_file_is_still_the_untouched_stub(tmp_path, monkeypatch):
+    """Still packed, with one line that names the files where nothing is implemented yet; a file
+    with one function written is not untouched, whatever the others."""
+    copy = student_copy(tmp_path, solved=False)
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    warning = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert code == 0 and (copy / "01_tensors.zip").is_file(), out
+    assert warning == ["warning: nothing implemented yet in strides.py and broadcasting.py: every function there "
+                       "still raises the stub's NotImplementedError (packed anyway)"], out
+    stub = (copy / "strides.py").read_text()
+    start = stub.index("    raise NotImplementedError('numel:")
+    (copy / "strides.py").write_text(stub[:start] + "    return 6\n" + stub[stub.index("\n", start) + 1:])
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    assert code == 0 and "warning: nothing implemented yet in broadcasting.py: every function" in out, out
+    shutil.copy(SOLUTION / "broadcasting.py", copy / "broadcasting.py")
+    code, out = run(monkeypatch, "pack", "01_tensors", cwd=copy)
+    assert code == 0 and "nothing implemented" not in out, out
+
+
+def test_untouched_is_decided_by_the_release_record_else_by_public_names():
+    from checks.course.stubs import stub_functions, untouched
+
+    stub = ('def _given(x):\n    return x\n\n\nclass T:\n    def __init__(self):\n'
+            '        raise NotImplementedError("T.__init__: store it")\n\n    def __repr__(self):\n        return "T"\n\n'
+            '    def add(self, o):\n        """Doc."""\n        raise NotImplementedError("T.add: add")\n')
+    assert stub_functions(stub) == ["T.__init__", "T.add"]
+    assert untouched(stub, ["T.__init__", "T.add"]) and untouched(stub, None)
+    started = stub.replace('raise NotImplementedError("T.__init__: store it")', "self.x = 1")
+    assert not untouched(started, ["T.__init__", "T.add"])  # the record knows __init__ was a stub
+    assert untouched(started, None)  # without one, a dunder is taken for a given helper
+    assert not untouched(stub.replace('raise NotImplementedError("T.add: add")', "return 1"), None)
+    own = stub.replace('"T.add: add"', '"not for negative numbers"')  # a student's own NotImplementedError
+    assert stub_functions(own) == ["T.__init__"] and not untouched(own, ["T.__init__", "T.add"])
+    assert stub_functions("def broken(:\n") is None and not untouched("def broken(:\n", None)
+
+
 # ---------------------------------------------------------------- TAs and authors
 
 TOY_SOLUTION = """\
@@ -218,10 +288,10 @@ def test_add(student, a):
 """
 
 
-@pytest.mark.parametrize("question, held", [("good.add", "5 of 5 hold"), ("good.other", "4 of 5 hold")])
+@pytest.mark.parametrize("question, held", [("good.add", "9 of 9 hold"), ("good.other", "8 of 9 hold")])
 def test_verify_ends_with_one_line_and_fails_when_one_does_not_hold(make_course, monkeypatch, question, held):
     root = make_course({"solutions/toy/good.py": TOY_SOLUTION, "solutions/toy/quiz.toml": "answer = 6\n",
-                        "assignments/toy/.keep": "",
+                        "assignments/toy/tests/test_public.py": TOY_SUITE,
                         "autograder/toy/assignment.toml": 'files = ["good.py"]\n[quiz.answer]\nanswer = 6\npoints = 10\n',
                         "autograder/toy/test_toy.py": TOY_SUITE,
                         "autograder/toy/mutants.toml": '[[mutant]]\nname = "minus"\nquestion = "good.add"\n'
@@ -230,7 +300,7 @@ def test_verify_ends_with_one_line_and_fails_when_one_does_not_hold(make_course,
                                                        'file = "good.py"\nfind = "a + b"\nreplace = "a * b"\n'})
     code, out = run(monkeypatch, "verify", "toy", "--course", str(root))
     assert out.rstrip().splitlines()[-1] == f"verify toy: {held}"
-    assert code == (0 if held == "5 of 5 hold" else 1)
+    assert code == (0 if held == "9 of 9 hold" else 1)
 
 
 @pytest.mark.parametrize("command", ["test", "pack", "grade", "build", "verify"])

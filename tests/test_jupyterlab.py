@@ -125,7 +125,7 @@ def test_the_notebook_runs_in_jupyterlab_and_shows_the_checks_table(tmp_path):
                 states = {rows.nth(i).get_attribute("data-question"): rows.nth(i).get_attribute("data-state")
                           for i in range(rows.count())}
                 assert states["strides.offset"] == "passed"
-                assert states["broadcasting.broadcast_shape"] == "not yet"
+                assert states["broadcasting.broadcast_shape"] == "not started"
                 assert states["quiz.broadcast_numel"] == "quiz ok"
                 assert len(states) == 13, states
                 page.locator(".jp-Cell", has=table).last.scroll_into_view_if_needed()

@@ -1,5 +1,5 @@
 """Every assignment's lesson notebook, executed headless by nbclient in a real kernel: with the
-stubs it runs to the end and reports every question as not yet done; with the reference files in
+stubs it runs to the end and reports every question as not started; with the reference files in
 its folder every question passes. Also how the notebooks are built from their sources.
 """
 
@@ -65,12 +65,12 @@ def test_the_notebook_runs_on_the_stubs_and_passes_with_the_reference(name, tmp_
     with ThreadPoolExecutor(2) as pool:
         on_stubs, on_reference = pool.map(lambda reference: execute(release_copy(tmp_path, name, reference=reference),
                                                                     name), (False, True))
-    # with the stubs: it ran to the end (nbclient raises on a cell that fails), every row is "not yet"
+    # with the stubs: it ran to the end (nbclient raises on a cell that fails), every row is "not started"
     rows = checks_rows(on_stubs)
     assert set(rows) == public_questions(name)
-    assert set(rows.values()) == {"not yet"}, rows
+    assert set(rows.values()) == {"not started"}, rows
     printed = "".join(o.get("text", "") for c in on_stubs.cells if c.cell_type == "code" for o in c.outputs)
-    assert "yours: not yet" in printed  # the demonstrations beside the student's functions ran too
+    assert "yours: not started" in printed  # the demonstrations beside the student's functions ran too
     # with the reference: every question passes, every quiz answer is there
     rows = checks_rows(on_reference)
     assert set(rows) == public_questions(name)

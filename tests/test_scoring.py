@@ -39,3 +39,24 @@ def test_cases_that_failed_the_same_way_are_shown_once():
 def test_questions_keep_their_order_and_stay_separate():
     results = score_cases([case("a", True, qid="x"), case("b", False, qid="y", message="no")])
     assert [(q.qid, q.score) for q in results] == [("x", 10.0), ("y", 0.0)]
+
+
+def test_a_fault_after_a_scenario_is_shown_once_whatever_the_scenario():
+    """A suite that names its scenario on a line of its own (02's engine questions: `run_or_fail`)
+    collapses as a call does: a missing engine.py fails every case the same way, shown once."""
+    missing = "raised ModuleNotFoundError: No module named 'engine'"
+    hint = "A view must be a recorded op like any other."
+    scenarios = ["While running t = Tensor([1, 2, 3]):", "While running t = Tensor(2.5, requires_grad=True):",
+                 "Forward pass of a = Tensor(<array of shape (2, 3)>); t0 = a + b", "After x.T; L.backward()"]
+    (q,) = score_cases([case("t", False, message=f"{s}\n{missing}") for s in scenarios])
+    assert q.feedback.splitlines()[1:] == [f"- {scenarios[0]}", f"{missing} (3 more cases failed the same way)"]
+    (q,) = score_cases([case("t", False, message=f"{s}\n{missing}\n{hint}") for s in scenarios[:2]])
+    assert q.feedback.splitlines()[1:] == [f"- {scenarios[0]}", f"{missing} (1 more case failed the same way)", hint]
+
+
+def test_different_faults_or_different_values_after_a_scenario_stay_apart():
+    (q,) = score_cases([case("t", False, message="While running a:\nraised ValueError: bad a"),
+                        case("t", False, message="While running b:\nraised KeyError: 'b'"),
+                        case("t", False, message="After a: a.grad is None; expected its gradient."),
+                        case("t", False, message="After b: b.grad is None; expected its gradient.")])
+    assert "same way" not in q.feedback and len(q.feedback.splitlines()) == 1 + 4 + 2

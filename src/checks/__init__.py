@@ -5,7 +5,8 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ipython: object) -> None:
     """`%load_ext checks` in IPython or Jupyter (`ipython` is its shell): registers `%checks test
-    [QUESTION]`. Imported lazily, so that `import checks` stays light for the grader and its sandbox."""
+    [ASSIGNMENT] [QUESTION...]`. Imported lazily, so that `import checks` stays light for the grader
+    and its sandbox."""
     from checks.notebooks.magic import load_ipython_extension as load
 
     load(ipython)

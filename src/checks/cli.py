@@ -26,10 +26,11 @@ from checks.authoring.build import BuildError
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                      list_assignments, load_assignment, load_copy, read_marker)
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
-from checks.grading.session import Source, grade_sources, named_files
+from checks.course.selection import check_questions, read_test_words
+from checks.grading.session import Source, named_files
 from checks.sandbox import jail, zygote
 from checks.reports.render import plain, print_failures, question_table
-from checks.suites.quiz import QUIZ_FILE, AnswerForm, answer_kinds, check_answers
+from checks.suites.quiz import QUIZ_FILE, AnswerForm
 from checks.suites.scoring import SubmissionResult
 
 if TYPE_CHECKING:
@@ -107,8 +108,8 @@ def _known_assignments() -> list[str]:
 
 
 def _command(commands: argparse._SubParsersAction, name: str, summary: str, description: str,
-             examples: str, *, runs_student_code: bool = False) -> argparse.ArgumentParser:
-    parser = commands.add_parser(name, help=summary, description=textwrap.fill(description, 78),
+             examples: str, *, runs_student_code: bool = False, usage: str | None = None) -> argparse.ArgumentParser:
+    parser = commands.add_parser(name, help=summary, description=textwrap.fill(description, 78), usage=usage,
                                  epilog="examples:\n" + examples,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     # also after the subcommand (`checks test 01_tensors --course ~/course`); SUPPRESS keeps the one before it
@@ -145,26 +146,32 @@ def _parser() -> argparse.ArgumentParser:
     test = _command(commands, "test", "run the public checks on your work",
                     "Run an assignment's public checks on your files: a row per question (passed, not started, "
                     "or how many checks failed), a row per quiz answer (present and well-formed; it is marked "
-                    "only when graded), then each failing question's first failures. Exit status 0 only when "
-                    "every public check passes and every quiz answer is well-formed.",
+                    "only when graded), then each failing question's first failures. Questions named after "
+                    "it run alone. Exit status 0 only when every public check run passes and every quiz "
+                    "answer shown is well-formed.",
+                    "  checks test                          # in your copy of an assignment: it knows which\n"
                     "  checks test 01_tensors               # assignments/01_tensors, or the copy you are in\n"
+                    "  checks test 01_tensors strides.offset quiz.broadcast_numel   # those questions only\n"
                     "  checks test 01_tensors ~/my-copy     # another folder, a .zip or a notebook",
-                    runs_student_code=True)
-    test.add_argument("assignment", help=assignment_help)
-    test.add_argument("path", nargs="?", type=Path, metavar="PATH",
-                      help="your folder, .zip or notebook (default: the copy of the assignment the current folder is in, "
-                           "else assignments/ASSIGNMENT)")
+                    runs_student_code=True, usage="checks test [ASSIGNMENT] [PATH] [QUESTION ...] [options]")
+    test.add_argument("words", nargs="*", metavar="ASSIGNMENT PATH QUESTION",
+                      help=f"{assignment_help} (default: the copy the current folder is in); PATH: your folder, "
+                           ".zip or notebook (default: the copy of the assignment the current folder is in, else "
+                           "assignments/ASSIGNMENT); QUESTION: a question id such as strides.offset or "
+                           "quiz.broadcast_numel (default: every question)")
     test.set_defaults(run=_test, run_name="test", without_course=True)
 
     pack_cmd = _command(commands, "pack", "write the zip you upload",
                         "Write the submission zip: exactly the files the assignment takes and quiz.toml, "
                         "nothing else, so what you upload is what the grader reads. Refuses (and writes "
                         "nothing) while a file is missing or misnamed, or quiz.toml cannot be read.",
-                        "  checks pack 01_tensors                       # writes 01_tensors.zip here\n"
-                        "  checks pack 01_tensors ~/my-copy --out ~/upload/01_tensors.zip")
-    pack_cmd.add_argument("assignment", help=assignment_help)
-    pack_cmd.add_argument("path", nargs="?", type=Path, metavar="PATH",
-                          help="your folder (default: as for `checks test`)")
+                        "  checks pack                                  # in your copy: writes 01_tensors.zip here\n"
+                        "  checks pack 01_tensors                       # the same, naming the assignment\n"
+                        "  checks pack 01_tensors ~/my-copy --out ~/upload/01_tensors.zip",
+                        usage="checks pack [ASSIGNMENT] [PATH] [options]")
+    pack_cmd.add_argument("words", nargs="*", metavar="ASSIGNMENT PATH",
+                          help=f"{assignment_help} (default: the copy the current folder is in); PATH: your "
+                               "folder (default: as for `checks test`)")
     pack_cmd.add_argument("--out", type=Path, metavar="ZIP",
                           help="where to write the zip (default: ASSIGNMENT.zip in the current folder)")
     pack_cmd.set_defaults(run=_pack, run_name="pack", without_course=True)
@@ -205,8 +212,10 @@ def _parser() -> argparse.ArgumentParser:
 
     verify_cmd = _command(commands, "verify", "prove a hidden suite sound with the reference, stubs and mutants",
                           "Grade the reference (it must score 100), the stubs (0) and every mutant in "
-                          "mutants.toml (each must lose points on its own question only). Ends with one line "
-                          "per assignment; exit status 1 when any expectation does not hold.",
+                          "mutants.toml (each must lose points on its own question only); check that every "
+                          "hidden question has a public check worth the same points (or is declared hidden_only), "
+                          "that the points add up to 100 and that the lesson notebook has every question. Ends "
+                          "with one line per assignment; exit status 1 when any expectation does not hold.",
                           "  checks verify 01_tensors\n  checks verify            # every assignment",
                           runs_student_code=True)
     verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
@@ -246,6 +255,31 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _read_words(root: Path | None, args: argparse.Namespace) -> tuple[str, ...]:
+    """[ASSIGNMENT] [PATH] [QUESTION...] as `%checks test` reads them too (course/selection.py), into
+    args.assignment and args.path; the questions asked for. Without a name, the assignment is the
+    one the copy at PATH, or around the current folder, is a copy of."""
+    from checks.grading.public import public_questions
+
+    copy_here = find_assignment_copy(Path.cwd())
+    known = list_assignments(root) if root is not None else []
+    known += [p.name for p in (root / "assignments").iterdir() if p.is_dir()] if root and (root / "assignments").is_dir() else []
+    known += [read_marker(copy_here)["assignment"]] if copy_here is not None else []
+    here = public_questions(load_copy(copy_here)) or [] if copy_here is not None else None
+    request = read_test_words(args.words, sorted(set(known)), questions_here=here)
+    args.path = request.path
+    args.assignment = request.assignment
+    if args.assignment is None:
+        start = request.path if request.path is not None else Path.cwd()
+        found = find_assignment_copy(start if start.is_dir() else start.parent) if start.exists() else None
+        if found is None:
+            names = f" (here: {', '.join(sorted(set(known)))})" if known else ""
+            raise CourseError(f"name the assignment: `checks {args.run_name} ASSIGNMENT`{names}; in a copy of an "
+                              "assignment folder, `checks " + args.run_name + "` alone checks that copy")
+        args.assignment = read_marker(found)["assignment"]
+    return request.questions
+
+
 def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[Assignment, Path]:
     """The assignment and the folder to check or pack: PATH; else the copy of this assignment the
     current folder is in; else the course's release. Without a course, a copy describes itself."""
@@ -270,13 +304,19 @@ def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[As
 
 
 def _test(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.grading.public import public_questions, run_public_checks
+
+    questions = _read_words(root, args)
     assignment, path = _student_assignment(root, args)
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
-    console.print(plain(f"checks {__version__}: public checks of {assignment.name} on {path}"))
+    if questions and (known := public_questions(assignment)) is not None:
+        check_questions(assignment.name, questions, known)  # before the heading: a typo is one error line
+    console.print(plain(f"checks {__version__}: public checks of {assignment.name} on {path}"
+                        + (f", {' '.join(questions)} only" if questions else "")))
     named = _named_in_notebook(assignment, path)
-    (result,) = grade_sources(assignment, [Source.from_path(path, named)], public=True, jobs=1)
-    quiz, quiz_problem = check_answers(answer_kinds(assignment), _quiz_bytes(path, named))
+    checks = run_public_checks(assignment, Source.from_path(path, named), _quiz_bytes(path, named), questions)
+    result, quiz, quiz_problem = checks.result, checks.quiz, checks.quiz_problem
     _show(result, quiz)
     if quiz_problem:
         console.print(Text.assemble(("\nquiz: ", "bold"), plain(quiz_problem)))
@@ -320,6 +360,10 @@ def _show(result: SubmissionResult, quiz: list[AnswerForm]) -> None:
 def _pack(root: Path | None, args: argparse.Namespace) -> int:
     from checks.pack import pack, submission_file_names
 
+    questions = _read_words(root, args)
+    if questions:
+        raise CourseError(f"`checks pack` packs the whole assignment; {', '.join(questions)} is neither "
+                          "an assignment nor a folder here")
     assignment, folder = _student_assignment(root, args)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder: `checks pack` packs the folder you worked in")
@@ -333,6 +377,12 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
     console.print(plain(f"wrote {out}, with {len(packing.files)} files from {folder}:"))
     for name in submission_file_names(assignment):
         console.print(Text(f"  {name} ({packing.files[name]:,} bytes)"))
+    if packing.untouched:
+        files = packing.untouched
+        names = ", ".join(files[:-1]) + f" and {files[-1]}" if len(files) > 1 else files[0]
+        console.print(Text.assemble(("warning: ", "yellow"), plain(
+            f"nothing implemented yet in {names}: every function there still raises the stub's "
+            "NotImplementedError (packed anyway)")), soft_wrap=True)
     if packing.unanswered:
         console.print(Text(f"quiz: no answer yet for {', '.join(packing.unanswered)} (packed anyway)"),
                       style="yellow")

@@ -2,7 +2,8 @@
 
 Only the files the assignment takes, and quiz.toml, go in (no notebooks, caches or data): what the
 student checked is what gets graded. A missing, misnamed or oversized file, or a quiz.toml that
-cannot be read, stops it before anything is written. The zip is the same for the same files (fixed dates),
+cannot be read, stops it before anything is written. Files still untouched (every function the
+stub left to write still raises its NotImplementedError) are packed, with a warning. The zip is the same for the same files (fixed dates),
 so a re-packed, unchanged submission is not graded again.
 """
 
@@ -14,7 +15,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checks.course.assignment import Assignment
+from checks.course.assignment import Assignment, read_marker
+from checks.course.stubs import untouched
 from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, missing_files
 from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
 
@@ -28,6 +30,7 @@ class Packing:
     files: dict[str, int] = field(default_factory=dict)  # name -> size in bytes
     problems: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)  # quiz keys with no answer yet (packed anyway)
+    untouched: list[str] = field(default_factory=list)  # files with nothing implemented yet (packed anyway)
 
 
 def submission_file_names(assignment: Assignment) -> list[str]:
@@ -56,8 +59,25 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
         return packing
     contents = {name: (folder / name).read_bytes() for name in names}
     packing.files = {name: len(data) for name, data in contents.items()}
+    packing.untouched = untouched_files(assignment, folder, contents)
     _write_zip(out, contents)
     return packing
+
+
+def untouched_files(assignment: Assignment, folder: Path, contents: dict[str, bytes]) -> list[str]:
+    """The code files in which nothing is implemented yet, by the marker's record of what each
+    leaves to write (the folder's own, else the release's; course/stubs.py)."""
+    marker = next((m for m in (read_marker(folder), read_marker(assignment.release_dir))
+                   if m.get("assignment") == assignment.name), {})
+    record = marker.get("stubs") if isinstance(marker.get("stubs"), dict) else {}
+    found = []
+    for name in assignment.files:
+        if name.endswith(".py") and name in contents:
+            stubs = record.get(name)
+            stubs = [s for s in stubs if isinstance(s, str)] if isinstance(stubs, list) else None
+            if untouched(contents[name].decode("utf-8", errors="replace"), stubs):
+                found.append(name)
+    return found
 
 
 def _relative_files(folder: Path, limit: int = 2000) -> list[str]:

@@ -61,7 +61,7 @@ def test_offset(student, index, shape, storage_offset):
     expect_equal(student.strides.offset(index, strides, storage_offset), int(view[index]))
 
 
-@question("strides.unravel", points=8)
+@question("strides.unravel", points=6)
 @pytest.mark.parametrize("flat, shape", [(5, (2, 3)), (13, (2, 3, 4)), (0, ())], ids=repr)
 def test_unravel(student, flat, shape):
     numbered = torch.arange(torch.empty(shape).numel()).reshape(shape)  # each element holds its flat index
@@ -69,7 +69,7 @@ def test_unravel(student, flat, shape):
     expect_equal(student.strides.unravel(flat, shape), expected)
 
 
-@question("strides.unravel", points=8)
+@question("strides.unravel", points=2)
 def test_unravel_out_of_range(student):
     with expect_raises(ValueError, because="a (2, 3) tensor has elements 0..5 only"):
         student.strides.unravel(6, (2, 3))
@@ -86,7 +86,7 @@ def test_transpose(student, shape, dim0, dim1):
                    hint="A transpose swaps the two entries in the strides as well as in the shape.")
 
 
-@question("strides.permute", points=8)
+@question("strides.permute", points=6)
 @pytest.mark.parametrize("shape, dims", [((2, 3), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (-1, 0, 1))], ids=repr)
 def test_permute(student, shape, dims):
     t = torch.empty(shape)
@@ -98,7 +98,7 @@ def test_permute(student, shape, dims):
                    hint="Each stride travels with its dim: new_strides[k] = strides[dims[k]].")
 
 
-@question("strides.permute", points=8)
+@question("strides.permute", points=2)
 def test_permute_repeated_dim(student):
     with expect_raises(ValueError, because="(0, 0) names dim 0 twice and never dim 1"):
         student.strides.permute((2, 3), (3, 1), (0, 0))
@@ -111,7 +111,7 @@ def test_is_contiguous(student, t):
     expect_equal(student.strides.is_contiguous(tuple(t.shape), t.stride()), t.is_contiguous())
 
 
-@question("strides.view", points=12)
+@question("strides.view", points=8)
 @pytest.mark.parametrize("t, new_shape", [(torch.empty(2, 3, 4), (6, 4)), (torch.empty(2, 3, 4), (4, -1)),
                                           (torch.empty(3, 2).t(), (2, 3, 1))], ids=["merge", "infer", "transposed"])
 def test_view(student, t, new_shape):
@@ -120,7 +120,7 @@ def test_view(student, t, new_shape):
                    hint="A view steps through memory the way the original strides do; it is not always contiguous.")
 
 
-@question("strides.view", points=12)
+@question("strides.view", points=4)
 def test_view_refused(student):
     t = torch.empty(2, 3).t()
     with pytest.raises(RuntimeError):
@@ -147,7 +147,7 @@ def test_gather(student, shape, strides, storage_offset):
 
 # ---- broadcasting.py --------------------------------------------------------------------------
 
-@question("broadcasting.broadcast_shape", points=8)
+@question("broadcasting.broadcast_shape", points=6)
 @pytest.mark.parametrize("shapes", [((2, 1), (3,)), ((64, 1), (768,)), ((5, 1, 4), (3, 1), ())], ids=repr)
 def test_broadcast_shape(student, shapes):
     expected = tuple(torch.broadcast_tensors(*(torch.empty(s) for s in shapes))[0].shape)
@@ -160,7 +160,7 @@ def test_broadcast_shape(student, shapes):
     expect_equal(got, expected)
 
 
-@question("broadcasting.broadcast_shape", points=8)
+@question("broadcasting.broadcast_shape", points=2)
 def test_broadcast_shape_clash(student):
     with expect_raises(ValueError, because="3 and 4 differ and neither is 1"):
         student.broadcasting.broadcast_shape((3,), (4,))

@@ -44,7 +44,7 @@ rng = np.random.default_rng(2024)
 
 # ---- rules.py ---------------------------------------------------------------------------------
 
-@question("rules.sum_to_shape", points=1, block_imports=NO_TORCH)
+@question("rules.sum_to_shape", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("grad_shape, shape", [((2, 3), (3,)), ((2, 3), (2, 1)), ((4, 2, 3), ())], ids=repr)
 def test_sum_to_shape(student, grad_shape, shape):
     grad = rng.standard_normal(grad_shape)
@@ -62,25 +62,25 @@ def _binary(student, op, a_shape, b_shape):
     check_rule(student, got, torch_vjp(fn, [a, b], grad), [a, b])
 
 
-@question("rules.add_backward", points=1, block_imports=NO_TORCH)
+@question("rules.add_backward", points=2, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, b_shape", PAIRS, ids=repr)
 def test_add_backward(student, a_shape, b_shape):
     _binary(student, "add", a_shape, b_shape)
 
 
-@question("rules.sub_backward", points=1, block_imports=NO_TORCH)
+@question("rules.sub_backward", points=2, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, b_shape", PAIRS, ids=repr)
 def test_sub_backward(student, a_shape, b_shape):
     _binary(student, "sub", a_shape, b_shape)
 
 
-@question("rules.mul_backward", points=1, block_imports=NO_TORCH)
+@question("rules.mul_backward", points=3, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, b_shape", PAIRS, ids=repr)
 def test_mul_backward(student, a_shape, b_shape):
     _binary(student, "mul", a_shape, b_shape)
 
 
-@question("rules.div_backward", points=1, block_imports=NO_TORCH)
+@question("rules.div_backward", points=3, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, b_shape", PAIRS, ids=repr)
 def test_div_backward(student, a_shape, b_shape):
     _binary(student, "div", a_shape, b_shape)
@@ -102,39 +102,39 @@ def test_neg_backward(student):
     _unary(student, "neg")
 
 
-@question("rules.exp_backward", points=1, block_imports=NO_TORCH)
+@question("rules.exp_backward", points=2, block_imports=NO_TORCH)
 def test_exp_backward(student):
     _unary(student, "exp")
 
 
-@question("rules.log_backward", points=1, block_imports=NO_TORCH)
+@question("rules.log_backward", points=2, block_imports=NO_TORCH)
 def test_log_backward(student):
     _unary(student, "log")
 
 
-@question("rules.relu_backward", points=1, block_imports=NO_TORCH)
+@question("rules.relu_backward", points=2, block_imports=NO_TORCH)
 def test_relu_backward(student):
     _unary(student, "relu")
 
 
-@question("rules.tanh_backward", points=1, block_imports=NO_TORCH)
+@question("rules.tanh_backward", points=2, block_imports=NO_TORCH)
 def test_tanh_backward(student):
     _unary(student, "tanh")
 
 
-@question("rules.sigmoid_backward", points=1, block_imports=NO_TORCH)
+@question("rules.sigmoid_backward", points=2, block_imports=NO_TORCH)
 def test_sigmoid_backward(student):
     _unary(student, "sigmoid")
 
 
-@question("rules.pow_backward", points=1, block_imports=NO_TORCH)
+@question("rules.pow_backward", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("p", [2, 3, 0.5, -1])
 def test_pow_backward(student, p):
     a, grad = rng.uniform(0.5, 2.0, 4), rng.standard_normal(4)
     check_rule(student, student.rules.pow_backward(grad, a, p), torch_vjp(lambda x: x ** p, [a], grad), [a])
 
 
-@question("rules.matmul_backward", points=1, block_imports=NO_TORCH)
+@question("rules.matmul_backward", points=7, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, b_shape", [((2, 3), (3, 4)), ((3,), (3, 4)), ((5, 2, 3), (3, 4))], ids=repr)
 def test_matmul_backward(student, a_shape, b_shape):
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
@@ -157,13 +157,13 @@ def _reduction(student, op, axis, keepdims):
     check_rule(student, got, torch_vjp(fn, [a], grad), [a])
 
 
-@question("rules.sum_backward", points=1, block_imports=NO_TORCH)
+@question("rules.sum_backward", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("axis, keepdims", REDUCTIONS, ids=repr)
 def test_sum_backward(student, axis, keepdims):
     _reduction(student, "sum", axis, keepdims)
 
 
-@question("rules.mean_backward", points=1, block_imports=NO_TORCH)
+@question("rules.mean_backward", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("axis, keepdims", REDUCTIONS, ids=repr)
 def test_mean_backward(student, axis, keepdims):
     _reduction(student, "mean", axis, keepdims)
@@ -175,22 +175,22 @@ def _view(student, rule, forward, *args):
     check_rule(student, getattr(student.rules, rule)(grad, a, *args), torch_vjp(forward, [a], grad), [a])
 
 
-@question("rules.reshape_backward", points=1, block_imports=NO_TORCH)
+@question("rules.reshape_backward", points=2, block_imports=NO_TORCH)
 def test_reshape_backward(student):
     _view(student, "reshape_backward", lambda x: x.reshape(4, -1), (4, -1))
 
 
-@question("rules.transpose_backward", points=1, block_imports=NO_TORCH)
+@question("rules.transpose_backward", points=2, block_imports=NO_TORCH)
 def test_transpose_backward(student):
     _view(student, "transpose_backward", lambda x: x.transpose(0, 2), 0, 2)
 
 
-@question("rules.permute_backward", points=1, block_imports=NO_TORCH)
+@question("rules.permute_backward", points=3, block_imports=NO_TORCH)
 def test_permute_backward(student):
     _view(student, "permute_backward", lambda x: x.permute(2, 0, 1), (2, 0, 1))
 
 
-@question("rules.expand_backward", points=1, block_imports=NO_TORCH)
+@question("rules.expand_backward", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("a_shape, shape", [((3,), (2, 3)), ((3, 1), (3, 3)), ((1, 3), (2, 3, -1))], ids=repr)
 def test_expand_backward(student, a_shape, shape):
     a = rng.standard_normal(a_shape)
@@ -199,7 +199,7 @@ def test_expand_backward(student, a_shape, shape):
     check_rule(student, got, torch_vjp(lambda x: x.expand(*shape), [a], grad), [a])
 
 
-@question("rules.getitem_backward", points=1, block_imports=NO_TORCH)
+@question("rules.getitem_backward", points=4, block_imports=NO_TORCH)
 @pytest.mark.parametrize("index", [1, (slice(None), slice(0, 3, 2)), np.array([0, 2, 0])], ids=repr)
 def test_getitem_backward(student, index):
     a = rng.standard_normal((3, 4))
@@ -211,7 +211,7 @@ def test_getitem_backward(student, index):
 
 # ---- engine.py --------------------------------------------------------------------------------
 
-@question("engine.tensor_basics", points=1, block_imports=NO_TORCH)
+@question("engine.tensor_basics", points=2, block_imports=NO_TORCH)
 def test_tensor_basics(student):
     data = [[1, 2, 3], [4, 5, 6]]
     got = student.run(public_drivers.construct, data, True)
@@ -224,7 +224,7 @@ def test_tensor_basics(student):
         fail("a new Tensor must have .grad None")
 
 
-@question("engine.ops_forward", points=1, block_imports=NO_TORCH)
+@question("engine.ops_forward", points=4, block_imports=NO_TORCH)
 def test_ops_forward(student):
     a, b = rng.standard_normal((2, 3)), rng.uniform(0.5, 2.0, 3)
     got = student.run(public_drivers.forward_ops, a, b)
@@ -240,7 +240,7 @@ def test_ops_forward(student):
                  f"expected {expected.numpy()!r}.")
 
 
-@question("engine.backward_graphs", points=1, block_imports=NO_TORCH)
+@question("engine.backward_graphs", points=3, block_imports=NO_TORCH)
 def test_quiz_graph(student):
     got = student.run(public_drivers.quiz_graph, 2.0, 3.0)
     a, b = t64(2.0, True), t64(3.0, True)
@@ -252,7 +252,7 @@ def test_quiz_graph(student):
     expect_close(got["b.grad"], b.grad.numpy())
 
 
-@question("engine.backward_graphs", points=1, block_imports=NO_TORCH)
+@question("engine.backward_graphs", points=2, block_imports=NO_TORCH)
 def test_diamond(student):
     a = rng.standard_normal(3)
     at = t64(a, True)
@@ -262,7 +262,7 @@ def test_diamond(student):
                  diagnose=lambda got: "p = a.exp() feeds two ops: its gradient is the SUM over both paths.")
 
 
-@question("engine.backward_graphs", points=1, block_imports=NO_TORCH)
+@question("engine.backward_graphs", points=2, block_imports=NO_TORCH)
 def test_broadcast_bias(student):
     x, w, b = rng.standard_normal((5, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)
     got = student.run(public_drivers.broadcast_bias, x, w, b)
@@ -272,7 +272,7 @@ def test_broadcast_bias(student):
     expect_close(got["b.grad"], bt.grad.numpy())
 
 
-@question("engine.accumulation", points=1, block_imports=NO_TORCH)
+@question("engine.accumulation", points=3, block_imports=NO_TORCH)
 def test_accumulation(student):
     a, b = rng.standard_normal(3), rng.standard_normal(3)
     got = student.run(public_drivers.two_passes, a, b)
@@ -284,7 +284,7 @@ def test_accumulation(student):
                  diagnose=lambda got: "a leaf ADDS each backward pass's gradient into .grad.")
 
 
-@question("engine.retain_graph", points=1, block_imports=NO_TORCH)
+@question("engine.retain_graph", points=3, block_imports=NO_TORCH)
 @pytest.mark.parametrize("retain", [False, True])
 def test_retain_graph(student, retain):
     got = student.run(public_drivers.backward_twice, rng.standard_normal(3), retain)
@@ -295,7 +295,7 @@ def test_retain_graph(student, retain):
              "expected RuntimeError (the graph is freed after the first backward).")
 
 
-@question("engine.backward_args", points=1, block_imports=NO_TORCH)
+@question("engine.backward_args", points=2, block_imports=NO_TORCH)
 def test_non_scalar_backward(student):
     got = student.run(public_drivers.non_scalar_backward, rng.standard_normal((2, 3)))
     if got != "RuntimeError":
@@ -303,7 +303,7 @@ def test_non_scalar_backward(student):
              "RuntimeError: without a grad argument, backward() needs a one-element tensor.")
 
 
-@question("engine.leaf_and_grad_fn", points=1, block_imports=NO_TORCH)
+@question("engine.leaf_and_grad_fn", points=3, block_imports=NO_TORCH)
 def test_leaf_and_retain_grad(student):
     got = student.run(public_drivers.quiz_graph, 2.0, 3.0)
     expect_equal(got["a.is_leaf"], True)
@@ -322,7 +322,7 @@ def test_leaf_and_retain_grad(student):
         fail("y = a.exp() is not a leaf and did not call retain_grad(): its .grad must stay None.")
 
 
-@question("engine.no_grad_detach", points=1, block_imports=NO_TORCH)
+@question("engine.no_grad_detach", points=3, block_imports=NO_TORCH)
 def test_no_grad_and_detach(student):
     a = rng.standard_normal(3)
     got = student.run(public_drivers.no_grad_and_detach, a)
@@ -338,7 +338,7 @@ def test_no_grad_and_detach(student):
                  "returns a tensor without history that does not require grad.")
 
 
-@question("engine.zero_grad", points=1, block_imports=NO_TORCH)
+@question("engine.zero_grad", points=2, block_imports=NO_TORCH)
 def test_zero_grad(student):
     a = rng.standard_normal(3)
     got = student.run(public_drivers.retained_and_zeroed, a)
@@ -351,7 +351,7 @@ def test_zero_grad(student):
         fail("zero_grad([a]) (set_to_none=True by default) must set a.grad to None.")
 
 
-@question("engine.views", points=1, block_imports=NO_TORCH)
+@question("engine.views", points=4, block_imports=NO_TORCH)
 def test_views(student):
     x = rng.standard_normal((2, 3, 4))
     got = student.run(public_drivers.views, x)
@@ -365,7 +365,7 @@ def test_views(student):
     expect_close(got["x.grad"], xt.grad.numpy())
 
 
-@question("engine.deep_chain", points=1, block_imports=NO_TORCH, timeout=60.0)
+@question("engine.deep_chain", points=3, block_imports=NO_TORCH, timeout=60.0)
 def test_deep_chain(student):
     a, n = rng.standard_normal(3), 1_500
     got = student.run(public_drivers.long_chain, a, n)

@@ -35,14 +35,14 @@ def _params(d_in, d_hidden, d_out, seed=0):
 
 # ------------------------------------------------------------------------ numpy_mlp
 
-@question("numpy_mlp.linear_forward", points=1, block_imports=("torch",))
+@question("numpy_mlp.linear_forward", points=5, block_imports=("torch",))
 def test_linear_forward(student):
     rng = np.random.default_rng(1)
     X, W, b = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
     expect_close(student.numpy_mlp.linear_forward(X, W, b), (_t(X) @ _t(W) + _t(b)).numpy())
 
 
-@question("numpy_mlp.linear_backward", points=1, block_imports=("torch",))
+@question("numpy_mlp.linear_backward", points=8, block_imports=("torch",))
 def test_linear_backward(student):
     rng = np.random.default_rng(2)
     X, W, b, grad_Y = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2), rng.normal(size=(4, 2))
@@ -54,7 +54,7 @@ def test_linear_backward(student):
     expect_close(grad_b, bt.grad.numpy(), what="entries of grad_b")
 
 
-@question("numpy_mlp.softmax_cross_entropy", points=1, block_imports=("torch",))
+@question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=("torch",))
 @pytest.mark.parametrize("scale", [1.0, 1000.0], ids=["normal", "huge_logits"])
 def test_softmax_cross_entropy(student, scale):
     rng = np.random.default_rng(3)
@@ -67,7 +67,7 @@ def test_softmax_cross_entropy(student, scale):
     expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits")
 
 
-@question("numpy_mlp.forward", points=1, block_imports=("torch",))
+@question("numpy_mlp.forward", points=6, block_imports=("torch",))
 def test_forward_images(student):
     params = _params(784, 8, 10)
     X = np.random.default_rng(4).uniform(size=(3, 1, 28, 28))
@@ -77,7 +77,7 @@ def test_forward_images(student):
     expect_close(logits, logits_t.numpy(), what="logits")
 
 
-@question("numpy_mlp.backward", points=1, block_imports=("torch",))
+@question("numpy_mlp.backward", points=10, block_imports=("torch",))
 def test_backward(student):
     params = _params(6, 5, 3)
     X, grad_logits = np.random.default_rng(6).normal(size=(4, 6)), np.random.default_rng(7).normal(size=(4, 3))
@@ -92,7 +92,7 @@ def test_backward(student):
         expect_close(grads[key], t[key].grad.numpy(), what=f"entries of grad {key}")
 
 
-@question("numpy_mlp.sgd_update", points=1, block_imports=("torch",))
+@question("numpy_mlp.sgd_update", points=4, block_imports=("torch",))
 def test_sgd_update(student):
     params, grads = _params(3, 2, 2, seed=8), _params(3, 2, 2, seed=9)
     new = student.numpy_mlp.sgd_update(params, grads, 0.1)
@@ -102,7 +102,7 @@ def test_sgd_update(student):
 
 # ------------------------------------------------------------------------ torch_mlp
 
-@question("torch_mlp.MLP", points=1)
+@question("torch_mlp.MLP", points=12)
 def test_mlp_matches_reference(student):
     torch.manual_seed(0)
     reference = nn.Sequential(nn.Flatten(), nn.Linear(784, 16), nn.ReLU(), nn.Linear(16, 10)).double()
@@ -121,7 +121,7 @@ def test_mlp_matches_reference(student):
                      what=f"entries of {name}.grad")
 
 
-@question("torch_mlp.count_parameters", points=1)
+@question("torch_mlp.count_parameters", points=5)
 def test_count_parameters_frozen_layer(student):
     model = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5))
     model[0].requires_grad_(False)
@@ -132,7 +132,7 @@ def test_count_parameters_frozen_layer(student):
 
 # ------------------------------------------------------------------------ training
 
-@question("training.SGD", points=1)
+@question("training.SGD", points=14)
 @pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 0.1)])
 def test_sgd_matches_torch(student, momentum, weight_decay):
     rng = np.random.default_rng(10)
@@ -155,7 +155,7 @@ def test_sgd_matches_torch(student, momentum, weight_decay):
     expect_equal(got["grads_after_zero_grad"], [True, True])
 
 
-@question("training.steps_per_epoch", points=1)
+@question("training.steps_per_epoch", points=4)
 @pytest.mark.parametrize("n,batch_size,drop_last", [(100, 32, False), (100, 32, True)])
 def test_steps_per_epoch(student, n, batch_size, drop_last):
     loader = torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last)
@@ -184,7 +184,7 @@ def _train_case():
     return X, Y, state, sum(losses) / len(losses), after, accuracy
 
 
-@question("training.train_epoch", points=1)
+@question("training.train_epoch", points=10)
 def test_train_epoch(student):
     X, Y, state, mean_loss, after, _ = _train_case()
     got = _run(student, "train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)",
@@ -194,7 +194,7 @@ def test_train_epoch(student):
         expect_close(got["state"][key], value, rtol=1e-5, atol=1e-6, what=f"entries of {key} after the epoch")
 
 
-@question("training.evaluate", points=1)
+@question("training.evaluate", points=6)
 def test_evaluate(student):
     X, Y, _, _, after, accuracy = _train_case()
     got = _run(student, "evaluate(a model in train mode, 40 examples in batches of 16, cpu)",

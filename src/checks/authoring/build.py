@@ -8,12 +8,14 @@ empty strings, and every other file is copied as it is; each release also gets i
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
 from checks.course.solution_regions import Region, RegionError, split_regions
+from checks.course.stubs import stub_functions
 from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
 from checks.suites.quiz import QUIZ_FILE
 
@@ -93,13 +95,25 @@ def _marker_assignment(root: Path, name: str) -> Assignment:
     return Assignment(name=name, root=root, title=name, files=files)
 
 
+def stubs_table(files: tuple[str, ...], release: dict[str, bytes]) -> str:
+    """The marker's record of the functions each file leaves to write (course/stubs.py), so that a
+    student's copy can tell untouched stubs from a start, with no course around it."""
+    lines = []
+    for name in files:
+        stubs = stub_functions(release[name].decode("utf-8")) if name.endswith(".py") and name in release else None
+        if stubs:
+            lines.append(f"{json.dumps(name)} = [{', '.join(json.dumps(stub) for stub in stubs)}]")
+    return "\n# the functions each file leaves to write\n[stubs]\n" + "\n".join(lines) + "\n" if lines else ""
+
+
 def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
     """Regenerate assignments/<name> for each name; with check, change nothing and list what differs."""
     differences: list[str] = []
     for name in names:
         release_dir = root / "assignments" / name
         wanted = release_files(root / "solutions" / name)
-        wanted[MARKER_FILE] = marker_text(_marker_assignment(root, name)).encode()
+        assignment = _marker_assignment(root, name)
+        wanted[MARKER_FILE] = (marker_text(assignment) + stubs_table(assignment.files, wanted)).encode()
         current = _current_files(release_dir)
         stale = sorted(set(current) - set(wanted))
         changed = sorted(f for f in wanted if current.get(f) != wanted[f])

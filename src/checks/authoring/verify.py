@@ -2,17 +2,22 @@
 
 The reference must score full marks, the stubs nothing, and each mutant in mutants.toml must
 lose points on its own question and nowhere else: a question that no mutant can fail counts
-for nothing.
+for nothing. And the assignment must hang together: every hidden question has a public check
+(unless assignment.toml declares it `hidden_only`) worth the same points, the reference passes
+the public checks, the points add up to the assignment's total, and the lesson notebook has every
+question. Where the reference loses points, its row says which question and the first failure.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from dataclasses import dataclass
 
 from checks.authoring.build import release_files
 from checks.course.assignment import Assignment, CourseError, read_course_toml
-from checks.course.schema import MUTANTS_TOML
+from checks.course.schema import ASSIGNMENT_TOML, MUTANTS_TOML
 from checks.grading.session import Source, grade_sources
 from checks.sandbox.jail import Isolation
 from checks.suites.scoring import SubmissionResult
@@ -20,6 +25,8 @@ from checks.course.submissions import read_submission
 
 TOTAL_POINTS = 100.0
 REFERENCE, STUBS = "reference", "stubs"
+SUITE = "suite"  # the rows about the assignment as a whole
+FIRST_FAILURE_CHARS = 240
 
 
 @dataclass(frozen=True)
@@ -78,15 +85,141 @@ def verify(assignment: Assignment, *, jobs: int | None = None, isolation: Isolat
     mutants = load_mutants(assignment)
     sources = [Source.from_files(REFERENCE, reference), Source.from_files(STUBS, stubs)]
     sources += [Source.from_files(f"mutant:{m.name}", m.apply(reference)) for m in mutants]
+    hidden_only = _hidden_only(assignment)
     results = {r.name: r for r in grade_sources(assignment, sources, jobs=jobs, isolation=isolation)}
-    verdicts = [_full_marks(results[REFERENCE]), _nothing(results[STUBS])]
-    questions = {q.qid for q in results[REFERENCE].questions}
+    reference_result = results[REFERENCE]
+    verdicts = [_full_marks(reference_result), _nothing(results[STUBS])]
+    questions = {q.qid for q in reference_result.questions}
     verdicts += [_only_question(results[f"mutant:{m.name}"], m, questions) for m in mutants]
     code_questions = {q for q in questions if not q.startswith("quiz.")}
     uncovered = sorted(code_questions - {m.question for m in mutants})
-    verdicts.append(Verdict("suite", "every code question has a mutant", not uncovered,
+    verdicts.append(Verdict(SUITE, "every code question has a mutant", not uncovered,
                             f"no mutant for {', '.join(uncovered)}" if uncovered else f"{len(code_questions)} questions covered"))
+    verdicts.append(_points_add_up(reference_result))
+    if reference_result.error:  # nothing to compare the public checks and the notebook with
+        return verdicts
+    public = _public_result(assignment, reference, isolation)
+    verdicts += _public_checks(reference_result, public, hidden_only)
+    notebook = _notebook_verdict(assignment, reference_result)
+    return verdicts + ([notebook] if notebook else [])
+
+
+def _hidden_only(assignment: Assignment) -> list[str]:
+    """The questions assignment.toml declares to have no public check on purpose (`hidden_only`)."""
+    path = assignment.autograder_dir / "assignment.toml"
+    return list(read_course_toml(path, ASSIGNMENT_TOML).get("hidden_only", [])) if path.is_file() else []
+
+
+def _public_result(assignment: Assignment, reference: dict[str, bytes],
+                   isolation: Isolation | None) -> SubmissionResult | None:
+    """The reference under the public checks students run (None when the release has none)."""
+    if not assignment.public_tests_dir.is_dir():
+        return None
+    (result,) = grade_sources(assignment, [Source.from_files(REFERENCE, reference)], public=True, jobs=1,
+                              isolation=isolation)
+    return result
+
+
+def _public_checks(hidden: SubmissionResult, public: SubmissionResult | None, hidden_only: list[str]) -> list[Verdict]:
+    """Every hidden code question has a public check (or is declared hidden-only, and then has
+    none), worth the same points; the reference passes them."""
+    code = [q for q in hidden.questions if not q.qid.startswith("quiz.")]
+    if public is None:
+        missing = [q.qid for q in code if q.qid not in hidden_only]
+        return [Verdict(SUITE, "every hidden question has a public check", not missing,
+                        f"no public checks at all (assignments/<name>/tests); hidden-only? declare {', '.join(missing)} "
+                        "in assignment.toml's hidden_only" if missing else f"all {len(code)} declared hidden-only")]
+    if public.error:
+        return [Verdict("reference", "passes the public checks", False, _grader_error(public))]
+    in_public = {q.qid: q for q in public.questions}
+    in_hidden = {q.qid for q in code}
+    missing = [qid for qid in in_hidden if qid not in in_public and qid not in hidden_only]
+    problems = [f"no public check for {', '.join(sorted(missing))} (add one, or declare it in assignment.toml's "
+                "hidden_only)"] if missing else []
+    for qid in hidden_only:
+        if qid in in_public:
+            problems.append(f"{qid} is declared hidden_only but has a public check")
+        elif qid not in in_hidden:
+            close = difflib.get_close_matches(qid, sorted(in_hidden), n=1)
+            problems.append(f"hidden_only names {qid!r}, which the suite does not have"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""))
+    declared = [qid for qid in hidden_only if qid in in_hidden and qid not in in_public]
+    covered = f"{len(in_hidden) - len(declared)} of {len(in_hidden)} have one" + (
+        f"; hidden-only: {', '.join(declared)}" if declared else "")
+    verdicts = [Verdict(SUITE, "every hidden question has a public check", not problems,
+                        "; ".join(problems) or covered)]
+    differ = [f"{q.qid} public {in_public[q.qid].max_score:g}, hidden {q.max_score:g}"
+              for q in code if q.qid in in_public and in_public[q.qid].max_score != q.max_score]
+    extra = [qid for qid in in_public if qid not in in_hidden]
+    detail = "; ".join(differ + ([f"public only (no hidden question): {', '.join(extra)}"] if extra else []))
+    verdicts.append(Verdict(SUITE, "public and hidden points agree", not detail,
+                            detail or f"{len(in_public)} questions, the same points"))
+    lost = _lost(public)
+    verdicts.append(Verdict(REFERENCE, "passes the public checks", not lost,
+                            "; ".join(lost) or f"{len(public.questions)} questions"))
     return verdicts
+
+
+def _points_add_up(result: SubmissionResult) -> Verdict:
+    expectation = f"points add up to {TOTAL_POINTS:g}"
+    if result.error:
+        return Verdict(SUITE, expectation, False, "not known: the reference was not graded")
+    code = sum(q.max_score for q in result.questions if not q.qid.startswith("quiz."))
+    quiz = sum(q.max_score for q in result.questions if q.qid.startswith("quiz."))
+    total = round(code + quiz, 2)
+    detail = f"code {code:g} + quiz {quiz:g} = {total:g}" + (
+        "" if total == TOTAL_POINTS else f", not {TOTAL_POINTS:g}: change the points of a @question or quiz key")
+    return Verdict(SUITE, expectation, total == TOTAL_POINTS, detail)
+
+
+def _notebook_verdict(assignment: Assignment, result: SubmissionResult) -> Verdict | None:
+    """Every question in the lesson notebook: a code question in a heading or a `%checks test` line,
+    a quiz key as `**key**` or its id. None for an assignment without a lesson notebook."""
+    name = f"{assignment.name}.ipynb"
+    path = assignment.release_dir / name
+    expectation = "every question is in the lesson notebook"
+    if not path.is_file():
+        source = assignment.solution_dir / f"{assignment.name}.py"
+        return Verdict(SUITE, expectation, False, f"{name} is not built: run `checks build`") if source.is_file() else None
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        texts = ["".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"] for cell in cells]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return Verdict(SUITE, expectation, False, f"{name} cannot be read: {error}")
+    lines = [line for text in texts for line in text.splitlines()]
+    headings = [line for line in lines if line.lstrip().startswith("#") and "%checks" not in line]
+    checked = [line for line in lines if "%checks test" in line]
+
+    def present(qid: str) -> bool:
+        word = re.compile(rf"(?<![\w.]){re.escape(qid)}(?![\w])")
+        if any(word.search(line) for line in headings + checked):
+            return True
+        return qid.startswith("quiz.") and any(f"**{qid.removeprefix('quiz.')}**" in line for line in lines)
+
+    absent = [q.qid for q in result.questions if not present(q.qid)]
+    return Verdict(SUITE, expectation, not absent,
+                   f"{name} has no section or `%checks test` for {', '.join(absent)}" if absent
+                   else f"{len(result.questions)} questions in {name}")
+
+
+def _lost(result: SubmissionResult) -> list[str]:
+    """Each question the result lost points on, with its first failure: why the reference does not
+    score its maximum."""
+    return [f"{q.qid} {q.score:g}/{q.max_score:g}: {_first_failure(q.feedback)}" for q in result.questions
+            if not q.passed]
+
+
+def _first_failure(feedback: str) -> str:
+    """The first failure of a question's feedback (scoring._feedback: a count, then `- ` items), on one line."""
+    lines = feedback.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("- ")), None)
+    if start is None:
+        text = " ".join(lines)
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("- ")), len(lines))
+        text = " ".join(line.strip() for line in lines[start:end])[2:]
+    text = " ".join(text.split())
+    return text if len(text) <= FIRST_FAILURE_CHARS else text[:FIRST_FAILURE_CHARS - 3] + "..."
 
 
 def _grader_error(result: SubmissionResult) -> str:
@@ -95,8 +228,8 @@ def _grader_error(result: SubmissionResult) -> str:
 
 def _full_marks(result: SubmissionResult) -> Verdict:
     ok = result.score == result.max_score == TOTAL_POINTS and not result.error
-    lost = [f"{q.qid} {q.score:g}/{q.max_score:g}" for q in result.questions if not q.passed]
-    detail = _grader_error(result) or f"{result.score:g}/{result.max_score:g}" + (f"; lost: {', '.join(lost)}" if lost else "")
+    lost = _lost(result)
+    detail = _grader_error(result) or f"{result.score:g}/{result.max_score:g}" + (f"; lost: {'; '.join(lost)}" if lost else "")
     return Verdict(result.name, f"scores {TOTAL_POINTS:g}/{TOTAL_POINTS:g}", ok, detail)
 
 

@@ -46,6 +46,7 @@ def _is_list_of_text(value: Any) -> bool:
 TEXT = Kind("a string", lambda value: type(value) is str)
 NON_EMPTY_TEXT = Kind("a non-empty string", lambda value: type(value) is str and value != "")
 FILE_NAMES = Kind('a list of file names, such as ["strides.py"]', _is_list_of_text)
+QUESTION_IDS = Kind('a list of question ids, such as ["engine.deep_chain"]', _is_list_of_text)
 MODULE_NAMES = Kind('a list of module names, such as ["torch._dynamo"]', _is_list_of_text)
 BOOLEAN = Kind("true or false", lambda value: type(value) is bool)
 POINTS = Kind("a number of points (0 or more)", lambda value: _is_number(value) and value >= 0)
@@ -72,6 +73,7 @@ ASSIGNMENT_TOML: Schema = {
     "submission_memory_mib": Key(MEBIBYTES),
     "temp_mib": Key(MEBIBYTES_OR_NONE),
     "quiz": Key(TABLES, entries=QUIZ_ENTRY),
+    "hidden_only": Key(QUESTION_IDS),  # read by `checks verify`: questions with no public check, on purpose
 }
 
 MUTANT_ENTRY: Schema = {

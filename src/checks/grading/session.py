@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator
 
 from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
@@ -120,22 +120,26 @@ class WarmGrader:
         if self.zygote is not None:
             self.zygote.close()
 
-    def grade(self, sources: Iterable[Source], jobs: int) -> Iterator[tuple[str, dict | None, str]]:
+    def grade(self, sources: Iterable[Source], jobs: int,
+              questions: Collection[str] | None = None) -> Iterator[tuple[str, dict | None, str]]:
         """(name, result as a dict or None, the grader's error or "") for each source as it is
-        graded, `jobs` at a time; `sources` may be a stream. ChildFailed if the session ends first."""
+        graded, `jobs` at a time; `sources` may be a stream. `questions`: run only the tests of
+        these. ChildFailed if the session ends first."""
         assert self.zygote is not None, "use WarmGrader as a context manager"
         session = functools.partial(_grading_session, self.assignment, sources, self.zygote, self.public,
-                                    self.limits, jobs)
+                                    self.limits, jobs, questions=questions)
         yield from stream_forked(session)
 
 
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
                   jobs: int | None = None, limits: Limits = Limits(),
-                  isolation: Isolation | None = None) -> Iterator[SubmissionResult]:
+                  isolation: Isolation | None = None,
+                  questions: Collection[str] | None = None) -> Iterator[SubmissionResult]:
     """Grade each source in a forked child; yield results as they finish (any order).
 
     `isolation` defaults to the level $CHECKS_ISOLATION asks for, else the strongest this
-    machine allows (jail.choose()).
+    machine allows (jail.choose()). `questions`: run only the tests of these (`checks test
+    01_tensors strides.offset`); the results hold only them.
     """
     isolation = isolation or jail.choose()
     names = [source.name for source in sources]
@@ -148,7 +152,7 @@ def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool
     with warm:
         graded: set[str] = set()
         try:
-            for name, value, error in warm.grade(sources, jobs or os.cpu_count() or 1):
+            for name, value, error in warm.grade(sources, jobs or os.cpu_count() or 1, questions):
                 graded.add(name)
                 yield _result(assignment, name, value, error, isolation)
         except ChildFailed as failure:
@@ -166,7 +170,8 @@ def _result(assignment: Assignment, name: str, value: dict | None, error: str,
 
 
 def _grading_session(assignment: Assignment, sources: Iterable[Source], zygote: Zygote, public: bool, limits: Limits,
-                     jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+                     jobs: int, emit: Callable[[tuple[str, dict | None, str]], None], *,
+                     questions: Collection[str] | None = None) -> None:
     """In the session child: collect the suite once, then grade each source in a child forked
     from the collected session (set-up and collection cost about 0.1 s a submission). A suite
     that cannot run is every source's grader error (a stream's: the session's, which ends)."""
@@ -178,7 +183,7 @@ def _grading_session(assignment: Assignment, sources: Iterable[Source], zygote: 
     # environment forces colour, as a Jupyter kernel's does
     os.environ["PY_COLORS"] = "0"
     plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
-    loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit)
+    loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit, questions=questions)
     suite_dir = assignment.suite_dir(public)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])
     if not loop.ran:  # pytest stopped before its run loop: a usage error, say
@@ -194,14 +199,18 @@ class SubmissionLoop:
     in a child of its own. `sources` may be a stream (the Dask pool's requests as they arrive)."""
 
     def __init__(self, assignment: Assignment, sources: Iterable[Source], plugin: "ChecksPlugin", public: bool,
-                 jobs: int, emit: Callable[[tuple[str, dict | None, str]], None]) -> None:
+                 jobs: int, emit: Callable[[tuple[str, dict | None, str]], None], *,
+                 questions: Collection[str] | None = None) -> None:
         self.assignment, self.sources, self.plugin, self.public = assignment, sources, plugin, public
         self.jobs, self.emit = jobs, emit
+        self.questions = None if questions is None else frozenset(questions)
         self.ran = False
 
     def pytest_runtestloop(self, session: "pytest.Session") -> bool:
         self.ran = True
         items = [] if session.testsfailed else list(session.items)  # a suite that does not collect runs nothing
+        if self.questions is not None:
+            items = [item for item in items if _question_of(item) in self.questions]
         for item in items:
             item.location  # noqa: B018 - cached on the item: worked out here once, not in every grading child
         jobs = ((source.name, functools.partial(self._grade, source, items)) for source in self.sources)
@@ -211,6 +220,13 @@ class SubmissionLoop:
 
     def _grade(self, source: Source, items: list["pytest.Item"]) -> dict:
         return grade_submission(self.assignment, source, self.plugin, items, public=self.public).to_dict()
+
+
+def _question_of(item: "pytest.Item") -> str | None:
+    from checks.suites import api  # in the session child, where pytest is already imported
+
+    options = api.question_options(item)
+    return None if options is None else options["qid"]
 
 
 def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlugin", items: list["pytest.Item"],

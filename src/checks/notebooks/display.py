@@ -11,9 +11,8 @@ import html
 from dataclasses import dataclass, field
 
 from checks.suites.quiz import AnswerForm
-from checks.suites.scoring import QuestionResult, SubmissionResult
+from checks.suites.scoring import NOT_STARTED, QuestionResult, SubmissionResult
 
-NOT_YET = "not yet"
 STYLE = ("<style>.checks-report table{border-collapse:collapse;margin:.4em 0}"
          ".checks-report td,.checks-report th{padding:.2em .7em;text-align:left!important;border-bottom:1px solid #ddd}"
          ".checks-report .ok{color:#1a7f37}.checks-report .bad{color:#cf222e}.checks-report .todo{color:#9a6700}"
@@ -26,7 +25,7 @@ class Row:
 
     qid: str
     checks: str
-    state: str  # "passed", "not yet" (a stub, or no quiz answer yet), "failed", "quiz ok"
+    state: str  # "passed", "not started" (a stub, or no quiz answer yet), "failed", "quiz ok"
     status: str
 
 
@@ -34,15 +33,14 @@ def question_row(q: QuestionResult) -> Row:
     if q.passed:
         return Row(q.qid, f"{q.passed_cases}/{q.total_cases}", "passed", "passed")
     if q.not_started:
-        return Row(q.qid, f"{q.passed_cases}/{q.total_cases}", NOT_YET,
-                   f"{NOT_YET}: still the stub")
+        return Row(q.qid, f"{q.passed_cases}/{q.total_cases}", NOT_STARTED, f"{NOT_STARTED}: still the stub")
     return Row(q.qid, f"{q.passed_cases}/{q.total_cases}", "failed",
                f"{q.total_cases - q.passed_cases} of {q.total_cases} checks failed: see below")
 
 
 def quiz_row(form: AnswerForm) -> Row:
     note = form.note + ("; it is marked when graded" if form.ok else "")
-    state = "quiz ok" if form.ok else NOT_YET if not form.answered else "failed"  # failed: malformed
+    state = "quiz ok" if form.ok else NOT_STARTED if not form.answered else "failed"  # failed: malformed
     return Row(form.qid, "", state, note)
 
 
@@ -75,8 +73,8 @@ class ChecksReport:
         notes = list(result.warnings) + ([f"quiz: {report['quiz_problem']}"] if report["quiz_problem"] else [])
         stubs = sum(q.not_started for q in result.questions)
         if stubs:
-            summary_end = (f" {NOT_YET.capitalize()}: {stubs} question{'s' if stubs != 1 else ''} still raise the stub's "
-                         "NotImplementedError: its message, in your .py file, is a hint of where to begin.")
+            summary_end = (f" {NOT_STARTED.capitalize()}: {stubs} question{'s' if stubs != 1 else ''} still raise "
+                           "the stub's NotImplementedError: its message, in your .py file, is a hint of where to begin.")
         passed = sum(q.passed for q in result.questions)
         summary = f"{passed} of {len(result.questions)} questions pass their public checks"
         if quiz:
@@ -104,7 +102,7 @@ class ChecksReport:
         parts.append('<table class="checks-table"><thead><tr><th>question</th><th>checks</th><th></th>'
                      "<th>status</th></tr></thead><tbody>")
         for row in self.rows:
-            mark, css = {"passed": ("✓", "ok"), "quiz ok": ("✓", "ok"), NOT_YET: ("…", "todo")}.get(row.state,
+            mark, css = {"passed": ("✓", "ok"), "quiz ok": ("✓", "ok"), NOT_STARTED: ("…", "todo")}.get(row.state,
                                                                                                 ("✗", "bad"))
             parts.append(f'<tr data-question="{html.escape(row.qid)}" data-state="{html.escape(row.state)}">'
                          f"<td><code>{html.escape(row.qid)}</code></td><td>{html.escape(row.checks)}</td>"

@@ -1,4 +1,5 @@
-"""The IPython extension: `%load_ext checks`, then `%checks test` or `%checks test strides.offset`,
+"""The IPython extension: `%load_ext checks`, then `%checks test [ASSIGNMENT] [QUESTION...]` (as
+`checks test` reads them: `%checks test`, `%checks test 01_tensors`, `%checks test strides.offset`),
 and `%%checks file NAME`, the first line of an answer cell in an exported notebook (nbgrader, otter).
 
 The checks run in a child process (runner.py) on the notebook's folder, the kernel's working
@@ -22,13 +23,14 @@ import sys
 import tempfile
 import types
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from checks.notebooks.display import ChecksReport
 
 from checks.course.answer_cells import ANSWER_LINE
 
-USAGE = ("usage: %checks test [QUESTION]   (all questions, or one such as strides.offset)\n"
+USAGE = ("usage: %checks test [ASSIGNMENT] [QUESTION...]   (all questions, or those named, such as strides.offset)\n"
          f"       {ANSWER_LINE.format(name='NAME')}   (first line of an answer cell: the rest is the file NAME)")
 ANSWERS: dict[str, str] = {}  # file name -> the source of its answer cell, as last run in this kernel
 # the whole run, start-up included; each student call has its own, much shorter, limit inside
@@ -41,7 +43,8 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def checks_magic(line: str, cell: str | None = None) -> None:
-    """%checks test [QUESTION]: run the public checks on this notebook's folder and show the table.
+    """%checks test [ASSIGNMENT] [QUESTION...]: run the public checks on this notebook's folder and
+    show the table (the words mean what they mean to `checks test`).
     %%checks file NAME: the cell is the file NAME (see run_answer_cell)."""
     from IPython.display import display
 
@@ -52,10 +55,10 @@ def checks_magic(line: str, cell: str | None = None) -> None:
             return
         run_answer_cell(words[1], cell)
         return
-    if not words or words[0] != "test" or len(words) > 2:
+    if not words or words[0] != "test":
         print(USAGE)
         return
-    display(run_checks(Path.cwd(), words[1] if len(words) == 2 else None))
+    display(run_checks(Path.cwd(), words[1:]))
 
 
 def run_answer_cell(name: str, code: str, namespace: dict | None = None) -> types.ModuleType | None:
@@ -81,14 +84,16 @@ def run_answer_cell(name: str, code: str, namespace: dict | None = None) -> type
     return module
 
 
-def run_checks(folder: Path, question: str | None = None, *, timeout: float | None = None) -> ChecksReport:
-    """The public checks of `folder` (one question, or all), run in a child process."""
+def run_checks(folder: Path, words: Sequence[str] | str | None = None, *, timeout: float | None = None) -> ChecksReport:
+    """The public checks of `folder` (all questions, or those `words` name: what followed
+    `%checks test`, or one question id), run in a child process."""
+    words = [words] if isinstance(words, str) else list(words or [])
     timeout = timeout or float(os.environ.get("CHECKS_NOTEBOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
     with tempfile.TemporaryDirectory(prefix="checks-notebook-") as scratch:
         out, log = Path(scratch) / "report.json", Path(scratch) / "log.txt"
         command = [sys.executable, "-m", "checks.notebooks.runner", str(folder), str(out)]
         with open(log, "wb") as log_file:
-            child = subprocess.Popen(command + ([question] if question else []), cwd=folder,
+            child = subprocess.Popen(command + words, cwd=folder,
                                      stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                      start_new_session=True)
             try:

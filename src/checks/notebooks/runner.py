@@ -3,7 +3,8 @@
 It runs them through the same library path as `checks test` (grading.session.grade_sources with
 public=True, then the quiz's form) on the files `checks pack` would upload, and writes the result
 as JSON to a file the kernel names, so that nothing the student's code does, nor the grader's own
-start-up, can reach the kernel: the kernel only reads plain data back. Run as `python -m checks.notebooks.runner FOLDER OUT [QUESTION]`.
+start-up, can reach the kernel: the kernel only reads plain data back. Run as `python -m checks.notebooks.runner FOLDER OUT [WORD...]`, the words
+that followed `%checks test`.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                       load_assignment, load_copy, read_marker)
 from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS
-from checks.grading.session import Source, grade_sources
-from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
+from checks.course.selection import read_test_words
+from checks.grading.public import public_questions, run_public_checks as run_public_checks_of
+from checks.grading.session import Source
+from checks.suites.quiz import QUIZ_FILE
 
 
 def assignment_of(folder: Path) -> Assignment:
@@ -60,33 +64,37 @@ def graded_files(assignment: Assignment, folder: Path) -> dict[str, bytes]:
     return files
 
 
-def run_public_checks(folder: Path, question: str | None = None) -> dict:
+def run_public_checks(folder: Path, words: Sequence[str] | str | None = None) -> dict:
     """The public checks of `folder` as plain data: the submission result, quiz forms, and the
-    question asked for (all when None). A question the suite does not have is an error that
-    lists the ones it has."""
+    questions asked for (all when none). `words`: what followed `%checks test`, read as `checks test`
+    reads its own ([ASSIGNMENT] [PATH] [QUESTION...]; course/selection.py): the assignment, where
+    named, must be the one the folder is a copy of; a question it does not have is an error that
+    names the nearest."""
+    words = [words] if isinstance(words, str) else list(words or [])
+    copy = find_assignment_copy(folder)
+    name = read_marker(copy).get("assignment") if copy is not None else None
+    here = public_questions(load_copy(copy)) or [] if copy is not None else None
+    request = read_test_words(words, [name] if name else [], questions_here=here, cwd=folder)
+    if request.path is not None:
+        folder = (folder / request.path).resolve()
+        if not folder.is_dir():
+            raise CourseError(f"{folder} is not a folder: `%checks test` checks a folder of your files")
     assignment = assignment_of(folder)
-    if not assignment.public_tests_dir.is_dir():
-        raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
+    if request.assignment is not None and request.assignment != assignment.name:
+        raise CourseError(f"{folder} is a copy of {assignment.name}, not of {request.assignment}: here, use "
+                          f"`%checks test` or `%checks test {assignment.name}`")
     files = graded_files(assignment, folder)
-    (result,) = grade_sources(assignment, [Source.from_files(folder.name, files)], public=True, jobs=1)
-    quiz_bytes = files.get(QUIZ_FILE)
-    quiz, quiz_problem = check_answers(answer_kinds(assignment), quiz_bytes)
-    known = [q.qid for q in result.questions] + [form.qid for form in quiz]
-    if question is not None and not result.error:
-        if question not in known:
-            raise CourseError(f"{assignment.name} has no question {question!r}; its questions: {', '.join(known)}")
-        result.questions = [q for q in result.questions if q.qid == question]
-        quiz = [form for form in quiz if form.qid == question]
-        quiz_problem = quiz_problem if quiz else ""
-    return {"assignment": assignment.name, "folder": str(folder), "question": question,
-            "result": result.to_dict(), "quiz": [asdict(form) for form in quiz], "quiz_problem": quiz_problem}
+    checks = run_public_checks_of(assignment, Source.from_files(folder.name, files), files.get(QUIZ_FILE),
+                                  request.questions)
+    return {"assignment": assignment.name, "folder": str(folder), "question": " ".join(request.questions) or None,
+            "result": checks.result.to_dict(), "quiz": [asdict(form) for form in checks.quiz],
+            "quiz_problem": checks.quiz_problem}
 
 
 def main(argv: list[str]) -> int:
     folder, out = Path(argv[0]).resolve(), Path(argv[1])
-    question = argv[2] if len(argv) > 2 else None
     try:
-        report = run_public_checks(folder, question)
+        report = run_public_checks(folder, argv[2:])
     except (CourseError, ValueError) as error:
         report = {"problem": str(error)}
     out.write_text(json.dumps(report), encoding="utf-8")

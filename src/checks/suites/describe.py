@@ -15,6 +15,9 @@ SMALL_ARRAY = 6  # arrays with at most this many elements are shown in full
 
 
 _CALL_THEN_OUTCOME = re.compile(r"^(\w+)\((.*?)\) (raised|returned|crashed|did not|was not|sent back) ")
+# how a student fault's account begins (suites/student.py): what happened instead of a value
+_FAULT = re.compile(r"(raised|crashed|did not finish|was not run|was stopped|sent back|could not run"
+                    r"|returned an unsupported type)\b")
 
 
 def elide_arguments(message: str, shortest: int = 20) -> str:
@@ -23,6 +26,18 @@ def elide_arguments(message: str, shortest: int = 20) -> str:
     if match is None or len(match.group(2)) < shortest:
         return message
     return f"{match.group(1)}(...) {match.group(3)} {message[match.end():]}"
+
+
+def failed_how(message: str) -> str:
+    """What a failure says happened, without what was run: cases whose failures give the same
+    are alike (one cause, such as a stub or a missing module). `f(<arguments>) raised X` gives
+    `f(...) raised X`; a scenario on a line of its own, then a fault (a suite's `run_or_fail`:
+    "While running t = Tensor(...):\nraised ModuleNotFoundError: ..."), gives the fault and what
+    follows it. Anything else is its own: a wrong value names the case it is wrong for."""
+    _, newline, rest = message.partition("\n")
+    if newline and _FAULT.match(rest):
+        return rest
+    return elide_arguments(message, shortest=0)
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
-from checks.suites.describe import elide_arguments
+from checks.suites.describe import failed_how
 
 MAX_FAILURES_SHOWN = 3
 # what a submission's feedback may take, whatever its code raised, printed or returned: one
@@ -15,6 +15,9 @@ MAX_QUESTION_FEEDBACK_CHARS = 8_000
 MAX_SUBMISSION_FEEDBACK_CHARS = 100_000
 # how a failure caused by the untouched stub ends (suites/student.py, suites/api.py say it)
 STILL_THE_STUB = "(still the stub"
+# the one word every report uses for a question still the stub (QuestionResult.not_started), and
+# for a quiz answer not given yet: the terminal table, the notebook's, the lesson's `yours(...)`
+NOT_STARTED = "not started"
 GRADED, REFUSED, NOT_GRADED = "graded", "refused", "not graded"  # SubmissionResult.status
 
 
@@ -137,8 +140,9 @@ def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
 
 
 def _feedback(cases: list[CaseResult]) -> str:
-    """A count, then a few failures; cases that failed the same way (a stub, one exception) are
-    shown once with how many more there were."""
+    """A count, then a few failures; cases that failed the same way (a stub, one exception, one
+    missing module; describe.failed_how) are shown once with how many more there were. Every
+    question's feedback, in every report, is written here."""
     failures = [c for c in cases if not c.passed]
     if not failures:
         return f"All {len(cases)} checks passed."
@@ -148,12 +152,21 @@ def _feedback(cases: list[CaseResult]) -> str:
                      "tell the course staff (this is not your mistake).")
     alike: dict[str, list] = {}  # outcome -> [first message, how many]
     for case in failures:
-        alike.setdefault(elide_arguments(case.message, shortest=0), [case.message, 0])[1] += 1
+        alike.setdefault(failed_how(case.message), [case.message, 0])[1] += 1
     shown = list(alike.values())[:MAX_FAILURES_SHOWN]
     for message, count in shown:
         more = f" ({count - 1} more case{'s' if count > 2 else ''} failed the same way)" if count > 1 else ""
-        lines.append(f"- {_cut(message, MAX_MESSAGE_CHARS, 'one message')}{more}")
+        lines.append(f"- {_with_count(_cut(message, MAX_MESSAGE_CHARS, 'one message'), more)}")
     hidden = len(failures) - sum(count for _, count in shown)
     if hidden:
         lines.append(f"- ... and {hidden} more failing case{'s' if hidden > 1 else ''}.")
     return _cut("\n".join(lines), MAX_QUESTION_FEEDBACK_CHARS, "a question's feedback")
+
+
+def _with_count(message: str, more: str) -> str:
+    """The count of alike cases at the end of the line that says what happened (the first, or the
+    second after a scenario), before any traceback or hint below it."""
+    lines = message.split("\n")
+    at = 1 if len(lines) > 1 and failed_how(message) == "\n".join(lines[1:]) else 0
+    lines[at] += more
+    return "\n".join(lines)

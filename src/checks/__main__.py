@@ -1,0 +1,7 @@
+"""`python -m checks ...`: the same as the `checks` command."""
+
+import sys
+
+from checks.cli import main
+
+sys.exit(main())
