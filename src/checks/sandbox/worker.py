@@ -103,6 +103,8 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
+    seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
+    os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
     _keep(sock, reader, control, laid_out)
 
 
@@ -377,7 +379,6 @@ class _Session:
         self.home = home
         self.output_path = output_path
         self.drivers: dict[str, types.ModuleType] = {}
-        seed_generators(sys.modules.get("torch"))
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         try:
