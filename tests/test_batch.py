@@ -441,3 +441,14 @@ def test_a_second_run_into_a_locked_folder_stops_at_once_and_touches_nothing(tmp
     with closing(sqlite3.connect(out / DB_FILE)) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
     assert grade(assignment, [class_folder], out, regrade=True).graded  # released with the first run
+
+
+def test_a_folder_another_run_holds_is_refused_before_the_grading_header(tmp_path, monkeypatch, class_folder, capsys):
+    """The lock is taken before the header is printed: a second run says only why it stopped."""
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    out = tmp_path / "out"
+    with lock_folder(out):  # the lock a first run holds
+        code = cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out", str(out)])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == 2 and lines[0].startswith(f"error: {out} is in use by another `checks grade` run"), lines
+    assert not any("grading" in line for line in lines)

@@ -356,11 +356,11 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
                 console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
-        console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                      f"into {args.out} ({where}; device: {args.device})")
-        try:
+        header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
+                       f"into {args.out} ({where}; device: {args.device})")
+        try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
-                                      listener=GradeProgress(console), grader=grader)
+                                      listener=GradeProgress(console, header=header), grader=grader)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1

@@ -79,6 +79,9 @@ class BatchSummary:
 class BatchListener:
     """What a grade run reports as it goes (the CLI shows it; tests may record it)."""
 
+    def locked(self) -> None:
+        """The run holds the output folder (a second run into it stopped before this): grading begins."""
+
     def started(self, plan: list[Planned]) -> None:
         """Before grading: every submission asked for, and which of them will be graded."""
 
@@ -182,9 +185,11 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
     batch_names(paths)  # refuse a path given twice before anything is written
+    listener = listener or BatchListener()
     with lock_folder(out_dir):
-        return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade,
-                             listener=listener or BatchListener(), grader=grader or grade_sources)
+        listener.locked()
+        return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade, listener=listener,
+                             grader=grader or grade_sources)
 
 
 def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None, regrade: bool,
