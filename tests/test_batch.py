@@ -89,8 +89,8 @@ def test_a_folder_of_submissions_stands_for_each_of_them(tmp_path):
         archive.writestr("bob/work.py", "x = 1")
     (subs / "notes.txt").write_text("not a submission")
     single = submit(tmp_path, "carol")
-    assert expand_submission_paths([subs, single]) == [subs / "alice", subs / "bob.zip", single]
-    assert expand_submission_paths([subs / "alice"]) == [subs / "alice"]  # it holds .py files: one submission
+    assert [f.path for f in expand_submission_paths([subs, single])] == [subs / "alice", subs / "bob.zip", single]
+    assert [f.path for f in expand_submission_paths([subs / "alice"])] == [subs / "alice"]  # .py files: one submission
 
 
 def test_names_that_clash_are_graded_apart_with_a_warning_and_a_path_given_twice_is_refused(tmp_path, assignment):
@@ -292,8 +292,8 @@ def test_the_summary_has_question_stats_the_slowest_and_the_grader_errors_with_r
 
 def test_student_controlled_names_and_messages_are_not_markup(tmp_path, assignment):
     subs = tmp_path / "subs"
-    submit(subs, "[bold]x[red]", error="broken [/] tag [link=http://evil]")
-    summary = grade(assignment, [subs], tmp_path / "out")
+    student = submit(subs, "[bold]x[red]", error="broken [/] tag [link=http://evil]")
+    summary = grade(assignment, [student], tmp_path / "out")
     buffer = io.StringIO()
     GradeProgress(Console(file=buffer, width=100)).graded(summary.graded[0], 1, 1)
     print_summary(Console(file=buffer, width=200), summary)  # a MarkupError would raise here
