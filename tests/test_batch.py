@@ -452,3 +452,25 @@ def test_a_folder_another_run_holds_is_refused_before_the_grading_header(tmp_pat
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and lines[0].startswith(f"error: {out} is in use by another `checks grade` run"), lines
     assert not any("grading" in line for line in lines)
+
+
+@pytest.mark.parametrize("out", ["subs/alice/grades", "subs/alice/work.py", "subs/bob.zip", "subs", "subs/grades",
+                                 "canvas/grades"])
+def test_an_output_folder_in_or_around_the_submissions_is_refused_before_anything_is_written(tmp_path, monkeypatch,
+                                                                                         class_folder, capsys, out):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    with zipfile.ZipFile(class_folder / "bob.zip", "w") as archive:
+        archive.writestr("bob/work.py", "x = 1")
+    (tmp_path / "canvas").mkdir()
+    (tmp_path / "canvas" / "smithjane_1_2_work.py").write_text("x = 1")
+    before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    code = cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), str(tmp_path / "canvas"),
+                     "--out", str(tmp_path / out)])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 2 and text.startswith(f"error: --out {tmp_path / out} ") and "nothing was graded" in text, text
+    course = tmp_path / "course"
+    assert {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*") if course not in p.parents
+            and p != course} == before  # nothing written, not even the folder
+    with pytest.raises(ValueError, match="which is being graded"):  # the library refuses it as well
+        grade(Assignment("fake", tmp_path), [class_folder], tmp_path / "subs/carol/out")
+    assert not (tmp_path / "subs/carol/out").exists()

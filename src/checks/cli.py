@@ -341,13 +341,14 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
 
 
 def _grade(root: Path, args: argparse.Namespace) -> int:
-    from checks.grading.batch import OutputFailed, expand_submission_paths, grade_to_folder
+    from checks.grading.batch import OutputFailed, check_out_dir, expand_submission_paths, grade_to_folder
     from checks.progress import GradeProgress, print_summary
 
     assignment = load_assignment(root, args.assignment)
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
-    paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)],
-                                    assignment.name)
+    given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
+    paths = expand_submission_paths(given, assignment.name)
+    check_out_dir(args.out, [*given, *paths])  # a class folder given, too: its next run would grade the output
     with contextlib.ExitStack() as cluster:
         grader, where = None, f"sandbox: {isolation.description}"
         if args.scheduler or args.scheduler_file:

@@ -109,6 +109,25 @@ def check_submission_paths(paths: list[Path | Found]) -> None:
                          f"{'s' if len(missing) > 1 else ''})")
 
 
+def check_out_dir(out_dir: Path, paths: list[Path | Found]) -> None:
+    """ValueError, before anything is graded or written, when the output folder is a submission
+    (or a bulk download) being graded, lies inside one, or holds one: the grader would write into
+    the students' files, and the next run would grade its own output."""
+    out = Path(os.path.realpath(out_dir))
+    advice = "choose an output folder outside the submissions, such as grades/ (nothing was graded)"
+    for found in map(as_found, paths):
+        submission = Path(os.path.realpath(found.path))
+        if out == submission:
+            raise ValueError(f"--out {out_dir} is being graded itself: the grader would write into the "
+                             f"submissions; {advice}")
+        if submission in out.parents:
+            raise ValueError(f"--out {out_dir} is inside {found.path}, which is being graded: the grader would "
+                             f"write into it; {advice}")
+        if out in submission.parents:
+            raise ValueError(f"--out {out_dir} holds {found.path}, which is being graded: the grader would write "
+                             f"beside it, or into it; {advice}")
+
+
 def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Found]:
     """Each student's submission among the paths given (ValueError naming every path that does not exist).
 
@@ -337,6 +356,7 @@ def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: 
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
+    check_out_dir(out_dir, paths)
     batch_names(paths)  # refuse a path given twice before anything is written
     listener = listener or BatchListener()
     with lock_folder(out_dir):
