@@ -85,6 +85,7 @@ CANVAS = {
     "doejohn_LATE_202_9004_work-1.py": "# john's second upload",
     "doejohn_202_text.html": "<p>see attached</p>",
     "leeann_303_9005_hw2.zip": zip_bytes({"hw2/work.py": "# ann's zip", "hw2/answers.json": "{}"}),
+    "leeann_303_9006_screenshot.png": "a picture",
     ".DS_Store": "junk",
 }
 EXPECTED_CANVAS = {
@@ -115,6 +116,7 @@ def test_a_canvas_download_grades_each_student_under_their_name_and_canvas_id(tm
     assert files_and_ids(tmp_path / "out") == EXPECTED_CANVAS
     warnings = graded(tmp_path / "out")["doejohn"][2]
     assert any("work-1.py, was graded as work.py" in w for w in warnings), warnings  # said once, to the student
+    assert "hw2.zip was graded; screenshot.png, beside it, was not read" in graded(tmp_path / "out")["leeann"][2]
     assert "grading 3 submission(s)" in shown
 
 

@@ -96,6 +96,16 @@ class Student:
     def student_id(self) -> str:
         return self.name.student_id
 
+    def own_zip(self) -> tuple[tuple[str, str], tuple[str, ...]] | None:
+        """Where the student submitted one zip and no file a submission is graded on (.py, .ipynb,
+        .toml): the zip's (entry, name), and the notes for the student, naming what else was there."""
+        zips = [item for item in self.files if item[1].lower().endswith(".zip")]
+        if len(zips) != 1 or any(name.lower().endswith((".py", ".ipynb", ".toml")) for _, name in self.files):
+            return None
+        others = [item[1] for item in self.files if item != zips[0]]
+        note = f"{zips[0][1]} was graded; {', '.join(others)}, beside it, {'was' if len(others) == 1 else 'were'} not read"
+        return zips[0], self.notes + ((note,) if others else ())
+
 
 def split_download(entries: list[str]) -> list[Student] | None:
     """A bulk download's entries (relative paths, `/` between folders; caches and junk already left

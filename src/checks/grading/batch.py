@@ -194,8 +194,12 @@ def _download(path: Path) -> list[Found] | None:
     students = lms.split_download(entries)
     if students is None:
         return None
-    return _named([Found(path, student.name.student, student.student_id, student.files, student.notes)
-                   for student in students], students)
+    found = []
+    for student in students:
+        zipped = student.own_zip()
+        members, notes = ((zipped[0],), zipped[1]) if zipped else (student.files, student.notes)  # read inside
+        found.append(Found(path, student.name.student, student.student_id, members, notes))
+    return _named(found, students)
 
 
 def _folder_entries(path: Path) -> list[tuple[str, lms.LmsName]] | None:
@@ -224,9 +228,9 @@ def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Fo
     found: list[Found] = []
     students: list[lms.Student] = []
     for student in lms.split_download(flat) or []:
-        entry, own = student.files[0]
-        if len(student.files) == 1 and own.lower().endswith(".zip"):  # the student's own zip: read as one
-            found.append(Found(folder / entry, student.name.student, student.student_id, notes=student.notes))
+        zipped = student.own_zip()
+        if zipped:  # the student's own zip: read as a submission of its own
+            found.append(Found(folder / zipped[0][0], student.name.student, student.student_id, notes=zipped[1]))
         else:
             found.append(Found(folder, student.name.student, student.student_id, student.files, student.notes))
         students.append(student)
