@@ -247,3 +247,18 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
     drawn = sum(b.width * b.height for b in histogram([s / 100 for s in SCORES]).bins)
     assert 0.9 * drawn < bar_pixels < 1.1 * drawn, (bar_pixels, drawn)  # every bar painted, at its size
     assert count_colour(rows, (0x2F, 0x9E, 0x62)) > 100  # the pass-rate meters of the questions table
+
+
+def test_the_report_lists_each_submissions_warnings_as_written():
+    made = records([100, 50], failures=0)
+    missing = result("ann", warnings=["strides.py is missing; found strides.PY: rename it to strides.py",
+                                      "skipped, as the assignment does not use them: data.csv, <b>x</b>.txt"])
+    page = render_report("demo", [*made, Graded(missing, "0.1.0", "2030-01-01T12:00:00Z")])
+    table = re.search(r'<table id="warnings">.*?</table>', page, re.S).group(0)
+    assert table.count("<tr>") == 2 and 'href="ann/feedback.html"' in table  # the header, and ann's
+    assert "<li>strides.py is missing; found strides.PY: rename it to strides.py</li>" in table
+    assert "data.csv, &lt;b&gt;x&lt;/b&gt;.txt</li>" in table  # a student's file name stays text
+    submissions = re.search(r'<table id="submissions">.*?</table>', page, re.S).group(0)
+    row = re.search(r'<tr>\s*<td><a href="ann/feedback.html">ann</a>.*?</tr>', submissions, re.S).group(0)
+    assert '<a href="#warnings">2</a>' in row  # counted in the submissions table, linked to the list
+    assert 'id="warnings"' not in render_report("demo", made)  # no warnings, no section
