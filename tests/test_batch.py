@@ -76,7 +76,10 @@ def grade(assignment, paths, out, **kwargs):
 
 
 def read_csv(out: Path) -> list[dict]:
-    return list(csv.DictReader((out / "gradebook.csv").open()))
+    """The submissions' rows; the line under the header holds each question's maximum."""
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert rows[0]["submission"] == "Points Possible" and rows[0]["status"] == "", rows[0]
+    return rows[1:]
 
 
 # ---------------------------------------------------------------- inputs
@@ -474,3 +477,41 @@ def test_an_output_folder_in_or_around_the_submissions_is_refused_before_anythin
     with pytest.raises(ValueError, match="which is being graded"):  # the library refuses it as well
         grade(Assignment("fake", tmp_path), [class_folder], tmp_path / "subs/carol/out")
     assert not (tmp_path / "subs/carol/out").exists()
+
+
+def test_the_csv_has_a_student_id_and_the_maxima_and_export_csv_writes_it_again_without_grading(
+        tmp_path, monkeypatch, class_folder, capsys):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    out = tmp_path / "out"
+    assert cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out",
+                     str(out)]) == 0
+    written = (out / "gradebook.csv").read_text()
+    assert written.splitlines()[:3] == ["submission,student_id,q.one,q.two,total,status,reason",
+                                        "Points Possible,,4.0,6.0,10.0,,",
+                                        "alice,alice,4.0,6.0,10.0,graded,"]
+
+    def no_grading(*args, **kwargs):
+        raise AssertionError("export csv graded something")
+
+    monkeypatch.setattr(batch, "grade_sources", no_grading)
+    (out / "gradebook.csv").unlink()
+    capsys.readouterr()
+    assert cli.main(["export", "csv", str(out)]) == 0
+    assert (out / "gradebook.csv").read_text() == written
+    assert f"wrote {out / 'gradebook.csv'}: 3 submission(s), 2 question(s)" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(["export", "csv", str(out), "--out", str(tmp_path / "for-canvas.csv")]) == 0
+    assert (tmp_path / "for-canvas.csv").read_text() == written
+
+    # a CSV an earlier checks wrote (no student_id, no maxima) is its own, rewritten; a TA's edit is never
+    (out / "gradebook.csv").write_text("submission,q.one,q.two,total,status,reason\nalice,4.0,6.0,10.0,graded,\n")
+    assert cli.main(["export", "csv", str(out)]) == 0 and (out / "gradebook.csv").read_text() == written
+    edited = written.replace("reason\n", "reason,late days\n", 1)
+    (out / "gradebook.csv").write_text(edited)
+    capsys.readouterr()
+    assert cli.main(["export", "csv", str(out)]) == 2
+    assert "columns checks never wrote here (late days)" in " ".join(capsys.readouterr().out.split())
+    assert (out / "gradebook.csv").read_text() == edited
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["export", "csv", str(tmp_path / "empty")]) == 2
+    assert "holds no gradebook.sqlite" in " ".join(capsys.readouterr().out.split())
+    assert not list((tmp_path / "empty").iterdir())  # not even a lock file

@@ -5,6 +5,7 @@ student gave them. With a stand-in grader: the naming and reading, not the suite
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import zipfile
@@ -114,6 +115,9 @@ def test_a_canvas_download_grades_each_student_under_their_name_and_canvas_id(tm
     code, shown = grade(monkeypatch, course, tmp_path / "out", *paths)
     assert code == 0, shown
     assert files_and_ids(tmp_path / "out") == EXPECTED_CANVAS
+    rows = csv.DictReader((tmp_path / "out" / "gradebook.csv").open())
+    assert {row["submission"]: row["student_id"] for row in rows} == {
+        "Points Possible": "", "smithjane": "101", "doejohn": "202", "leeann": "303"}  # the ids to import by
     warnings = graded(tmp_path / "out")["doejohn"][2]
     assert any("work-1.py, was graded as work.py" in w for w in warnings), warnings  # said once, to the student
     assert "hw2.zip was graded; screenshot.png, beside it, was not read" in graded(tmp_path / "out")["leeann"][2]

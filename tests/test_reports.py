@@ -102,15 +102,20 @@ def test_terminal_tables_print_messages_that_look_like_markup():
     assert "expected a number, got '[/x] [bold]'" in console.file.getvalue()
 
 
-def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_and_the_total():
+def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_the_total_and_the_maxima():
     text = gradebook_csv([result("zoe"), result("amy", error="boom", questions=[])])
     refused = result("bo", questions=[QuestionResult("strides.numel", 0.0, 4.0, "unreadable", 0, 1)])
     refused.refused = "bo.zip is not a readable zip file"
     failed = result("amy", error="boom")  # its questions are no score: a grader failure is never a grade
-    text = gradebook_csv([result("zoe"), failed, refused])
-    assert text.splitlines() == ["submission,strides.numel,strides.view,total,status,reason",
-                                 "amy,,,,not graded,boom", "bo,0.0,,0.0,refused,bo.zip is not a readable zip file",
-                                 "zoe,1.0,12.0,13.0,graded,"]
+    from_canvas = result("smithjane")
+    from_canvas.student_id = "101"  # the LMS's id, where the batch found one; else the submission's name
+    text = gradebook_csv([result("zoe"), failed, refused, from_canvas])
+    assert text.splitlines() == ["submission,student_id,strides.numel,strides.view,total,status,reason",
+                                 "Points Possible,,4.0,12.0,16.0,,",
+                                 "amy,amy,,,,not graded,boom",
+                                 "bo,bo,0.0,,0.0,refused,bo.zip is not a readable zip file",
+                                 "smithjane,101,1.0,12.0,13.0,graded,",
+                                 "zoe,zoe,1.0,12.0,13.0,graded,"]
 
 
 # ---------------------------------------------------------------- report.html
