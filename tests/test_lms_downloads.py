@@ -6,6 +6,7 @@ student gave them. With a stand-in grader: the naming and reading, not the suite
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import json
 import zipfile
@@ -88,6 +89,8 @@ CANVAS = {
     "leeann_303_9005_hw2.zip": zip_bytes({"hw2/work.py": "# ann's zip", "hw2/answers.json": "{}"}),
     "leeann_303_9006_screenshot.png": "a picture",
     ".DS_Store": "junk",
+    "._smithjane_101_9001_work.py": "macOS's resource fork of it, copied to another disk",
+    "__MACOSX/smithjane_101_9001_work.py": "macOS's zip debris",
 }
 EXPECTED_CANVAS = {
     "smithjane": ("101", {"answers.json": "{}", "work.py": "# jane's work"}),
@@ -98,7 +101,7 @@ EXPECTED_CANVAS = {
 
 def canvas_folder(folder: Path) -> Path:
     for name, data in CANVAS.items():
-        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode())
     return folder
 
@@ -110,7 +113,7 @@ def files_and_ids(out: Path) -> dict[str, tuple[str, dict[str, str]]]:
 @pytest.mark.parametrize("given", ["folder", "its files", "zip"])
 def test_a_canvas_download_grades_each_student_under_their_name_and_canvas_id(tmp_path, monkeypatch, course, given):
     folder = canvas_folder(tmp_path / "canvas")
-    paths = {"folder": [folder], "its files": sorted(folder.iterdir()),  # `canvas/*` from the shell
+    paths = {"folder": [folder], "its files": sorted(map(Path, glob.glob(str(folder / "*")))),  # `canvas/*`
              "zip": [zipped(tmp_path / "submissions.zip", CANVAS)]}[given]
     code, shown = grade(monkeypatch, course, tmp_path / "out", *paths)
     assert code == 0, shown

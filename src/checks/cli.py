@@ -481,8 +481,9 @@ def _export_csv(args: argparse.Namespace) -> int:
         raise CourseError("--fill is for the nbgrader and otter exports")
     folder = Path(args.assignment)
     path, results = export_gradebook_csv(folder, args.out)
-    console.print(plain(f"wrote {path}: {len(results)} submission(s), {len(question_names([r for r in results if not r.error]))} question(s), "
-                        f"from {folder / 'gradebook.sqlite'} (nothing graded)"), soft_wrap=True)
+    questions = question_names([r for r in results if not r.error])
+    console.print(plain(f"wrote {path}: {len(results)} submission(s), {len(questions)} question(s), from "
+                        f"{folder / 'gradebook.sqlite'} (nothing graded)"), soft_wrap=True)
     return 0
 
 

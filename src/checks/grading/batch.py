@@ -141,8 +141,8 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None) ->
     found: list[Found] = []
     one_by_one: dict[Path, list[tuple[Path, lms.LmsName]]] = {}  # LMS-named files or folders, by folder
     for path in paths:
-        if path.name in JUNK_FILES and path.is_file():  # `canvas/*` names .DS_Store too: nobody's submission
-            continue
+        if (path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()):
+            continue  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
         named = lms.lms_name(path.name, folder=path.is_dir())
         if named is not None and (path.is_dir() or path.is_file()):
             one_by_one.setdefault(path.parent, []).append((path, named))
@@ -209,7 +209,7 @@ def _folder_entries(path: Path) -> list[tuple[str, lms.LmsName]] | None:
     try:
         with os.scandir(path) as scan:
             for entry in scan:
-                if _junk(entry.name) or (entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)):
+                if _junk(entry.name) or is_skipped_dir(entry.name):
                     continue
                 folder = entry.is_dir(follow_symlinks=False)
                 named = lms.lms_name(entry.name, folder=folder)
@@ -227,7 +227,9 @@ def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Fo
     flat = [entry for entry, named in given if entry not in moodle]
     found: list[Found] = []
     students: list[lms.Student] = []
-    for student in lms.split_download(flat) or []:
+    split = lms.split_download(flat)
+    unsplit = [Found(folder / entry) for entry in flat] if split is None else []  # two LMSs' kinds: each as it is
+    for student in split or []:
         zipped = student.own_zip()
         if zipped:  # the student's own zip: read as a submission of its own
             found.append(Found(folder / zipped[0][0], student.name.student, student.student_id, notes=zipped[1]))
@@ -237,7 +239,7 @@ def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Fo
     by_student: dict[tuple[str, str, str], list[str]] = {}
     for entry, named in sorted(moodle.items()):
         by_student.setdefault(named.key, []).append(entry)
-    for key, entries in by_student.items():  # a Moodle folder per student and plugin: the uploads are graded
+    for entries in by_student.values():  # a Moodle folder per student and plugin: the uploads are graded
         plugins = {moodle[entry].plugin: entry for entry in entries}
         chosen = plugins.get(lms.MOODLE_FILES, entries[0])
         others = sorted(plugin for plugin in plugins if plugins[plugin] != chosen)
@@ -246,7 +248,7 @@ def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Fo
         named = moodle[chosen]
         found.append(Found(folder / chosen, named.student, named.student_id, notes=notes))
         students.append(lms.Student(named, ()))
-    return _named(found, students)
+    return _named(found, students) + unsplit
 
 
 def _named(found: list[Found], students: list[lms.Student]) -> list[Found]:
@@ -262,9 +264,10 @@ def _named(found: list[Found], students: list[lms.Student]) -> list[Found]:
 
 
 def _junk(entry: str) -> bool:
-    """An entry of a download that is nobody's submission: macOS and Windows debris, caches."""
+    """An entry of a download that is nobody's submission: macOS and Windows debris (.DS_Store, ._x,
+    __MACOSX/), caches, and anything hidden at its top (an LMS names every file it writes)."""
     parts = entry.split("/")
-    return parts[-1] in JUNK_FILES or any(is_skipped_dir(part) for part in parts[:-1]) or parts[0] == "__MACOSX"
+    return parts[-1] in JUNK_FILES or any(is_skipped_dir(part) for part in parts[:-1]) or parts[0].startswith(".")
 
 
 def fingerprint(path: Path | Found) -> str:

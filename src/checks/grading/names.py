@@ -1,12 +1,14 @@
 """Each submission's name in a batch: its folder in the output folder and its row in the gradebook.
 
-A submission's own name (its folder name or zip stem) comes from a student and is data: mended
-where it is read (course/submissions.submission_name), and made here a name no other submission
-and none of the grader's own files can take. A name that another submission's equals once mended
-(b'\\xff' and a literal `\\xff`), or but for case or Unicode normalisation (one folder on macOS or
-Windows), a name of the grader's own files (gradebook.csv, a temp file: any `.name`, checks-...),
-or one too long for a folder gets a short digest of the submission's path added. So it is graded
-apart, under the same name on every run of the same command, with a warning that says so.
+A submission's own name (its folder name or zip stem, the name of the folder that wraps it, or
+the student's name in an LMS's bulk download: course/submissions.Found) comes from a student and
+is data: mended where it is read, and made here a name no other submission and none of the
+grader's own files can take. A name that another submission's equals once mended (b'\\xff' and a
+literal `\\xff`), or but for case or Unicode normalisation (one folder on macOS or Windows), a
+name of the grader's own files (gradebook.csv, a temp file: any `.name`, checks-...; and
+`Points Possible`, the CSV's line of maxima), or one too long for a folder gets a short digest of
+the submission's path added (and, in a bulk download, of which student's files it is). So it is
+graded apart, under the same name on every run of the same command, with a warning that says so.
 """
 
 from __future__ import annotations
