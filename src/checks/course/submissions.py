@@ -115,10 +115,12 @@ class Found:
         return len(self.members) == 1 and self.members[0][1].lower().endswith(".zip")
 
     def describe(self) -> str:
-        """Where it was read from, in words (the gradebook's `source`)."""
+        """Where it was read from, in words (the gradebook's `source`): its path, as str() of a path."""
         if not self.members:
             return str(self.path)
         return f"{self.path}: {', '.join(entry for entry, _ in self.members)}"
+
+    __str__ = describe
 
 
 def read_found(found: Found, named: Collection[str] | None = None) -> Submission:
