@@ -135,15 +135,19 @@ def _student(files: list[tuple[str, LmsName]]) -> Student:
     if first.lms == MOODLE:
         plugins = sorted({name.plugin for _, name in files})
         if MOODLE_FILES in plugins and len(plugins) > 1:
-            others = [plugin for plugin in plugins if plugin != MOODLE_FILES]
-            notes.append(f"only the files you uploaded are graded: what you submitted as {', '.join(others)} "
-                         "was not read")
+            notes.append(moodle_note([plugin for plugin in plugins if plugin != MOODLE_FILES]))
             files = [(entry, name) for entry, name in files if name.plugin == MOODLE_FILES]
         chosen = {entry: name.file for entry, name in files}
     else:
         chosen, notes = _canvas_copies(files)
     return Student(first, tuple(sorted(chosen.items())), late=any(name.late for _, name in files),
                    notes=tuple(notes))
+
+
+def moodle_note(plugins: list[str]) -> str:
+    """What a student is told of what they submitted through Moodle's other plugins (not graded)."""
+    named = [{"onlinetext": "online text"}.get(plugin, plugin) for plugin in plugins]
+    return f"only the files you uploaded are graded: your {' and '.join(named)} was not read"
 
 
 def _canvas_copies(files: list[tuple[str, LmsName]]) -> tuple[dict[str, str], list[str]]:

@@ -243,8 +243,7 @@ def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Fo
         plugins = {moodle[entry].plugin: entry for entry in entries}
         chosen = plugins.get(lms.MOODLE_FILES, entries[0])
         others = sorted(plugin for plugin in plugins if plugins[plugin] != chosen)
-        notes = ((f"only the files you uploaded are graded: what you submitted as {', '.join(others)} was not "
-                  "read",) if others else ())
+        notes = (lms.moodle_note(others),) if others else ()
         named = moodle[chosen]
         found.append(Found(folder / chosen, named.student, named.student_id, notes=notes))
         students.append(lms.Student(named, ()))
