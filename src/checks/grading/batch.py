@@ -159,7 +159,7 @@ def _submission_like(path: Path, assignment: str | None) -> list[Path]:
     if not path.is_dir() or any(path.glob("*.py")) or (path / "quiz.toml").exists():
         return []
     children = sorted(p for p in path.iterdir()
-                      if not p.name.startswith(".") and not is_skipped_dir(p.name) and not p.is_symlink()
+                      if not p.name.startswith(".") and not is_skipped_dir(p.name)
                       and (p.is_dir() or p.suffix in (".zip", NOTEBOOK_SUFFIX)))
     if any(assignment in (child.name, child.stem) for child in children):
         return []
