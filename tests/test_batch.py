@@ -76,7 +76,10 @@ def grade(assignment, paths, out, **kwargs):
 
 
 def read_csv(out: Path) -> list[dict]:
-    return list(csv.DictReader((out / "gradebook.csv").open()))
+    """The submissions' rows; the line under the header holds each question's maximum."""
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    assert rows[0]["submission"] == "Points Possible" and rows[0]["status"] == "", rows[0]
+    return rows[1:]
 
 
 # ---------------------------------------------------------------- inputs
@@ -89,8 +92,8 @@ def test_a_folder_of_submissions_stands_for_each_of_them(tmp_path):
         archive.writestr("bob/work.py", "x = 1")
     (subs / "notes.txt").write_text("not a submission")
     single = submit(tmp_path, "carol")
-    assert expand_submission_paths([subs, single]) == [subs / "alice", subs / "bob.zip", single]
-    assert expand_submission_paths([subs / "alice"]) == [subs / "alice"]  # it holds .py files: one submission
+    assert [f.path for f in expand_submission_paths([subs, single])] == [subs / "alice", subs / "bob.zip", single]
+    assert [f.path for f in expand_submission_paths([subs / "alice"])] == [subs / "alice"]  # .py files: one submission
 
 
 def test_names_that_clash_are_graded_apart_with_a_warning_and_a_path_given_twice_is_refused(tmp_path, assignment):
@@ -292,8 +295,8 @@ def test_the_summary_has_question_stats_the_slowest_and_the_grader_errors_with_r
 
 def test_student_controlled_names_and_messages_are_not_markup(tmp_path, assignment):
     subs = tmp_path / "subs"
-    submit(subs, "[bold]x[red]", error="broken [/] tag [link=http://evil]")
-    summary = grade(assignment, [subs], tmp_path / "out")
+    student = submit(subs, "[bold]x[red]", error="broken [/] tag [link=http://evil]")
+    summary = grade(assignment, [student], tmp_path / "out")
     buffer = io.StringIO()
     GradeProgress(Console(file=buffer, width=100)).graded(summary.graded[0], 1, 1)
     print_summary(Console(file=buffer, width=200), summary)  # a MarkupError would raise here
@@ -441,3 +444,74 @@ def test_a_second_run_into_a_locked_folder_stops_at_once_and_touches_nothing(tmp
     with closing(sqlite3.connect(out / DB_FILE)) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
     assert grade(assignment, [class_folder], out, regrade=True).graded  # released with the first run
+
+
+def test_a_folder_another_run_holds_is_refused_before_the_grading_header(tmp_path, monkeypatch, class_folder, capsys):
+    """The lock is taken before the header is printed: a second run says only why it stopped."""
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    out = tmp_path / "out"
+    with lock_folder(out):  # the lock a first run holds
+        code = cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out", str(out)])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == 2 and lines[0].startswith(f"error: {out} is in use by another `checks grade` run"), lines
+    assert not any("grading" in line for line in lines)
+
+
+@pytest.mark.parametrize("out", ["subs/alice/grades", "subs/alice/work.py", "subs/bob.zip", "subs", "subs/grades",
+                                 "canvas/grades"])
+def test_an_output_folder_in_or_around_the_submissions_is_refused_before_anything_is_written(tmp_path, monkeypatch,
+                                                                                         class_folder, capsys, out):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    with zipfile.ZipFile(class_folder / "bob.zip", "w") as archive:
+        archive.writestr("bob/work.py", "x = 1")
+    (tmp_path / "canvas").mkdir()
+    (tmp_path / "canvas" / "smithjane_1_2_work.py").write_text("x = 1")
+    before = {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*")}
+    code = cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), str(tmp_path / "canvas"),
+                     "--out", str(tmp_path / out)])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 2 and text.startswith(f"error: --out {tmp_path / out} ") and "nothing was graded" in text, text
+    course = tmp_path / "course"
+    assert {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*") if course not in p.parents
+            and p != course} == before  # nothing written, not even the folder
+    with pytest.raises(ValueError, match="which is being graded"):  # the library refuses it as well
+        grade(Assignment("fake", tmp_path), [class_folder], tmp_path / "subs/carol/out")
+    assert not (tmp_path / "subs/carol/out").exists()
+
+
+def test_the_csv_has_a_student_id_and_the_maxima_and_export_csv_writes_it_again_without_grading(
+        tmp_path, monkeypatch, class_folder, capsys):
+    monkeypatch.setattr(batch, "grade_sources", fake_grader)
+    out = tmp_path / "out"
+    assert cli.main(["--course", str(fake_course(tmp_path)), "grade", "fake", str(class_folder), "--out",
+                     str(out)]) == 0
+    written = (out / "gradebook.csv").read_text()
+    assert written.splitlines()[:3] == ["submission,student_id,q.one,q.two,total,status,reason",
+                                        "Points Possible,,4.0,6.0,10.0,,",
+                                        "alice,alice,4.0,6.0,10.0,graded,"]
+
+    def no_grading(*args, **kwargs):
+        raise AssertionError("export csv graded something")
+
+    monkeypatch.setattr(batch, "grade_sources", no_grading)
+    (out / "gradebook.csv").unlink()
+    capsys.readouterr()
+    assert cli.main(["export", "csv", str(out)]) == 0
+    assert (out / "gradebook.csv").read_text() == written
+    assert f"wrote {out / 'gradebook.csv'}: 3 submission(s), 2 question(s)" in " ".join(capsys.readouterr().out.split())
+    assert cli.main(["export", "csv", str(out), "--out", str(tmp_path / "for-canvas.csv")]) == 0
+    assert (tmp_path / "for-canvas.csv").read_text() == written
+
+    # a CSV an earlier checks wrote (no student_id, no maxima) is its own, rewritten; a TA's edit is never
+    (out / "gradebook.csv").write_text("submission,q.one,q.two,total,status,reason\nalice,4.0,6.0,10.0,graded,\n")
+    assert cli.main(["export", "csv", str(out)]) == 0 and (out / "gradebook.csv").read_text() == written
+    edited = written.replace("reason\n", "reason,late days\n", 1)
+    (out / "gradebook.csv").write_text(edited)
+    capsys.readouterr()
+    assert cli.main(["export", "csv", str(out)]) == 2
+    assert "columns checks never wrote here (late days)" in " ".join(capsys.readouterr().out.split())
+    assert (out / "gradebook.csv").read_text() == edited
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["export", "csv", str(tmp_path / "empty")]) == 2
+    assert "holds no gradebook.sqlite" in " ".join(capsys.readouterr().out.split())
+    assert not list((tmp_path / "empty").iterdir())  # not even a lock file

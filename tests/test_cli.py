@@ -214,7 +214,7 @@ def test_pack_writes_exactly_the_graded_files_and_grades_the_same_as_the_folder(
     assert code == 0
     rows = (tmp_path / "grades/gradebook.csv").read_text().splitlines()
     folder_row, zip_row = (next(r for r in rows if r.startswith(f"{name},")) for name in ("ben", "ben_zip"))
-    assert folder_row.split(",")[1:] == zip_row.split(",")[1:] and "93.74" in folder_row
+    assert folder_row.split(",")[2:] == zip_row.split(",")[2:] and "93.74" in folder_row  # [1]: the student id
     assert out.rstrip().splitlines()[-1] == "grade 01_tensors: 2 graded now, 0 already graded; mean 93.7 of 100 over 2"
 
 

@@ -13,12 +13,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from checks import cli
 from checks.authoring.verify import load_mutants
-from checks.course.assignment import load_assignment
-from checks.exports.gradescope import ZIP_NAME, export_gradescope
+from checks.course.assignment import Assignment, CourseError, load_assignment
+from checks.exports.gradescope import ZIP_NAME, Visibility, export_gradescope, gradescope_visibility, main, with_visibility
 from checks.exports.hidden import hidden_files, referenced_files
 from conftest import REPO
 
@@ -63,6 +64,7 @@ def _gradescope_layout(zip_path: Path, root: Path, code: dict[str, bytes]) -> Pa
 def _comparable(results: dict) -> dict:
     results = {key: value for key, value in results.items() if key not in VOLATILE}
     results["extra_data"] = {k: v for k, v in results["extra_data"].items() if k != "graded_at"}
+    results["tests"] = [{k: v for k, v in test.items() if k != "visibility"} for test in results["tests"]]
     return results
 
 
@@ -94,6 +96,9 @@ def test_run_autograder_writes_what_checks_grade_writes(tmp_path, monkeypatch):
         exported = json.loads((root / "results/results.json").read_text())
         graded = json.loads((tmp_path / "grade" / label / "out/submission/results.json").read_text())
         assert _comparable(exported) == _comparable(graded), label
+        # the staff's copy shows every test; Gradescope shows the hidden suite's after the due date
+        assert {t["visibility"] for t in graded["tests"]} == {"visible"}
+        assert {t["visibility"] for t in exported["tests"]} == {"after_due_date"}, label
         submissions[label] = exported["score"]
     assert submissions["reference"] == 100 and submissions["stubs"] == 0 and 0 < submissions["mutant"] < 100
 
@@ -117,3 +122,43 @@ def test_the_exported_course_grades_with_its_reference_files_in_place_of_solutio
     exported = load_assignment(tmp_path / "source/course", "02_autograd")
     assert not exported.solution_dir.exists()
     assert exported.reference_files(("rules.py",)) == {"rules.py": (REPO / "solutions/02_autograd/rules.py").read_bytes()}
+
+
+TOY = {"autograder/toy/assignment.toml": 'files = ["toy.py"]\n', "assignments/toy/toy.py": ""}
+RESULTS = {"score": 5.0, "tests": [{"name": q, "score": 1.0, "max_score": 1.0, "status": "passed", "output": "",
+                                    "visibility": "visible"}
+                                   for q in ("strides.view", "strides.numel", "quiz.numel", "broadcasting.shape", "x")]}
+
+
+def test_gradescope_shows_the_hidden_suite_after_the_due_date_unless_the_assignment_says_otherwise(make_course,
+                                                                                                  tmp_path):
+    root = make_course(TOY)
+    assignment = load_assignment(root, "toy")
+    assert gradescope_visibility(assignment) == Visibility("after_due_date", {})  # no [gradescope]: the default
+    (root / "autograder/toy/assignment.toml").write_text(
+        'files = ["toy.py"]\n[gradescope]\nvisibility = "after_published"\n'
+        '[gradescope.questions]\nquiz = "visible"\nstrides = "hidden"\n"strides.view" = "visible"\n')
+    visibility = gradescope_visibility(load_assignment(root, "toy"))
+    shown = {t["name"]: t["visibility"] for t in with_visibility(RESULTS, visibility)["tests"]}
+    assert shown == {"strides.view": "visible",  # the question's own setting beats its group's
+                     "strides.numel": "hidden", "quiz.numel": "visible", "broadcasting.shape": "after_published",
+                     "x": "after_published"}
+    assert with_visibility(RESULTS, visibility)["score"] == 5.0  # nothing else changes
+
+    # run_autograder's last step, as it calls it
+    (tmp_path / "results.json").write_text(json.dumps(RESULTS))
+    assert main([str(root), "toy", str(tmp_path / "results.json"), str(tmp_path / "out.json")]) == 0
+    assert json.loads((tmp_path / "out.json").read_text()) == with_visibility(RESULTS, visibility)
+
+
+def test_a_visibility_gradescope_does_not_know_is_refused_when_exported(make_course, tmp_path, capsys):
+    root = make_course(TOY)
+    (root / "autograder/toy/assignment.toml").write_text(
+        'files = ["toy.py"]\n[gradescope]\nvisibility = "after_due"\n[gradescope.questions]\nquiz = "never"\n')
+    code = cli.main(["--course", str(root), "export", "gradescope", "toy", "--out", str(tmp_path / "gs")])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 2 and "`visibility` in [gradescope] must be \"visible\" or \"hidden\" or \"after_due_date\" or " \
+        "\"after_published\", not the string 'after_due'" in printed, printed
+    assert "`quiz` in [gradescope.questions] must be" in printed and not (tmp_path / "gs").exists()
+    with pytest.raises(CourseError, match="after_due"):
+        gradescope_visibility(Assignment("toy", root))

@@ -352,7 +352,7 @@ def assert_batch_inert(out: Path, code: int, shown: str, honest: Path, alone: di
     hostile_results = next(r for name, r in results.items() if name != honest_name)
     assert {t["name"] for t in hostile_results["tests"]} <= set(QUESTIONS)
     rows = list(csv.reader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
-    assert len(rows) == 3 and all(len(row) == len(rows[0]) for row in rows), rows
+    assert len(rows) == 4 and all(len(row) == len(rows[0]) for row in rows), rows  # header, maxima, two
     assert not any(cell.startswith(FORMULA_START) or CONTROL.search(cell) for row in rows for cell in row), rows
     assert_inert_page((out / "report.html").read_text(encoding="utf-8"), REPORT_TAGS)
 

@@ -130,13 +130,13 @@ def test_no_csv_cell_is_a_formula_and_scores_stay_numbers():
     text = gradebook_csv(made)
     text.encode("utf-8")
     rows = list(csv.reader(io.StringIO(text)))
-    assert len(rows) == len(made) + 1 and all(len(row) == len(rows[0]) for row in rows)  # one line each
+    assert len(rows) == len(made) + 2 and all(len(row) == len(rows[0]) for row in rows)  # one line each
     assert len(text.splitlines()) == len(rows)
     for row in rows:
         assert not any(cell.startswith(FORMULA_START) for cell in row), row
         assert not CONTROL.search(",".join(row))
-    by_name = {row[0]: row for row in rows[1:]}
-    assert by_name["'=1+1"][1:4] == ["0.0", "2.0", "2.0"] and "' =x" not in by_name
+    by_name = {row[0]: row for row in rows[2:]}  # under the header, the maxima
+    assert by_name["'=1+1"][1:5] == ["'=1+1", "0.0", "2.0", "2.0"] and "' =x" not in by_name
 
 
 def test_html_report_escapes_every_student_byte(tmp_path):
@@ -193,7 +193,7 @@ def test_any_text_is_inert_in_every_renderer(text):
     assert {"script", "a", "img", "pre"}.isdisjoint(Tags(page).tags)
     page.encode("utf-8")
     rows = list(csv.reader(io.StringIO(gradebook_csv([made, result("x", name="honest")]))))
-    assert len(rows) == 3 and not any(cell.startswith(FORMULA_START) for row in rows for cell in row)
+    assert len(rows) == 4 and not any(cell.startswith(FORMULA_START) for row in rows for cell in row)
     assert_terminal_inert(terminal(made))
     report = render_report("toy", [Graded(made, "0.1.0", "2030-01-01T10:00:00Z")])
     assert Tags(report).tags <= REPORT_TAGS and not CONTROL.search(report)
@@ -294,7 +294,7 @@ def test_a_hostile_submission_is_inert_in_every_output_of_a_real_batch(level, ma
     assert "# Score: 100/100" in next(t["output"] for t in graded["tests"] if t["name"] == "mod.add")
 
     rows = list(csv.reader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8"))))
-    assert len(rows) == 3 and {row[-2] for row in rows[1:]} == {"graded"}
+    assert len(rows) == 4 and {row[-2] for row in rows[2:]} == {"graded"}  # [1]: the maxima
     assert not any(cell.startswith(FORMULA_START) or CONTROL.search(cell) for row in rows for cell in row)
 
     report = (out / "report.html").read_text(encoding="utf-8")

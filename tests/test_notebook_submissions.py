@@ -125,9 +125,10 @@ def test_a_class_folder_of_notebooks_and_nbgraders_layout_expand_to_one_submissi
     for name in ("alice", "bob"):
         (notebooks / f"{name}.ipynb").write_text("{}")
         (tmp_path / "submitted" / name / "01_tensors").mkdir(parents=True)
-    assert expand_submission_paths([notebooks], "01_tensors") == [notebooks / "alice.ipynb", notebooks / "bob.ipynb"]
+    assert [f.path for f in expand_submission_paths([notebooks], "01_tensors")] == [notebooks / "alice.ipynb",
+                                                                                     notebooks / "bob.ipynb"]
     students = sorted((tmp_path / "submitted").iterdir())
-    assert expand_submission_paths(students, "01_tensors") == students  # not submitted/*/01_tensors
+    assert [f.path for f in expand_submission_paths(students, "01_tensors")] == students  # not submitted/*/01_tensors
 
 
 def test_checks_grade_scores_a_notebook_as_the_folder_and_refuses_only_the_corrupt_one(tmp_path, monkeypatch):

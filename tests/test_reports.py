@@ -102,15 +102,20 @@ def test_terminal_tables_print_messages_that_look_like_markup():
     assert "expected a number, got '[/x] [bold]'" in console.file.getvalue()
 
 
-def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_and_the_total():
+def test_gradebook_csv_has_a_row_per_submission_a_column_per_question_the_total_and_the_maxima():
     text = gradebook_csv([result("zoe"), result("amy", error="boom", questions=[])])
     refused = result("bo", questions=[QuestionResult("strides.numel", 0.0, 4.0, "unreadable", 0, 1)])
     refused.refused = "bo.zip is not a readable zip file"
     failed = result("amy", error="boom")  # its questions are no score: a grader failure is never a grade
-    text = gradebook_csv([result("zoe"), failed, refused])
-    assert text.splitlines() == ["submission,strides.numel,strides.view,total,status,reason",
-                                 "amy,,,,not graded,boom", "bo,0.0,,0.0,refused,bo.zip is not a readable zip file",
-                                 "zoe,1.0,12.0,13.0,graded,"]
+    from_canvas = result("smithjane")
+    from_canvas.student_id = "101"  # the LMS's id, where the batch found one; else the submission's name
+    text = gradebook_csv([result("zoe"), failed, refused, from_canvas])
+    assert text.splitlines() == ["submission,student_id,strides.numel,strides.view,total,status,reason",
+                                 "Points Possible,,4.0,12.0,16.0,,",
+                                 "amy,amy,,,,not graded,boom",
+                                 "bo,bo,0.0,,0.0,refused,bo.zip is not a readable zip file",
+                                 "smithjane,101,1.0,12.0,13.0,graded,",
+                                 "zoe,zoe,1.0,12.0,13.0,graded,"]
 
 
 # ---------------------------------------------------------------- report.html
@@ -247,3 +252,18 @@ def test_the_report_renders_in_headless_chromium(tmp_path):
     drawn = sum(b.width * b.height for b in histogram([s / 100 for s in SCORES]).bins)
     assert 0.9 * drawn < bar_pixels < 1.1 * drawn, (bar_pixels, drawn)  # every bar painted, at its size
     assert count_colour(rows, (0x2F, 0x9E, 0x62)) > 100  # the pass-rate meters of the questions table
+
+
+def test_the_report_lists_each_submissions_warnings_as_written():
+    made = records([100, 50], failures=0)
+    missing = result("ann", warnings=["strides.py is missing; found strides.PY: rename it to strides.py",
+                                      "skipped, as the assignment does not use them: data.csv, <b>x</b>.txt"])
+    page = render_report("demo", [*made, Graded(missing, "0.1.0", "2030-01-01T12:00:00Z")])
+    table = re.search(r'<table id="warnings">.*?</table>', page, re.S).group(0)
+    assert table.count("<tr>") == 2 and 'href="ann/feedback.html"' in table  # the header, and ann's
+    assert "<li>strides.py is missing; found strides.PY: rename it to strides.py</li>" in table
+    assert "data.csv, &lt;b&gt;x&lt;/b&gt;.txt</li>" in table  # a student's file name stays text
+    submissions = re.search(r'<table id="submissions">.*?</table>', page, re.S).group(0)
+    row = re.search(r'<tr>\s*<td><a href="ann/feedback.html">ann</a>.*?</tr>', submissions, re.S).group(0)
+    assert '<a href="#warnings">2</a>' in row  # counted in the submissions table, linked to the list
+    assert 'id="warnings"' not in render_report("demo", made)  # no warnings, no section

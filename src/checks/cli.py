@@ -223,24 +223,30 @@ def _parser() -> argparse.ArgumentParser:
                             help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
 
-    export = _command(commands, "export", "write an assignment's grader for another course tool",
+    export = _command(commands, "export", "write an assignment's grader for another course tool, or a gradebook CSV",
                       "Write what another course tool needs to grade an assignment with its hidden suite. "
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
                       "solutions/ or mutants) to upload as a Gradescope programming assignment's autograder. "
                       "nbgrader: DIR as an nbgrader course (nbgrader_config.py, source/ASSIGNMENT/ASSIGNMENT.ipynb, "
                       "the hidden suite beside source/, never released). "
-                      "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships.",
+                      "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships. "
+                      "csv: gradebook.csv again, from the gradebook.sqlite of a `checks grade` output folder, "
+                      "grading nothing (into that folder, or to --out FILE).",
                       "  checks export gradescope 01_tensors --out export/01_tensors\n"
                       "  checks export nbgrader 01_tensors --out course --fill submissions/*\n"
-                      "  checks export otter 01_tensors --out export/otter --fill submissions/*")
-    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter"], help="the tool to export for")
-    export.add_argument("assignment", help=assignment_help)
-    export.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the export")
+                      "  checks export otter 01_tensors --out export/otter --fill submissions/*\n"
+                      "  checks export csv grades/01_tensors                  # writes grades/01_tensors/gradebook.csv\n"
+                      "  checks export csv grades/01_tensors --out 01_tensors.csv")
+    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv"], help="the tool to export for")
+    export.add_argument("assignment", help=f"{assignment_help} (csv: the --out folder of `checks grade`)")
+    export.add_argument("--out", type=Path, metavar="DIR",
+                        help="where to write the export (required but for csv: the CSV file, default "
+                             "FOLDER/gradebook.csv)")
     export.add_argument("--fill", type=Path, nargs="+", default=[], metavar="SUBMISSION",
                         help="nbgrader and otter: also write each .py submission (folder or zip) as that student's "
                              "notebook (nbgrader: DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb; otter: "
                              "DIR/submissions/<name>.ipynb)")
-    export.set_defaults(run=_export)
+    export.set_defaults(run=_export, without_course=True)  # csv needs none; the others ask for one
     return parser
 
 
@@ -391,13 +397,14 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
 
 
 def _grade(root: Path, args: argparse.Namespace) -> int:
-    from checks.grading.batch import OutputFailed, expand_submission_paths, grade_to_folder
+    from checks.grading.batch import OutputFailed, check_out_dir, expand_submission_paths, grade_to_folder
     from checks.progress import GradeProgress, print_summary
 
     assignment = load_assignment(root, args.assignment)
     isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
-    paths = expand_submission_paths([p for pattern in args.submissions for p in _unquoted_glob(pattern)],
-                                    assignment.name)
+    given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
+    paths = expand_submission_paths(given, assignment.name)
+    check_out_dir(args.out, [*given, *paths])  # a class folder given, too: its next run would grade the output
     with contextlib.ExitStack() as cluster:
         grader, where = None, f"sandbox: {isolation.description}"
         if args.scheduler or args.scheduler_file:
@@ -406,11 +413,11 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
             except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
                 console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
-        console.print(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                      f"into {args.out} ({where}; device: {args.device})")
-        try:
+        header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
+                       f"into {args.out} ({where}; device: {args.device})")
+        try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
-                                      listener=GradeProgress(console), grader=grader)
+                                      listener=GradeProgress(console, header=header), grader=grader)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
@@ -493,8 +500,12 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
     return 0 if all_ok else 1
 
 
-def _export(root: Path, args: argparse.Namespace) -> int:
-    assignment = load_assignment(root, args.assignment)
+def _export(root: Path | None, args: argparse.Namespace) -> int:
+    if args.tool == "csv":
+        return _export_csv(args)
+    if args.out is None:
+        raise CourseError(f"`checks export {args.tool}` needs --out DIR: where to write the export")
+    assignment = load_assignment(root or find_course_root(), args.assignment)
     if args.tool == "nbgrader":
         return _export_nbgrader(assignment, args)
     if args.tool == "otter":
@@ -510,6 +521,19 @@ def _export(root: Path, args: argparse.Namespace) -> int:
     for name in course:
         console.print(Text(f"  {name.removeprefix('course/')}"))
     console.print("Upload it as the autograder of a Gradescope programming assignment (Ubuntu base image).")
+    return 0
+
+
+def _export_csv(args: argparse.Namespace) -> int:
+    from checks.reports.render import export_gradebook_csv, question_names
+
+    if args.fill:
+        raise CourseError("--fill is for the nbgrader and otter exports")
+    folder = Path(args.assignment)
+    path, results = export_gradebook_csv(folder, args.out)
+    questions = question_names([r for r in results if not r.error])
+    console.print(plain(f"wrote {path}: {len(results)} submission(s), {len(questions)} question(s), from "
+                        f"{folder / 'gradebook.sqlite'} (nothing graded)"), soft_wrap=True)
     return 0
 
 

@@ -25,12 +25,19 @@ ALL_SUBMISSIONS_UP_TO = 30  # longer batches: the table is in gradebook.csv and 
 
 
 class GradeProgress(BatchListener):
-    def __init__(self, console: Console, *, interactive: bool | None = None) -> None:
+    def __init__(self, console: Console, *, interactive: bool | None = None, header: Text | str = "") -> None:
+        """`header`: printed once the run holds the output folder, so that a second run into the
+        same folder says only why it stopped."""
         self.console = console
+        self.header = header
         self.interactive = console.is_terminal if interactive is None else interactive
         self.bar: Progress | None = None
         self.task = None
         self.started_at = time.monotonic()
+
+    def locked(self) -> None:
+        if self.header:
+            self.console.print(self.header, soft_wrap=True)
 
     def started(self, plan: list[Planned]) -> None:
         self.started_at = time.monotonic()

@@ -39,6 +39,12 @@ MAX_RATIO_BYTES = 256 * MIB
 MAX_RATIO = 100
 MAX_ZIP_DIRECTORY_BYTES = 8 * MIB  # what opening a zip reads and parses: about 50,000 entries
 
+# an LMS's bulk download (course/lms.py) holds a whole class: it may list more entries than one
+# submission, and each student's files in it are held to the caps above, alone; a zip a student
+# uploaded, inside a bulk download zip, is read into memory up to this size
+MAX_BULK_ENTRIES = 50_000
+MAX_NESTED_ZIP_BYTES = 64 * MIB
+
 # the batch's fingerprint of a submission (has it changed since it was graded?) hashes the content
 # of this much, and the names and sizes of the rest
 MAX_FINGERPRINT_BYTES = 64 * MIB

@@ -25,11 +25,14 @@ class Kind:
 @dataclass(frozen=True)
 class Key:
     """One allowed key. `entries`: the value is a set of tables ([quiz.<key>], [[mutant]]), each
-    checked against that schema."""
+    checked against that schema. `fields`: the value is one table ([gradescope]) with these keys.
+    `values`: the value is a table of keys of the author's choosing, each value of this kind."""
 
     kind: Kind
     required: bool = False
     entries: "Schema | None" = None
+    fields: "Schema | None" = None
+    values: Kind | None = None
 
 
 Schema = Mapping[str, Key]
@@ -56,10 +59,19 @@ MEBIBYTES = Kind("a whole number of MiB, 1 or more", lambda value: type(value) i
 MEBIBYTES_OR_NONE = Kind("a whole number of MiB, 0 for none", lambda value: type(value) is int and value >= 0)
 TABLES = Kind("tables, one per entry", lambda value: type(value) is dict)
 ARRAY_OF_TABLES = Kind("an array of tables, each under its own [[...]] header", lambda value: type(value) is list)
+TABLE = Kind("a table", lambda value: type(value) is dict)
+# what Gradescope shows a student of a test in results.json, and when
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+VISIBILITY = Kind(" or ".join(f'"{v}"' for v in VISIBILITIES), lambda value: value in VISIBILITIES)
 
 QUIZ_ENTRY: Schema = {
     "answer": Key(ANSWER, required=True),
     "points": Key(POINTS, required=True),
+}
+
+GRADESCOPE_TABLE: Schema = {
+    "visibility": Key(VISIBILITY),
+    "questions": Key(TABLE, values=VISIBILITY),  # question id, or its first part ("quiz"), to a visibility
 }
 
 ASSIGNMENT_TOML: Schema = {
@@ -74,6 +86,7 @@ ASSIGNMENT_TOML: Schema = {
     "temp_mib": Key(MEBIBYTES_OR_NONE),
     "quiz": Key(TABLES, entries=QUIZ_ENTRY),
     "hidden_only": Key(QUESTION_IDS),  # read by `checks verify`: questions with no public check, on purpose
+    "gradescope": Key(TABLE, fields=GRADESCOPE_TABLE),  # read by exports/gradescope.py
 }
 
 MUTANT_ENTRY: Schema = {
@@ -102,6 +115,12 @@ def problems(table: Mapping[str, Any], schema: Schema, within: str = "") -> list
                                                          else f" (known: {', '.join(schema)})"))
         elif not spec.kind.accepts(value):
             found.append(f"`{key}`{where} must be {spec.kind.words}, not {_describe(value)}")
+        elif spec.fields is not None:
+            found += problems(value, spec.fields, f"[{key}]")
+        elif spec.values is not None:
+            label = f"[{within.strip('[]')}.{key}]" if within else f"[{key}]"
+            found += [f"`{name}` in {label} must be {spec.values.words}, not {_describe(item)}"
+                      for name, item in value.items() if not spec.values.accepts(item)]
         elif spec.entries is not None:
             for label, entry in _entries(key, value):
                 if type(entry) is not dict:

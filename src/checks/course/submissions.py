@@ -14,11 +14,16 @@ folder or that it holds twice; a folder or zip with too many entries or nested t
 A submission may instead be a notebook (an .ipynb, or a folder or zip holding one, and none of the
 named files): the code of its answer cells (course/answer_cells.py) stands for the files, and a
 file without a cell costs only the questions that use it, with the reason.
+
+A submission may also be one student's files inside an LMS's bulk download (course/lms.py): a
+Found with `members`, read from the download's folder or zip under the names the student gave
+them; where those are one zip, the zip inside the download is read, in memory, as a submission.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import struct
@@ -30,9 +35,9 @@ from typing import Callable, Collection, Iterator
 
 from checks.course import inert
 from checks.course.answer_cells import NotANotebook, missing_cell_note, read_answers
-from checks.course.caps import (MAX_DEPTH, MAX_ENTRIES, MAX_FILE_BYTES, MAX_FILES, MAX_NAME_BYTES, MAX_NOTEBOOK_BYTES,
-                                MAX_NOTEBOOKS_BYTES, MAX_PATH_BYTES, MAX_RATIO, MAX_RATIO_BYTES, MAX_TOTAL_BYTES, MAX_UNPACKED_BYTES,
-                                MAX_ZIP_DIRECTORY_BYTES, MIB)
+from checks.course.caps import (MAX_BULK_ENTRIES, MAX_DEPTH, MAX_ENTRIES, MAX_FILE_BYTES, MAX_FILES, MAX_NAME_BYTES,
+                                MAX_NESTED_ZIP_BYTES, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOKS_BYTES, MAX_PATH_BYTES, MAX_RATIO,
+                                MAX_RATIO_BYTES, MAX_TOTAL_BYTES, MAX_UNPACKED_BYTES, MAX_ZIP_DIRECTORY_BYTES, MIB)
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # folders never looked into: caches, version control, virtual environments, macOS zip debris
@@ -82,6 +87,55 @@ def submission_name(path: Path) -> str:
     """The folder name or zip (notebook) stem, mended (inert.mend): a name that is not UTF-8 is
     the same text in the gradebook, the output folder and every file written."""
     return inert.mend(path.stem if path.suffix in (".zip", NOTEBOOK_SUFFIX) else path.name)
+
+
+Members = tuple[tuple[str, str], ...]  # (an entry of a bulk download, the name the student gave the file)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One student's submission as the command line leads to it: what is read, and its name.
+
+    `path` is a folder, zip or notebook; with `members`, the folder or zip of an LMS's bulk
+    download, of which only those entries are the student's (read under the names the student
+    gave them). `name` defaults to the path's own (submission_name); any name is mended."""
+
+    path: Path
+    name: str = ""
+    student_id: str = ""  # the LMS's id of the student, where the name came from an LMS's download
+    members: Members = ()
+    notes: tuple[str, ...] = ()  # for the student's feedback: how the files were read
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", inert.mend(self.name) if self.name else submission_name(self.path))
+
+    @property
+    def nested_zip(self) -> bool:
+        """The student's files in a bulk download are one zip: that zip is the submission."""
+        return len(self.members) == 1 and self.members[0][1].lower().endswith(".zip")
+
+    def describe(self) -> str:
+        """Where it was read from, in words (the gradebook's `source`): its path, as str() of a path."""
+        if not self.members:
+            return str(self.path)
+        return f"{self.path}: {', '.join(entry for entry, _ in self.members)}"
+
+    __str__ = describe
+
+
+def read_found(found: Found, named: Collection[str] | None = None) -> Submission:
+    """read_submission, for a Found: a student's members of a bulk download, or a path under a name
+    of its own; its notes become warnings in the feedback."""
+    if not found.members:
+        submission = read_submission(found.path, named)
+    elif found.path.is_dir():
+        entries, warnings = _folder_members(found.path, found.members)
+        submission = _select(found.name, *_drop_enclosing_folder(entries, []), named, warnings)
+    else:
+        submission = _zip_members(found, named)
+    submission.name = found.name
+    submission.warnings[:0] = list(found.notes)
+    return submission
 
 
 def is_skipped_dir(name: str) -> bool:
@@ -193,25 +247,32 @@ def _read_capped(path: Path, cap: int) -> bytes:
 
 
 @contextlib.contextmanager
-def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
-    """The zip at `path`, open, once its directory has passed the caps (read first on its own: a
-    huge one is never parsed) and its members' sizes show no bomb. SubmissionError otherwise, or
-    when it cannot be read at all, whatever the zip module raises."""
-    where = path.name
+def open_zip(path: Path, *, data: bytes | None = None, where: str = "",
+             bulk: Collection[str] | None = None) -> Iterator[zipfile.ZipFile]:
+    """The zip at `path` (or in `data`, named `where`), open, once its directory has passed the caps
+    (read first on its own: a huge one is never parsed) and its members' sizes show no bomb.
+    SubmissionError otherwise, or when it cannot be read at all, whatever the zip module raises.
+    `bulk`: the zip is an LMS's bulk download, of which only these entries are read (one student's):
+    the whole may list up to MAX_BULK_ENTRIES, and only those entries are checked for a bomb."""
+    where = where or path.name
+    entries_cap = MAX_BULK_ENTRIES if bulk is not None else MAX_ENTRIES
     try:
-        with path.open("rb") as handle:
+        with (io.BytesIO(data) if data is not None else path.open("rb")) as handle:
             end = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the directory's own record
         if end is None:
             raise zipfile.BadZipFile("File is not a zip file")
-        if end[zipfile._ECD_SIZE] > MAX_ZIP_DIRECTORY_BYTES or end[zipfile._ECD_ENTRIES_TOTAL] > MAX_ENTRIES:  # type: ignore[attr-defined]
-            raise SubmissionError(_too_many(where))
-        archive = zipfile.ZipFile(path)
+        if end[zipfile._ECD_SIZE] > MAX_ZIP_DIRECTORY_BYTES or end[zipfile._ECD_ENTRIES_TOTAL] > entries_cap:  # type: ignore[attr-defined]
+            raise SubmissionError(_too_many(where, entries_cap))
+        archive = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
     except READ_ERRORS as error:
         raise SubmissionError(f"{where} is not a readable zip file ({error})") from None
     with archive:
         members = archive.infolist()
-        if len(members) > MAX_ENTRIES:
-            raise SubmissionError(_too_many(where))
+        if len(members) > entries_cap:
+            raise SubmissionError(_too_many(where, entries_cap))
+        if bulk is not None:
+            wanted = set(bulk)
+            members = [info for info in members if info.filename in wanted]
         unpacked = sum(info.file_size for info in members)
         packed = sum(info.compress_size for info in members)
         if unpacked > MAX_UNPACKED_BYTES or (unpacked > MAX_RATIO_BYTES and unpacked > MAX_RATIO * max(packed, 1)):
@@ -221,9 +282,90 @@ def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
         yield archive
 
 
-def _too_many(where: str) -> str:
-    return (f"{where} holds more than {MAX_ENTRIES:,} entries (a dataset, an environment?); the grader lists no more "
+def _too_many(where: str, cap: int = MAX_ENTRIES) -> str:
+    return (f"{where} holds more than {cap:,} entries (a dataset, an environment?); the grader lists no more "
             "than that, so the zip was refused: submit only your work")
+
+
+def zip_entries(path: Path) -> list[str] | None:
+    """The names of a zip's files, from its directory alone (capped as for a bulk download; nothing
+    inflated), or None when it is no readable zip: asked of every zip named on the command line,
+    to tell an LMS's bulk download from a student's zip."""
+    try:
+        with open_zip(path, bulk=()) as archive:
+            return [info.filename for info in archive.infolist() if not info.is_dir()]
+    except SubmissionError:
+        return None
+
+
+def _folder_members(root: Path, members: Members) -> tuple[list[Listed], list[str]]:
+    """One student's files of a bulk download folder, listed (links and other odd files skipped
+    with a warning, as list_folder does), under the names the student gave them."""
+    entries: list[Listed] = []
+    ignored: list[str] = []
+    for entry, name in members:
+        full = root / entry
+        try:
+            info = os.lstat(full)
+        except OSError as error:
+            ignored.append(f"{name}: could not be read ({error.strerror})")
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            ignored.append(f"{name}: a symlink")
+        elif not stat.S_ISREG(info.st_mode):
+            ignored.append(f"{name}: not a regular file (a fifo or device?)")
+        elif (safe := _safe_member(name)) is None:
+            ignored.append(f"{ascii(name) if not _is_utf8(name) else name}: a name outside the submission folder")
+        elif (why := _unwritable(safe)) is not None:
+            ignored.append(f"{ascii(name) if not _is_utf8(name) else name}: {why}")
+        else:
+            entries.append(Listed(safe, info.st_size, lambda cap, full=full: _read_capped(full, cap)))
+    return entries, _ignored(ignored)
+
+
+def _zip_members(found: Found, named: Collection[str] | None) -> Submission:
+    """One student's files of a bulk download zip: read from it as from a zip of their own (the
+    same refusals, for this student only); one zip of theirs is read, in memory, as their submission."""
+    where = f"{found.path.name} ({found.name}'s files)"
+    with open_zip(found.path, where=where, bulk=[entry for entry, _ in found.members]) as archive:
+        infos: dict[str, zipfile.ZipInfo] = {}
+        names = dict(found.members)
+        for info in archive.infolist():
+            if info.filename not in names or info.is_dir():
+                continue
+            if info.filename in infos:
+                raise SubmissionError(f"{where}: the download holds {names[info.filename]} twice; which one to "
+                                      "grade would be a guess, so the submission was refused")
+            infos[info.filename] = info
+        if found.nested_zip:
+            (entry, name), = found.members
+            info = infos.get(entry)
+            if info is None:
+                raise SubmissionError(f"{where}: {name} is not in the download")
+            data = _inflate_capped(archive, info, MAX_NESTED_ZIP_BYTES + 1)
+            if len(data) > MAX_NESTED_ZIP_BYTES:
+                raise SubmissionError(f"{name} is over {MAX_NESTED_ZIP_BYTES // MIB} MiB, the most the grader reads "
+                                      "of a zip inside a download, so it was refused: unzip the download and grade "
+                                      "its folder")
+            with open_zip(found.path, data=data, where=name) as inner:
+                entries, warnings, skipped = _list_zip(name, inner)
+                return _select(found.name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+        entries: list[Listed] = []
+        ignored: list[str] = []
+        for entry, name in found.members:
+            info = infos.get(entry)
+            if info is None:
+                ignored.append(f"{name}: not in the download")
+            elif stat.S_ISLNK(info.external_attr >> 16):
+                ignored.append(f"{name}: a symlink")
+            elif (safe := _safe_member(name)) is None:
+                ignored.append(f"{name[:100]}: a name outside the submission folder")
+            elif (why := _unwritable(safe)) is not None:
+                ignored.append(f"{name[:100]}: {why}")
+            else:
+                entries.append(Listed(safe, info.file_size,
+                                      lambda cap, info=info: _inflate_capped(archive, info, cap)))
+        return _select(found.name, *_drop_enclosing_folder(entries, []), named, _ignored(ignored))
 
 
 def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[Listed], list[str], list[str]]:

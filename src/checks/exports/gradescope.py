@@ -8,18 +8,28 @@ grade`, so that file is the one `checks grade` writes for the same code. When th
 fails, run_autograder writes no results.json and exits non-zero: Gradescope then reports a failed
 autograder to the staff instead of a score. The /autograder root, and the Python that runs
 `checks`, can be moved (AUTOGRADER_ROOT, CHECKS_PYTHON) so that the layout can be tested anywhere.
+
+What Gradescope shows a student of each test (question) is its `visibility` in results.json:
+run_autograder sets it from `[gradescope]` in the assignment's assignment.toml as the last step
+(`python -m checks.exports.gradescope`), the hidden suite's questions `after_due_date` unless the
+author says otherwise. The results.json `checks grade` writes locally is the staff's: every test
+visible.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
+import sys
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import checks
-from checks.course.assignment import Assignment, CourseError
+from checks.course.assignment import Assignment, CourseError, load_assignment, read_course_toml
+from checks.course.schema import ASSIGNMENT_TOML
 from checks.exports.hidden import SKIPPED_PARTS, hidden_files
+from checks.reports.render import write_atomically
 
 ZIP_NAME = "autograder.zip"
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entries' timestamp: the same course gives the same bytes
@@ -65,8 +75,72 @@ if [ "$status" -ne 0 ] || [ "${{#results[@]}}" -ne 1 ]; then
     exit 1
 fi
 mkdir -p "$ROOT/results"
-cp "${{results[0]}}" "$ROOT/results/results.json"
+# what Gradescope shows of each test, and when: [gradescope] in the assignment's assignment.toml
+if ! PYTHONPATH="$SOURCE/src" "$PYTHON" -m checks.exports.gradescope "$SOURCE/course" {assignment} \
+        "${{results[0]}}" "$ROOT/results/results.json"; then
+    echo "run_autograder: the grader failed (setting the tests' visibility); no score was written" >&2
+    exit 1
+fi
 """
+
+
+DEFAULT_VISIBILITY = "after_due_date"  # the hidden suite's questions: shown once the due date has passed
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Each question's visibility on Gradescope: `questions` maps a question id, or its first parts
+    ("quiz", "strides"), to one of schema.VISIBILITIES; the most specific wins, else `default`."""
+
+    default: str = DEFAULT_VISIBILITY
+    questions: dict[str, str] = field(default_factory=dict)
+
+    def of(self, qid: str) -> str:
+        parts = qid.split(".")
+        for end in range(len(parts), 0, -1):
+            setting = self.questions.get(".".join(parts[:end]))
+            if setting is not None:
+                return setting
+        return self.default
+
+
+def gradescope_visibility(assignment: Assignment) -> Visibility:
+    """`[gradescope]` of the assignment's autograder/<name>/assignment.toml (checked against the
+    course schema when it is read: a value Gradescope does not know is a CourseError naming it):
+
+        [gradescope]
+        visibility = "after_due_date"     # every question: visible, hidden, after_due_date, after_published
+        [gradescope.questions]
+        quiz = "visible"                  # a question id, or its first part: the most specific wins
+        "strides.view" = "hidden"
+
+    Read here, from the file, because Assignment (course/assignment.py) keeps no field for it."""
+    config = assignment.autograder_dir / "assignment.toml"
+    table = read_course_toml(config, ASSIGNMENT_TOML).get("gradescope", {}) if config.is_file() else {}
+    return Visibility(table.get("visibility", DEFAULT_VISIBILITY), dict(table.get("questions", {})))
+
+
+def with_visibility(results: dict, visibility: Visibility) -> dict:
+    """A results.json (as `checks grade` writes it) with each test's visibility set for Gradescope."""
+    tests = [{**test, "visibility": visibility.of(str(test.get("name", "")))} for test in results.get("tests", [])]
+    return {**results, "tests": tests}
+
+
+def main(argv: list[str]) -> int:
+    """run_autograder's last step: `python -m checks.exports.gradescope COURSE ASSIGNMENT RESULTS OUT`
+    writes RESULTS to OUT (atomically) with each test's visibility from the assignment's [gradescope]."""
+    if len(argv) != 4:
+        print("usage: python -m checks.exports.gradescope COURSE ASSIGNMENT RESULTS_JSON OUT_JSON", file=sys.stderr)
+        return 2
+    course, name, source, out = argv
+    try:
+        visibility = gradescope_visibility(load_assignment(Path(course), name))
+        results = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (CourseError, OSError, ValueError) as error:
+        print(f"checks: {error}", file=sys.stderr)
+        return 1
+    write_atomically(Path(out), json.dumps(with_visibility(results, visibility), indent=2) + "\n")
+    return 0
 
 
 @dataclass(frozen=True)
@@ -78,7 +152,9 @@ class Export:
 def export_gradescope(assignment: Assignment, out_dir: Path) -> Export:
     """Write out_dir/autograder.zip for `assignment` (Gradescope unpacks it into /autograder/source/):
     setup.sh, run_autograder, `checks` with its pinned environment, and the hidden course files
-    in course/ (never solutions/ or mutants)."""
+    in course/ (never solutions/ or mutants). Its [gradescope] settings are checked here, not first
+    on Gradescope."""
+    gradescope_visibility(assignment)
     project = _project_root()
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (SETUP_SH.format(torch_index=TORCH_CPU_INDEX).encode(), 0o755),
@@ -114,3 +190,7 @@ def _project_root() -> Path:
         raise CourseError(f"`checks export` needs the checks source tree (pyproject.toml and constraints.txt), "
                           f"not found at {root}: run it from a clone of the project (pip install -e)")
     return root
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -16,10 +16,12 @@ RLIMIT_FSIZE) stops the run with OutputFailed, which the same command, run again
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import stat
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -33,8 +35,10 @@ from checks.reports.render import (GRADEBOOK_FILE, check_gradebook_csv, gradeboo
                                    write_if_changed, write_submission_reports)
 from checks.suites.scoring import SubmissionResult
 from checks.course.caps import MAX_FILE_BYTES, MAX_FINGERPRINT_BYTES
-from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, list_folder
-from checks.grading.names import batch_names
+from checks.course import lms
+from checks.course.submissions import (JUNK_FILES, NOTEBOOK_SUFFIX, READ_ERRORS, Found, SubmissionError, is_skipped_dir,
+                                       list_folder, zip_entries)
+from checks.grading.names import as_found, batch_names
 
 # why a submission is graded in this run (None in Planned.reason: already graded, skipped)
 NEW, REGRADE, CHANGED, RETRY = ("new", "--regrade", "changed since it was graded",
@@ -56,6 +60,11 @@ class Planned:
     fingerprint: str
     reason: str | None  # why it is graded now; None when it is already graded and skipped
     note: str = ""  # why its name is not its own (grading/names.py): a warning in its feedback
+    found: Found | None = None  # what is read (a student's files in a bulk download, say); None: `path`
+
+    @property
+    def source(self) -> Found:
+        return self.found or Found(self.path, self.name)
 
 
 @dataclass
@@ -79,6 +88,9 @@ class BatchSummary:
 class BatchListener:
     """What a grade run reports as it goes (the CLI shows it; tests may record it)."""
 
+    def locked(self) -> None:
+        """The run holds the output folder (a second run into it stopped before this): grading begins."""
+
     def started(self, plan: list[Planned]) -> None:
         """Before grading: every submission asked for, and which of them will be graded."""
 
@@ -89,36 +101,186 @@ class BatchListener:
         """Grading ended, finished or interrupted."""
 
 
-def check_submission_paths(paths: list[Path]) -> None:
+def check_submission_paths(paths: list[Path | Found]) -> None:
     """A path that does not exist is a typo, not a student: refuse the batch before grading."""
-    missing = [str(path) for path in paths if not path.exists()]  # a dangling link too
+    missing = [str(found.path) for found in map(as_found, paths) if not found.path.exists()]  # a dangling link too
     if missing:
         raise ValueError(f"no such submission: {', '.join(missing)} (nothing was graded; check the path"
                          f"{'s' if len(missing) > 1 else ''})")
 
 
-def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Path]:
-    """Folders, zips and notebooks as given; a folder that only holds submissions stands for each
-    of them. A folder that holds one named for the assignment (nbgrader's submitted/<student>/<name>/,
-    or <name>.ipynb) is one student's. Raises ValueError naming every path that does not exist."""
+def check_out_dir(out_dir: Path, paths: list[Path | Found]) -> None:
+    """ValueError, before anything is graded or written, when the output folder is a submission
+    (or a bulk download) being graded, lies inside one, or holds one: the grader would write into
+    the students' files, and the next run would grade its own output."""
+    out = Path(os.path.realpath(out_dir))
+    advice = "choose an output folder outside the submissions, such as grades/ (nothing was graded)"
+    for found in map(as_found, paths):
+        submission = Path(os.path.realpath(found.path))
+        if out == submission:
+            raise ValueError(f"--out {out_dir} is being graded itself: the grader would write into the "
+                             f"submissions; {advice}")
+        if submission in out.parents:
+            raise ValueError(f"--out {out_dir} is inside {found.path}, which is being graded: the grader would "
+                             f"write into it; {advice}")
+        if out in submission.parents:
+            raise ValueError(f"--out {out_dir} holds {found.path}, which is being graded: the grader would write "
+                             f"beside it, or into it; {advice}")
+
+
+def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Found]:
+    """Each student's submission among the paths given (ValueError naming every path that does not exist).
+
+    Folders, zips and notebooks as given; a folder that holds two or more of them (and no work of its
+    own) stands for each. A folder that holds one, and no work of its own, is a student's that wraps
+    their work (alice/hw2/, alice/hw2.zip): graded as alice. A folder that holds one named for the
+    assignment (nbgrader's submitted/<student>/<name>/, or <name>.ipynb) is one student's. An LMS's
+    bulk download (a Canvas or Moodle folder or zip, or its files and folders given one by one:
+    course/lms.py) stands for each student in it, under the name and id the LMS gives them."""
     check_submission_paths(paths)
-    expanded: list[Path] = []
+    found: list[Found] = []
+    one_by_one: dict[Path, list[tuple[Path, lms.LmsName]]] = {}  # LMS-named files or folders, by folder
     for path in paths:
-        children = sorted(p for p in path.iterdir() if p.is_dir() or p.suffix in (".zip", NOTEBOOK_SUFFIX)) \
-            if path.is_dir() else []
-        holds_submissions = (children and not any(path.glob("*.py")) and not (path / "quiz.toml").exists()
-                             and not any(assignment in (child.name, child.stem) for child in children))
-        expanded += children if holds_submissions else [path]
-    return expanded
+        if (path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()):
+            continue  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
+        named = lms.lms_name(path.name, folder=path.is_dir())
+        if named is not None and (path.is_dir() or path.is_file()):
+            one_by_one.setdefault(path.parent, []).append((path, named))
+            continue
+        found += _student(path, assignment, class_folder=True)
+    for folder, given in one_by_one.items():
+        found += _lms_students(folder, [(path.name, named) for path, named in given])
+    return found
 
 
-def fingerprint(path: Path) -> str:
+def _submission_like(path: Path, assignment: str | None) -> list[Path]:
+    """What in a folder may be a student's submission (folders, zips, notebooks), unless the folder
+    holds work of its own (.py files, quiz.toml, a folder or notebook named for the assignment)."""
+    if not path.is_dir() or any(path.glob("*.py")) or (path / "quiz.toml").exists():
+        return []
+    children = sorted(p for p in path.iterdir()
+                      if not p.name.startswith(".") and not is_skipped_dir(p.name)
+                      and (p.is_dir() or p.suffix in (".zip", NOTEBOOK_SUFFIX)))
+    if any(assignment in (child.name, child.stem) for child in children):
+        return []
+    return children
+
+
+def _student(path: Path, assignment: str | None, *, class_folder: bool = False) -> list[Found]:
+    """The submission at `path`: a bulk download's students; with `class_folder`, a folder's two or
+    more submissions; else one student's. A folder that wraps a student's work in one zip or
+    notebook, and holds no work of its own, is read there, named for the folder (a lone folder
+    inside is dropped when the folder is read)."""
+    if (download := _download(path)) is not None:
+        return download
+    inside = _submission_like(path, assignment)
+    if class_folder and len(inside) >= 2:
+        return [found for child in inside for found in _student(child, assignment)]
+    if len(inside) == 1 and inside[0].is_file():
+        return _download(inside[0]) or [Found(inside[0], Found(path).name)]
+    return [Found(path)]
+
+
+def _download(path: Path) -> list[Found] | None:
+    """Each student of an LMS's bulk download at `path` (a folder or zip), or None when it is none."""
+    if path.is_dir():
+        entries = _folder_entries(path)
+        if entries is None:
+            return None
+        return _lms_students(path, entries)
+    if path.suffix.lower() != ".zip" or not path.is_file() or (names := zip_entries(path)) is None:
+        return None
+    entries = [name for name in names if not _junk(name)]
+    students = lms.split_download(entries)
+    if students is None:
+        return None
+    found = []
+    for student in students:
+        zipped = student.own_zip()
+        members, notes = ((zipped[0],), zipped[1]) if zipped else (student.files, student.notes)  # read inside
+        found.append(Found(path, student.name.student, student.student_id, members, notes))
+    return _named(found, students)
+
+
+def _folder_entries(path: Path) -> list[tuple[str, lms.LmsName]] | None:
+    """The top of a folder, if every entry in it (junk aside) is named as an LMS names a student's
+    file or folder; None at the first that is not."""
+    entries = []
+    try:
+        with os.scandir(path) as scan:
+            for entry in scan:
+                if _junk(entry.name) or is_skipped_dir(entry.name):
+                    continue
+                folder = entry.is_dir(follow_symlinks=False)
+                named = lms.lms_name(entry.name, folder=folder)
+                if named is None:
+                    return None
+                entries.append((entry.name, named))
+    except OSError:
+        return None
+    return entries or None
+
+
+def _lms_students(folder: Path, given: list[tuple[str, lms.LmsName]]) -> list[Found]:
+    """The students of files or folders of a bulk download in `folder` (entry names, parsed)."""
+    moodle = {entry: named for entry, named in given if named.lms == lms.MOODLE and not named.file}
+    flat = [entry for entry, named in given if entry not in moodle]
+    found: list[Found] = []
+    students: list[lms.Student] = []
+    split = lms.split_download(flat)
+    unsplit = [Found(folder / entry) for entry in flat] if split is None else []  # two LMSs' kinds: each as it is
+    for student in split or []:
+        zipped = student.own_zip()
+        if zipped:  # the student's own zip: read as a submission of its own
+            found.append(Found(folder / zipped[0][0], student.name.student, student.student_id, notes=zipped[1]))
+        else:
+            found.append(Found(folder, student.name.student, student.student_id, student.files, student.notes))
+        students.append(student)
+    by_student: dict[tuple[str, str, str], list[str]] = {}
+    for entry, named in sorted(moodle.items()):
+        by_student.setdefault(named.key, []).append(entry)
+    for entries in by_student.values():  # a Moodle folder per student and plugin: the uploads are graded
+        plugins = {moodle[entry].plugin: entry for entry in entries}
+        chosen = plugins.get(lms.MOODLE_FILES, entries[0])
+        others = sorted(plugin for plugin in plugins if plugins[plugin] != chosen)
+        notes = (lms.moodle_note(others),) if others else ()
+        named = moodle[chosen]
+        found.append(Found(folder / chosen, named.student, named.student_id, notes=notes))
+        students.append(lms.Student(named, ()))
+    return _named(found, students) + unsplit
+
+
+def _named(found: list[Found], students: list[lms.Student]) -> list[Found]:
+    """Students of one download who share a name (or have none: anonymous grading) are told apart
+    by their LMS id: name_id, as the LMS itself writes it."""
+    counts: dict[str, int] = {}
+    for item in found:
+        counts[item.name] = counts.get(item.name, 0) + 1
+    return [item if item.name and counts[item.name] == 1 and student.name.student
+            else Found(item.path, f"{student.name.student}_{item.student_id}" if student.name.student
+                       else item.student_id, item.student_id, item.members, item.notes)
+            for item, student in zip(found, students)]
+
+
+def _junk(entry: str) -> bool:
+    """An entry of a download that is nobody's submission: macOS and Windows debris (.DS_Store, ._x,
+    __MACOSX/), caches, and anything hidden at its top (an LMS names every file it writes)."""
+    parts = entry.split("/")
+    return parts[-1] in JUNK_FILES or any(is_skipped_dir(part) for part in parts[:-1]) or parts[0].startswith(".")
+
+
+def fingerprint(path: Path | Found) -> str:
     """A digest of a submission's content: a zip's bytes, or a folder's files as the reader lists them
     (course/submissions.list_folder: links, caches, names it skips left out; a folder it refuses
     counts by the reason). Content counts up to MAX_FILE_BYTES a file and MAX_FINGERPRINT_BYTES in
-    all, names and sizes always. Changes when the student's files change, not when copied."""
+    all, names and sizes always. Changes when the student's files change, not when copied. A
+    student's files in a bulk download: those files (in a zip: their sizes and CRCs, from its directory)."""
+    found = as_found(path)
+    path = found.path
     digest = hashlib.sha256()
     budget = [MAX_FINGERPRINT_BYTES]
+    if found.members:
+        return _members_fingerprint(found, digest, budget)
     if path.is_file():
         _hash_file(digest, path, "", budget)
     elif path.is_dir():
@@ -131,6 +293,24 @@ def fingerprint(path: Path) -> str:
             _hash_file(digest, path / entry.path, entry.path, budget)
     else:
         return ""
+    return digest.hexdigest()
+
+
+def _members_fingerprint(found: Found, digest: "hashlib._Hash", budget: list[int]) -> str:
+    if found.path.is_dir():
+        for entry, name in found.members:
+            digest.update(os.fsencode(name) + b"\0")
+            _hash_file(digest, found.path / entry, entry, budget)
+        return digest.hexdigest()
+    wanted = dict(found.members)
+    try:
+        with zipfile.ZipFile(found.path) as archive:  # the directory was read once already: within the caps
+            for info in archive.infolist():
+                if info.filename in wanted:
+                    digest.update(os.fsencode(f"{info.filename}\0{wanted[info.filename]}\0{info.file_size}\0"
+                                              f"{info.CRC}\0"))
+    except READ_ERRORS as error:
+        digest.update(os.fsencode(f"unreadable: {error}"))
     return digest.hexdigest()
 
 
@@ -151,13 +331,14 @@ def _hash_file(digest: "hashlib._Hash", path: Path, relative: str, budget: list[
         digest.update(f"unreadable: {error.strerror}\0".encode())
 
 
-def plan_batch(paths: list[Path], held: dict[str, Entry], *, regrade: bool = False) -> list[Planned]:
+def plan_batch(paths: list[Path | Found], held: dict[str, Entry], *, regrade: bool = False) -> list[Planned]:
     """Which submissions to grade, and why; the others are already graded (`held`: the gradebook's index)."""
     names = batch_names(paths, held)
-    paths = [Path(os.path.abspath(path)) for path in paths]  # symlinked folders keep their own name
     plan = []
-    for path, named in zip(paths, names):
-        digest = fingerprint(path)
+    for found, named in zip(map(as_found, paths), names):
+        path = Path(os.path.abspath(found.path))  # symlinked folders keep their own name
+        found = dataclasses.replace(found, path=path)
+        digest = fingerprint(found)
         entry = held.get(named.name)
         if regrade:
             reason: str | None = REGRADE
@@ -169,11 +350,11 @@ def plan_batch(paths: list[Path], held: dict[str, Entry], *, regrade: bool = Fal
             reason = CHANGED
         else:
             reason = None
-        plan.append(Planned(path, named.name, digest, reason, named.note))
+        plan.append(Planned(path, named.name, digest, reason, named.note, found))
     return plan
 
 
-def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None = None,
+def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None = None,
                     regrade: bool = False, listener: BatchListener | None = None,
                     grader: Grader | None = None) -> BatchSummary:
     """Grade what is not graded yet into out_dir (see the module's docstring); `grader` defaults to
@@ -181,13 +362,16 @@ def grade_to_folder(assignment: Assignment, paths: list[Path], out_dir: Path, *,
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
+    check_out_dir(out_dir, paths)
     batch_names(paths)  # refuse a path given twice before anything is written
+    listener = listener or BatchListener()
     with lock_folder(out_dir):
-        return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade,
-                             listener=listener or BatchListener(), grader=grader or grade_sources)
+        listener.locked()
+        return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade, listener=listener,
+                             grader=grader or grade_sources)
 
 
-def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, jobs: int | None, regrade: bool,
+def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None, regrade: bool,
                   listener: BatchListener, grader: Grader) -> BatchSummary:
     """grade_to_folder, while this run holds the folder's lock."""
     started = time.monotonic()
@@ -206,14 +390,16 @@ def _grade_locked(assignment: Assignment, paths: list[Path], out_dir: Path, *, j
     listener.started(plan)
     try:
         if todo:
-            sources = [Source.from_path(p.path, named_files(assignment), name=p.name) for p in todo]
+            sources = [Source.from_found(p.source, named_files(assignment), name=p.name) for p in todo]
             results = iter(grader(assignment, sources, jobs=jobs))
             try:
                 for result in results:
                     planned = by_name[result.name]
                     if planned.note:
                         result.warnings.insert(0, planned.note)
-                    record = Graded(result, __version__, utc_now(), str(planned.path), planned.fingerprint, run_id)
+                    result.student_id = planned.source.student_id
+                    record = Graded(result, __version__, utc_now(), planned.source.describe(), planned.fingerprint,
+                                    run_id)
                     with _stop_if_unwritable(out_dir):
                         gradebook.record(record)  # the commit point: from here on it is graded
                         write_submission_reports(out_dir, result, grader_version=record.grader_version,

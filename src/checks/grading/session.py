@@ -25,8 +25,8 @@ from checks.grading.pool import ChildFailed, run_forked, stream_forked
 from checks.suites.quiz import QUIZ_FILE, grade_quiz
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
 from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
-from checks.course.submissions import (NOTEBOOK_SUFFIX, Submission, SubmissionError, missing_files, read_submission,
-                                       submission_name)
+from checks.course.submissions import (NOTEBOOK_SUFFIX, Found, Submission, SubmissionError, missing_files, read_found,
+                                       read_submission, submission_name)
 
 if TYPE_CHECKING:
     import pytest
@@ -60,6 +60,14 @@ class Source:
         """`named`: the files the assignment names (see named_files); None reads every file. `name`:
         the batch's name for it (grading/names.py), else its own."""
         return cls(name or submission_name(path), lambda: read_submission(path, named), _may_be_notebook(path))
+
+    @classmethod
+    def from_found(cls, found: Found, named: tuple[str, ...] | None = None, *, name: str | None = None) -> "Source":
+        """A submission as grading/batch.py found it: a path, or a student's files in a bulk download."""
+        if not found.members:
+            return cls(name or found.name, lambda: read_found(found, named), _may_be_notebook(found.path))
+        notebook = any(own.endswith((NOTEBOOK_SUFFIX, ".zip")) for _, own in found.members)
+        return cls(name or found.name, lambda: read_found(found, named), notebook)
 
     @classmethod
     def from_files(cls, name: str, files: dict[str, bytes]) -> "Source":

@@ -256,6 +256,23 @@ class Gradebook:
             raise GradebookError(f"{path.parent} holds the grades of {held}, not {assignment}: "
                                  "grade each assignment into its own --out folder")
 
+    @classmethod
+    def existing(cls, path: Path) -> "Gradebook":
+        """The gradebook an earlier `checks grade` wrote at `path`, for whichever assignment it holds;
+        GradebookError when there is none there, or it is not one checks wrote."""
+        refuse_unless_regular(path)
+        if not path.is_file():
+            raise GradebookError(f"{path.parent} holds no {DB_FILE}: `checks grade ASSIGNMENT ... --out "
+                                 f"{path.parent}` writes it")
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                row = db.execute("SELECT value FROM meta WHERE key = 'assignment'").fetchone()
+        except sqlite3.Error:
+            row = None
+        if row is None or type(row[0]) is not str:
+            raise GradebookError(f"{path} is not a gradebook written by checks")
+        return cls(path, row[0])
+
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:

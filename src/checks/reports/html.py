@@ -1,8 +1,8 @@
 """DIR/report.html: the batch for people, in one self-contained page (no script, nothing fetched).
 
 Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, every
-submission with a link to its feedback (feedback.html, beside feedback.md), and what the grader
-itself could not grade. Rendered from the gradebook with Jinja2 and autoescaping: names and
+submission with a link to its feedback (feedback.html, beside feedback.md), each one's warnings
+(a missing or misnamed file, files skipped, a name changed), and what the grader itself could not grade. Rendered from the gradebook with Jinja2 and autoescaping: names and
 messages come partly from students, and every value is made inert.visible before it is escaped.
 """
 
@@ -95,6 +95,7 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "") ->
         graded=graded,
         failed=[g for g in sorted(records, key=lambda g: g.name) if not g.ok],
         refused=[g for g in sorted(records, key=lambda g: g.name) if g.ok and g.result.refused],
+        warned=[g for g in sorted(records, key=lambda g: g.name) if g.ok and g.result.warnings],
         questions=question_stats(results),
         max_score=max_score,
         mean=statistics.fmean(totals) if totals else None,

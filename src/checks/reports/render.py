@@ -27,7 +27,7 @@ from rich.text import Text
 
 from checks import __version__
 from checks.course import inert
-from checks.reports.gradebook import GradebookError, refuse_unless_regular
+from checks.reports.gradebook import DB_FILE, Gradebook, GradebookError, lock_folder, refuse_unless_regular
 from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import SubmissionResult
 
@@ -229,23 +229,50 @@ def question_stats(results: list[SubmissionResult]) -> list[QuestionStats]:
 
 
 def gradebook_csv(results: list[SubmissionResult]) -> str:
-    """One row per submission, one column per question, the total, and its status with the reason:
-    graded, refused (unreadable, scored 0) or not graded (the grader failed: no score at all)."""
-    questions = question_names([r for r in results if not r.error])
+    """One row per submission: its name, the student's id (the LMS's, else the name), a column per
+    question, the total, and its status with the reason: graded, refused (unreadable, scored 0) or
+    not graded (the grader failed: no score at all). The line below the header, POINTS_POSSIBLE,
+    holds each question's maximum and the total's, as Canvas's gradebook export does; its status is
+    empty, so that keeping the rows whose status is `graded` leaves it out."""
+    graded = [r for r in results if not r.error]
+    questions = question_names(graded)
+    maxima = {s.qid: s.max_score for s in question_stats(results)}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     def row(cells: list) -> None:  # names and reasons come from students: no cell is a formula
         writer.writerow([inert.csv_cell(cell) for cell in cells])
 
-    row([_CSV_FIXED[0], *questions, *_CSV_FIXED[1:]])
+    row([*_CSV_HEAD, *questions, *_CSV_TAIL])
+    row([POINTS_POSSIBLE, "", *(maxima[q] for q in questions), max((r.max_score for r in graded), default=""), "", ""])
     for result in sorted(results, key=lambda r: r.name):
+        student = [result.name, result.student_id or result.name]
         if result.error:  # a grader failure is never a grade
-            row([result.name, *("" for _ in questions), "", result.status, error_summary(result.error)])
+            row([*student, *("" for _ in questions), "", result.status, error_summary(result.error)])
             continue
         scores = {q.qid: q.score for q in result.questions}
-        row([result.name, *(scores.get(q, "") for q in questions), float(result.score), result.status,
-             result.refused])
+        row([*student, *(scores.get(q, "") for q in questions), float(result.score), result.status, result.refused])
     return buffer.getvalue()
+
+
+def export_gradebook_csv(out_dir: Path, dest: Path | None = None) -> tuple[Path, list[SubmissionResult]]:
+    """Write gradebook.csv again from an output folder's gradebook.sqlite, grading nothing: into the
+    folder (never over a CSV checks did not write), or to `dest`. While it holds the folder's lock,
+    as a grade run does. The path written and the submissions in it."""
+    if not out_dir.is_dir():
+        raise GradebookError(f"{out_dir} is not a folder: name the --out folder of a `checks grade` run")
+    if (out_dir / DB_FILE).is_symlink() or not (out_dir / DB_FILE).is_file():
+        Gradebook.existing(out_dir / DB_FILE)  # says why, before the lock file is made in a folder of no run
+    with lock_folder(out_dir):
+        results = [record.result for record in Gradebook.existing(out_dir / DB_FILE).load()]
+        target = dest or out_dir / GRADEBOOK_FILE
+        if target.is_dir():
+            raise GradebookError(f"{target} is a folder: name the CSV file to write")
+        if dest is None:
+            check_gradebook_csv(target, {q.qid for result in results for q in result.questions})
+        else:
+            refuse_unless_regular(target)
+        write_atomically(target, gradebook_csv(results))
+    return target, results
 
 
 def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
@@ -254,7 +281,10 @@ def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
     return Text(inert.visible(text, keep="\n\t" if lines else ""), style=style)
 
 
-_CSV_FIXED = ("submission", "total", "status", "reason")  # gradebook_csv's columns but the questions'
+# gradebook_csv's columns before and after the questions', and the label of its line of maxima
+_CSV_HEAD = ("submission", "student_id")
+_CSV_TAIL = ("total", "status", "reason")
+POINTS_POSSIBLE = "Points Possible"
 
 
 def check_gradebook_csv(path: Path, questions: Collection[str]) -> None:
@@ -269,10 +299,10 @@ def check_gradebook_csv(path: Path, questions: Collection[str]) -> None:
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         rows, why = [], f"it cannot be read as the CSV checks writes ({error})"
     header = rows[0] if rows else []
-    unknown = [column for column in header if column not in {*_CSV_FIXED, *questions}]
+    unknown = [column for column in header if column not in {*_CSV_HEAD, *_CSV_TAIL, *questions}]
     if unknown and header[:1] == ["submission"]:
         why = f"it has columns checks never wrote here ({', '.join(unknown[:5])})"
-    elif header[:1] == ["submission"] and header[-3:] == list(_CSV_FIXED[1:]) and not unknown:
+    elif header[:1] == ["submission"] and header[-3:] == list(_CSV_TAIL) and not unknown:  # with student_id or not
         if all(len(row) == len(header) for row in rows[1:]):
             return
         why = "a row has more or fewer cells than its header"

@@ -66,6 +66,7 @@ class SubmissionResult:
     warnings: list[str] = field(default_factory=list)
     error: str = ""  # set when the grader could not grade the submission at all
     refused: str = ""  # why the submission could not be read at all (graded 0: the student's doing)
+    student_id: str = ""  # the LMS's id of the student, where the batch found one (Canvas, Moodle)
 
     @property
     def status(self) -> str:
