@@ -52,12 +52,12 @@ class Assignment:
     fresh_worker_per_question: bool = False
     # what one submission may consume (see docs/authoring.md): wall time in its sandbox, per
     # question and in all; the memory of all its processes together; each worker's own temp
-    # space (0: none of its own, files capped one by one; a mount namespace a worker costs about
-    # half a warm submission's time again, so it is the assignment's choice)
+    # space (0: none of its own, files capped one by one); a worker's mount namespace is made once
+    # for all its questions, and costs no measurable time
     question_seconds: float = 300.0
     submission_seconds: float = 1800.0
     submission_memory_mib: int = 8192
-    temp_mib: int = 0
+    temp_mib: int = 256
     # a student's copy of the release, checked without the course (see load_copy)
     release: Path | None = None
 

@@ -63,8 +63,8 @@ class Limits:
     file_bytes: int = 32 * 2**20
     processes: int = 64  # per submission uid; only enforced where workers get their own uid
     # each worker's own /tmp, /var/tmp and /dev/shm (its home in /tmp): tmpfs of this size, where
-    # the worker may mount them (see worker._private_temp); 0, none, as assignment.toml's default
-    temp_bytes: int = 0
+    # the worker may mount them (see worker._private_temp); 0: none (files capped one by one)
+    temp_bytes: int = 256 * 2**20
     # all the submission's processes together, accounted while they run (see accounting.py)
     submission_memory_bytes: int = 8 * 2**30
 
