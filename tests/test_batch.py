@@ -18,6 +18,7 @@ import pytest
 from rich.console import Console
 
 from checks import cli
+from checks.config.errors import UsageError
 from checks.grading import batch
 from checks.grading.batch import (CHANGED, NEW, REGRADE, RETRY, BatchListener, expand_submission_paths, fingerprint,
                           grade_to_folder, plan_batch)
@@ -30,7 +31,7 @@ from checks.suites.scoring import QuestionResult, SubmissionResult
 QUESTIONS = {"q.one": 4.0, "q.two": 6.0}
 
 
-def fake_grader(assignment, sources, *, jobs=None):
+def fake_grader(assignment, sources, *, jobs=None, **settings):  # isolation, device: unused
     """Reads answers.json {qid: score} from each submission; {"error": "..."} is a grader failure,
     {"interrupt": true} is a Ctrl-C while grading it."""
     for source in sources:
@@ -107,7 +108,7 @@ def test_names_that_clash_are_graded_apart_with_a_warning_and_a_path_given_twice
     renamed = {r.name: r.warnings[0] for r in summary.results if r.name != "alice"}
     assert all(w.startswith("submitted as ") and "graded as" in w for w in renamed.values())
     assert (tmp_path / "out" / "report.html").is_file() and len(read_csv(tmp_path / "out")) == 3
-    with pytest.raises(ValueError, match="given more than once"):
+    with pytest.raises(UsageError, match="given more than once"):
         grade(assignment, [a, a], tmp_path / "out2")
     assert not (tmp_path / "out2").exists()  # refused before anything was written
 
@@ -254,6 +255,25 @@ def test_an_interrupted_batch_keeps_what_is_saved_and_the_rerun_finishes_it(tmp_
     assert [r["submission"] for r in read_csv(out)] == ["alice", "bob", "carol", "zed"]
 
 
+def test_reports_that_cannot_be_written_on_the_way_out_of_an_interruption_are_said(tmp_path, assignment,
+                                                                                     class_folder, monkeypatch):
+    """Ctrl-C stays what the caller hears, and the failure to publish is told beside it, not swallowed."""
+    submit(class_folder, "zed", interrupt=True)
+    told = []
+
+    class Listening(BatchListener):
+        def problem(self, message):
+            told.append(message)
+
+    def unpublishable(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(batch, "publish", unpublishable)
+    with pytest.raises(KeyboardInterrupt):
+        grade(assignment, [class_folder], tmp_path / "out", listener=Listening())
+    assert len(told) == 1 and "No space left on device" in told[0] and "the same command finishes" in told[0]
+
+
 # ---------------------------------------------------------------- what the TA sees
 
 
@@ -327,7 +347,7 @@ def test_no_descriptor_of_the_gradebook_is_open_while_grading(tmp_path, assignme
     """The grader forks its sandbox while it grades: nothing of the database may be inherited."""
     seen = []
 
-    def watching_grader(assignment, sources, *, jobs=None):
+    def watching_grader(assignment, sources, *, jobs=None, **settings):
         for result in fake_grader(assignment, sources, jobs=jobs):
             seen.append([os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
                          if os.path.exists(f"/proc/self/fd/{fd}")])
@@ -384,7 +404,7 @@ def test_a_path_that_does_not_exist_is_an_error_before_anything_is_graded(tmp_pa
     text = capsys.readouterr().out
     assert "no such submission" in text and str(typo) in text.replace("\n", "")
     assert not out.exists()  # nothing graded, nothing written: no row, no feedback for "bob"
-    with pytest.raises(ValueError, match="no such submission"):
+    with pytest.raises(UsageError, match="no such submission"):
         grade_to_folder(Assignment("fake", tmp_path), [class_folder / "alice", typo], out, grader=fake_grader)
     assert not out.exists()
 
@@ -404,7 +424,7 @@ def test_a_refused_submission_is_visible_as_refused_in_the_csv_the_report_and_th
     monkeypatch.setattr(batch, "grade_sources", fake_grader)
     (class_folder / "mallory.zip").write_bytes(b"not a zip at all")
 
-    def refusing_grader(assignment, sources, *, jobs=None):  # a refusal as session.py records one
+    def refusing_grader(assignment, sources, *, jobs=None, **settings):  # a refusal as session.py records one
         for source in sources:
             try:
                 source.load()
@@ -474,7 +494,7 @@ def test_an_output_folder_in_or_around_the_submissions_is_refused_before_anythin
     course = tmp_path / "course"
     assert {p: p.read_bytes() if p.is_file() else None for p in tmp_path.rglob("*") if course not in p.parents
             and p != course} == before  # nothing written, not even the folder
-    with pytest.raises(ValueError, match="which is being graded"):  # the library refuses it as well
+    with pytest.raises(UsageError, match="which is being graded"):  # the library refuses it as well
         grade(Assignment("fake", tmp_path), [class_folder], tmp_path / "subs/carol/out")
     assert not (tmp_path / "subs/carol/out").exists()
 

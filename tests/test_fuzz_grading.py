@@ -63,7 +63,8 @@ class WarmGrader:
         self._launcher = ThreadPoolExecutor(1)  # the pool dies with the thread that started it
         self.pool = self._start()
 
-    def __call__(self, assignment: Assignment, sources: list, *, jobs: int | None = None) -> Iterator[SubmissionResult]:
+    def __call__(self, assignment: Assignment, sources: list, *, jobs: int | None = None,
+                 **settings: object) -> Iterator[SubmissionResult]:  # the pool's own isolation; device cpu
         from checks.executors.serve import request_for
         from checks.executors.worker import PoolFailed
 

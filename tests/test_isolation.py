@@ -3,9 +3,14 @@ this machine allows, and bwrap where it cannot run is a clear error, never a sil
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from checks import cli
+from checks.config.errors import UsageError
+from checks.config.settings import Settings
 from checks.sandbox import jail
 
 COURSE = {
@@ -31,20 +36,26 @@ def no_bwrap(monkeypatch, tmp_path):
     jail.bwrap_problem.cache_clear()
 
 
-def test_the_option_wins_over_the_variable_and_auto_is_the_default(monkeypatch):
-    monkeypatch.delenv(jail.ENV_VARIABLE, raising=False)
-    assert jail.requested() == jail.AUTO
-    monkeypatch.setenv(jail.ENV_VARIABLE, "FORK")
-    assert jail.requested() == jail.FORK
-    assert jail.requested(jail.BWRAP) == jail.BWRAP
-    assert jail.choose().kind == jail.FORK
-    monkeypatch.setenv(jail.ENV_VARIABLE, "chroot")
-    with pytest.raises(jail.IsolationUnavailable, match="CHECKS_ISOLATION='chroot'.*auto, bwrap, fork"):
-        jail.choose()
+def test_the_option_wins_over_the_variable_and_auto_is_the_default():
+    assert Settings.from_environment({}).isolation_level == jail.AUTO
+    assert Settings.from_environment({jail.ENV_VARIABLE: "FORK"}).isolation_level == jail.FORK
+    assert Settings.from_environment({jail.ENV_VARIABLE: "FORK"}, isolation=jail.BWRAP).isolation_level == jail.BWRAP
+    assert Settings.from_environment({jail.ENV_VARIABLE: "fork"}).isolation.kind == jail.FORK
+    with pytest.raises(UsageError, match="CHECKS_ISOLATION='chroot'.*auto, bwrap, fork"):
+        Settings.from_environment({jail.ENV_VARIABLE: "chroot"})
+    with pytest.raises(jail.IsolationUnavailable, match="auto, bwrap, fork, not 'chroot'"):
+        jail.choose("chroot")
 
 
-def test_auto_falls_back_to_fork_and_says_why_but_bwrap_asked_for_is_an_error(no_bwrap, monkeypatch):
-    monkeypatch.delenv(jail.ENV_VARIABLE, raising=False)
+def test_no_module_below_the_front_ends_reads_the_environment_s_settings():
+    """Only config/settings.py names the CHECKS_* variables to read them; the rest is handed a Settings."""
+    package = Path(cli.__file__).parent
+    readers = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                     if re.search(r"environ(\.get)?[\[(]\s*[\"']CHECKS_|getenv\([\"']CHECKS_", path.read_text()))
+    assert readers == []
+
+
+def test_auto_falls_back_to_fork_and_says_why_but_bwrap_asked_for_is_an_error(no_bwrap):
     chosen = jail.choose()
     assert chosen.kind == jail.FORK and "bubblewrap (bwrap) is not installed" in chosen.description
     with pytest.raises(jail.IsolationUnavailable, match="bwrap sandbox was asked for but cannot run here"):

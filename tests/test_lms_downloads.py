@@ -23,7 +23,7 @@ from checks.suites.scoring import QuestionResult, SubmissionResult
 NAMED = ("work.py", "answers.json")
 
 
-def listing_grader(assignment, sources, *, jobs=None):
+def listing_grader(assignment, sources, *, jobs=None, **settings):
     """One question whose feedback lists the files read (name: first line), and a point per named file."""
     for source in sources:
         submission = source.load()

@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import difflib
 import glob
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -23,6 +22,8 @@ from rich.text import Text
 
 from checks import __version__
 from checks.authoring.build import BuildError
+from checks.config.errors import UsageError
+from checks.config.settings import DEVICES, Settings
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                      list_assignments, load_assignment, load_copy, read_marker)
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
@@ -44,15 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     _refuse_unknown_options(parser, argv)
     args = parser.parse_args(argv)
-    if getattr(args, "device", None):
-        os.environ["CHECKS_DEVICE"] = args.device
-    if getattr(args, "isolation", None):  # the option wins over the variable: grading reads the variable
-        os.environ[jail.ENV_VARIABLE] = args.isolation
     try:
-        if getattr(args, "device", None) == "cuda" and not zygote.cuda_available():  # asked of NVML: we fork graders
-            raise CourseError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
+        # the options win over the environment's CHECKS_* variables; built once, handed down
+        args.settings = Settings.from_environment(isolation=getattr(args, "isolation", None),
+                                                  device=getattr(args, "device", None),
+                                                  course=getattr(args, "course", None))
+        if args.settings.device == "cuda" and not zygote.cuda_available():  # asked of NVML: we fork graders
+            raise UsageError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
         return args.run(_course_root(args), args)
-    except (CourseError, BuildError, ValueError) as error:
+    except (UsageError, BuildError) as error:
         # plain: course errors name TOML tables ([quiz.a_grad]), some name a submission; soft_wrap:
         # one line, however wide
         console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
@@ -85,8 +86,8 @@ def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) ->
 def _course_root(args: argparse.Namespace) -> Path | None:
     """--course, else the course around the current folder; None where a command can do without one
     (a student's copy of an assignment folder) and none is found."""
-    if args.course:
-        return args.course.resolve()
+    if args.settings.course is not None:
+        return args.settings.course
     try:
         return find_course_root()
     except CourseError:
@@ -118,8 +119,9 @@ def _command(commands: argparse._SubParsersAction, name: str, summary: str, desc
         parser.add_argument("--isolation", choices=jail.LEVELS, default=None,
                             help=f"sandbox level: auto (the strongest this machine allows), bwrap or fork "
                                  f"(default: ${jail.ENV_VARIABLE}, else auto)")
-        parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                            help="where checks that take a device run (default: auto, the GPU too when there is one)")
+        parser.add_argument("--device", choices=DEVICES, default=None,
+                            help="where checks that take a device run (default: $CHECKS_DEVICE, else auto: the GPU "
+                                 "too when there is one)")
     return parser
 
 
@@ -321,7 +323,8 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     console.print(plain(f"checks {__version__}: public checks of {assignment.name} on {path}"
                         + (f", {' '.join(questions)} only" if questions else "")))
     named = _named_in_notebook(assignment, path)
-    checks = run_public_checks(assignment, Source.from_path(path, named), _quiz_bytes(path, named), questions)
+    checks = run_public_checks(assignment, Source.from_path(path, named), _quiz_bytes(path, named), questions,
+                               args.settings)
     result, quiz, quiz_problem = checks.result, checks.quiz, checks.quiz_problem
     _show(result, quiz)
     if quiz_problem:
@@ -401,7 +404,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.progress import GradeProgress, print_summary
 
     assignment = load_assignment(root, args.assignment)
-    isolation = jail.choose()  # here for the header, and to refuse an impossible level before anything is written
+    settings = args.settings
+    isolation = settings.isolation  # chosen here, once: for the header, and to refuse an impossible level early
     given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
     paths = expand_submission_paths(given, assignment.name)
     check_out_dir(args.out, [*given, *paths])  # a class folder given, too: its next run would grade the output
@@ -414,10 +418,11 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
                 console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
         header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
-                       f"into {args.out} ({where}; device: {args.device})")
+                       f"into {args.out} ({where}; device: {settings.device})")
         try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
-                                      listener=GradeProgress(console, header=header), grader=grader)
+                                      listener=GradeProgress(console, header=header), grader=grader,
+                                      settings=settings)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
@@ -447,7 +452,7 @@ def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tup
     except ClusterUnreachable as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
-    return DaskGrader(client), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
+    return DaskGrader(client, device=args.settings.device), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
                                 "each with its own sandbox")
 
 
@@ -484,10 +489,9 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
     from checks.authoring.verify import verify
 
     all_ok = True
-    isolation = jail.choose()
     for name in args.names or list_assignments(root):
         assignment = load_assignment(root, name)
-        verdicts = verify(assignment, jobs=args.jobs, isolation=isolation)
+        verdicts = verify(assignment, jobs=args.jobs, settings=args.settings)
         table = Table(title=f"verify {name}", title_justify="left")
         for column in ("submission", "expectation", "ok", "detail"):
             table.add_column(column, overflow="fold")
@@ -553,13 +557,9 @@ def _export_nbgrader(assignment: Assignment, args: argparse.Namespace) -> int:
 
 
 def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
-    from checks.authoring.build import release_files
     from checks.exports.otter import export_otter
 
-    reference = {name: data.decode("utf-8") for name, data in read_submission(assignment.solution_dir).files.items()}
-    stubs = {name: data.decode("utf-8") for name, data in release_files(assignment.solution_dir).items()
-             if name.endswith((".py", ".toml"))}
-    export = export_otter(assignment, args.out, reference, stubs, args.fill)
+    export = export_otter(assignment, args.out, args.fill)
     console.print(Text(f"wrote {export.master}: the otter-assign master notebook, {len(export.questions)} questions, "
                        f"and beside it {len(export.hidden)} hidden course file(s) that the autograder zip ships"))
     for path in export.submissions:

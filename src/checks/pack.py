@@ -17,7 +17,7 @@ from pathlib import Path
 
 from checks.course.assignment import Assignment, read_marker
 from checks.course.stubs import untouched
-from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS, missing_files
+from checks.course.submissions import MAX_FILE_BYTES, SubmissionError, list_folder, missing_files
 from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same files give the same bytes
@@ -42,14 +42,21 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
     """Write `out` from `folder` unless a file is missing or the quiz is malformed (then nothing is written)."""
     packing = Packing()
     names = submission_file_names(assignment)
-    present = {name: b"" for name in _relative_files(folder)}
-    packing.problems += missing_files(tuple(names), present)
-    packing.problems += [f"{name} is {(folder / name).stat().st_size // 2**20} MiB; the grader reads files up to "
+    try:
+        listing = list_folder(folder)  # as `checks grade` lists a folder: the same skips, links and caps
+    except SubmissionError as error:
+        packing.problems.append(str(error))
+        return packing
+    listed = {entry.path: entry for entry in listing.files}
+    packing.problems += [warning for warning in listing.warnings  # strides.py: a symlink, ignored
+                         if any(warning.startswith(f"{name}:") for name in names)]
+    packing.problems += missing_files(tuple(names), dict.fromkeys(listed, b""))
+    packing.problems += [f"{name} is {listed[name].size // 2**20} MiB; the grader reads files up to "
                          f"{MAX_FILE_BYTES // 2**20} MiB" for name in names
-                         if name in present and (folder / name).stat().st_size > MAX_FILE_BYTES]
+                         if name in listed and listed[name].size > MAX_FILE_BYTES]
     kinds = answer_kinds(assignment)
-    if kinds and QUIZ_FILE in present:
-        forms, unreadable = check_answers(kinds, (folder / QUIZ_FILE).read_bytes())
+    if kinds and QUIZ_FILE in listed:
+        forms, unreadable = check_answers(kinds, listed[QUIZ_FILE].read(MAX_FILE_BYTES))
         if unreadable:
             packing.problems.append(unreadable)
         else:
@@ -57,7 +64,7 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
             packing.unanswered = [form.key for form in forms if not form.answered]
     if packing.problems:
         return packing
-    contents = {name: (folder / name).read_bytes() for name in names}
+    contents = {name: listed[name].read(MAX_FILE_BYTES) for name in names}
     packing.files = {name: len(data) for name, data in contents.items()}
     packing.untouched = untouched_files(assignment, folder, contents)
     _write_zip(out, contents)
@@ -77,17 +84,6 @@ def untouched_files(assignment: Assignment, folder: Path, contents: dict[str, by
             stubs = [s for s in stubs if isinstance(s, str)] if isinstance(stubs, list) else None
             if untouched(contents[name].decode("utf-8", errors="replace"), stubs):
                 found.append(name)
-    return found
-
-
-def _relative_files(folder: Path, limit: int = 2000) -> list[str]:
-    """Files under `folder` (posix paths), enough of them to spot a misnamed one."""
-    found: list[str] = []
-    for here, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        found += [(Path(here) / name).relative_to(folder).as_posix() for name in sorted(names)]
-        if len(found) >= limit:
-            break
     return found
 
 

@@ -80,6 +80,9 @@ class GradeProgress(BatchListener):
             self.bar.stop()
             self.bar = None
 
+    def problem(self, message: str) -> None:
+        self.console.print(Text("problem: ", style="red") + plain(message), soft_wrap=True)
+
 
 def format_seconds(seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)

@@ -9,52 +9,16 @@ empty strings, and every other file is copied as it is; each release also gets i
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
-from checks.course.solution_regions import Region, RegionError, split_regions
+from checks.course.release import IGNORED, stub_files
+from checks.course.solution_regions import RegionError
 from checks.course.stubs import stub_functions
 from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
-from checks.suites.quiz import QUIZ_FILE
-
-DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
-QUIZ_ANSWER = re.compile(r"^(?P<key>[A-Za-z0-9_\-]+)\s*=.*$")
-IGNORED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 
 BuildError = RegionError  # a solution file whose regions do not pair up; str() names the file and line
-
-
-def strip_solutions(source: str, filename: str = "<source>") -> str:
-    """Replace every solution region with a NotImplementedError carrying the region's hint."""
-    out: list[str] = []
-    for part in split_regions(source, filename):
-        if isinstance(part, Region):
-            where = _enclosing_name(out, len(part.indent))
-            hint = part.hint or "not implemented yet"
-            out.append(f"{part.indent}raise NotImplementedError({f'{where}: {hint}'!r})\n")
-        else:
-            out.append(part[1])
-    return "".join(out)
-
-
-def _enclosing_name(lines: list[str], indent: int) -> str:
-    """`function`, or `Class.method` for a method: the name a student looks for."""
-    names: list[str] = []
-    for line in reversed(lines):
-        match = DEF.match(line)
-        if match and len(match["indent"]) < indent:
-            names.insert(0, match["name"])
-            indent = len(match["indent"])
-            if indent == 0:
-                break
-    return ".".join(names) or "this part"
-
-
-def blank_quiz(text: str) -> str:
-    """Keep the questions (comments), empty every answer."""
-    return "".join(QUIZ_ANSWER.sub(lambda m: f'{m["key"]} = ""', line) for line in text.splitlines(keepends=True))
 
 
 def release_files(solution_dir: Path, *, with_notebook: bool = True) -> dict[str, bytes]:
@@ -65,18 +29,7 @@ def release_files(solution_dir: Path, *, with_notebook: bool = True) -> dict[str
     lesson = lesson_source(solution_dir)
     if lesson.is_file() and with_notebook:
         files[notebook_name(solution_dir)] = build_notebook(lesson.read_text(encoding="utf-8"), lesson.name).encode()
-    for path in sorted(solution_dir.rglob("*")):
-        relative = path.relative_to(solution_dir)
-        if path.is_dir() or IGNORED.intersection(relative.parts) or path == lesson:
-            continue
-        name = relative.as_posix()
-        if path.suffix == ".py":
-            files[name] = strip_solutions(path.read_text(encoding="utf-8"), name).encode()
-        elif name == QUIZ_FILE:
-            files[name] = blank_quiz(path.read_text(encoding="utf-8")).encode()
-        else:
-            files[name] = path.read_bytes()
-    return files
+    return files | stub_files(solution_dir, leave_out=lesson)
 
 
 def _current_files(release_dir: Path) -> dict[str, bytes]:

@@ -19,7 +19,7 @@ from checks.authoring.build import release_files
 from checks.course.assignment import Assignment, CourseError, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML, MUTANTS_TOML
 from checks.grading.session import Source, grade_sources
-from checks.sandbox.jail import Isolation
+from checks.config.settings import Settings
 from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import read_submission
 
@@ -77,16 +77,18 @@ def load_mutants(assignment: Assignment) -> list[Mutant]:
     return mutants
 
 
-def verify(assignment: Assignment, *, jobs: int | None = None, isolation: Isolation | None = None) -> list[Verdict]:
-    """Grade reference, stubs and every mutant; one verdict per expectation. `isolation`: as
-    for grading.grade_sources."""
+def verify(assignment: Assignment, *, jobs: int | None = None, settings: Settings | None = None) -> list[Verdict]:
+    """Grade reference, stubs and every mutant; one verdict per expectation, in the jail and on
+    the device `settings` name (default: the strongest jail here, any device)."""
+    settings = settings or Settings()
     reference = read_submission(assignment.solution_dir).files
     stubs = release_files(assignment.solution_dir, with_notebook=False)
     mutants = load_mutants(assignment)
     sources = [Source.from_files(REFERENCE, reference), Source.from_files(STUBS, stubs)]
     sources += [Source.from_files(f"mutant:{m.name}", m.apply(reference)) for m in mutants]
     hidden_only = _hidden_only(assignment)
-    results = {r.name: r for r in grade_sources(assignment, sources, jobs=jobs, isolation=isolation)}
+    results = {r.name: r for r in grade_sources(assignment, sources, jobs=jobs, isolation=settings.isolation,
+                                                    device=settings.device)}
     reference_result = results[REFERENCE]
     verdicts = [_full_marks(reference_result), _nothing(results[STUBS])]
     questions = {q.qid for q in reference_result.questions}
@@ -98,7 +100,7 @@ def verify(assignment: Assignment, *, jobs: int | None = None, isolation: Isolat
     verdicts.append(_points_add_up(reference_result))
     if reference_result.error:  # nothing to compare the public checks and the notebook with
         return verdicts
-    public = _public_result(assignment, reference, isolation)
+    public = _public_result(assignment, reference, settings)
     verdicts += _public_checks(reference_result, public, hidden_only)
     notebook = _notebook_verdict(assignment, reference_result)
     return verdicts + ([notebook] if notebook else [])
@@ -111,12 +113,12 @@ def _hidden_only(assignment: Assignment) -> list[str]:
 
 
 def _public_result(assignment: Assignment, reference: dict[str, bytes],
-                   isolation: Isolation | None) -> SubmissionResult | None:
+                   settings: Settings) -> SubmissionResult | None:
     """The reference under the public checks students run (None when the release has none)."""
     if not assignment.public_tests_dir.is_dir():
         return None
     (result,) = grade_sources(assignment, [Source.from_files(REFERENCE, reference)], public=True, jobs=1,
-                              isolation=isolation)
+                              isolation=settings.isolation, device=settings.device)
     return result
 
 

@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from checks.config.errors import UsageError
 from checks.course.schema import ASSIGNMENT_TOML, Schema, problems
 
 
 REFERENCES_DIR = "references"  # an exported grader's reference files, in place of solutions/
+QUIZ_FILE = "quiz.toml"  # a submission's quiz answers, and the release's blank quiz
 
 
-class CourseError(Exception):
+class CourseError(UsageError):
     """The course tree is missing something the command needs; str() says what and where."""
 
 
@@ -106,10 +107,11 @@ class Assignment:
         return {name: (folder / name).read_bytes() for name in names}
 
 
-def find_course_root(start: Path | None = None) -> Path:
-    """$CHECKS_COURSE, else the nearest folder at or above `start` with assignments/ or solutions/."""
-    if os.environ.get("CHECKS_COURSE"):
-        return Path(os.environ["CHECKS_COURSE"]).resolve()
+def find_course_root(start: Path | None = None, *, named: Path | None = None) -> Path:
+    """`named` (--course or CHECKS_COURSE, from the settings), else the nearest folder at or above
+    `start` with assignments/ or solutions/."""
+    if named is not None:
+        return named.resolve()
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "assignments").is_dir() or (folder / "solutions").is_dir():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ class CourseBundle:
     assignment: str
     digest: str  # "<assignment>-<sha256 of data>": a changed suite is another bundle
     data: bytes  # a tar of autograder/<name>, solutions/<name>, assignments/<name>
-    device: str = "auto"  # the driver's --device (CHECKS_DEVICE), for the workers' pools
+    device: str = "auto"  # the driver's --device, for the workers' pools
 
     def unpack(self, folder: Path) -> Path:
         """Write the bundle under `folder`, which then holds a course with this one assignment."""
@@ -33,8 +32,9 @@ class CourseBundle:
         return folder
 
 
-def bundle_course(assignment: Assignment) -> CourseBundle:
-    """The assignment's hidden suite, reference and release, from the driver's course folder."""
+def bundle_course(assignment: Assignment, device: str = "auto") -> CourseBundle:
+    """The assignment's hidden suite, reference and release, from the driver's course folder;
+    `device`: where the workers' pools run device checks."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for folder, arcname in ((assignment.autograder_dir, f"autograder/{assignment.name}"),
@@ -43,8 +43,7 @@ def bundle_course(assignment: Assignment) -> CourseBundle:
             if folder.is_dir():
                 archive.add(folder, arcname, filter=_reproducible)
     data = buffer.getvalue()
-    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data,
-                        os.environ.get("CHECKS_DEVICE", "auto"))
+    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data, device)
 
 
 def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo | None:

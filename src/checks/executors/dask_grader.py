@@ -57,8 +57,9 @@ def connect(address: str | None = None, *, scheduler_file: Path | None = None,
 class DaskGrader:
     """Grades on the cluster behind `client`; a stand-in for grading.session.grade_sources."""
 
-    def __init__(self, client: Client, *, in_flight: int | None = None) -> None:
+    def __init__(self, client: Client, *, in_flight: int | None = None, device: str = "auto") -> None:
         self.client = client
+        self.device = device  # the driver's --device, for every worker's pool
         # submissions out at once (default: one per worker thread): a task waiting on a worker would
         # share the blame (Dask's `suspicious` count) when a submission running there kills it
         self.in_flight = in_flight
@@ -68,7 +69,7 @@ class DaskGrader:
                  jobs: int | None = None) -> Iterator[SubmissionResult]:
         """Yield each source's result as it finishes (any order). `jobs` is the cluster's to decide."""
         self._register_plugin()
-        bundle = bundle_course(assignment)
+        bundle = bundle_course(assignment, self.device)
         # a task, not scattered data: a worker that dies with it can have it computed again
         course = self.client.submit(lambda data: data, bundle, key=f"checks-course-{bundle.digest}", pure=False)
         waiting = iter(sources)

@@ -11,6 +11,7 @@ deadlock the child.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import contextlib
 import fcntl
@@ -22,11 +23,11 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
+from checks.config.settings import DEVICES, Settings
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
 from checks.grading.pool import ChildFailed
 from checks.grading.session import Source, WarmGrader
-from checks.sandbox import jail
 from checks.sandbox.zygote import die_with_parent
 
 
@@ -87,10 +88,10 @@ def _lock_folder() -> str | None:
     return folder
 
 
-def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None]) -> None:
+def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None], settings: Settings) -> None:
     """Grade each request read from the file descriptor `requests` until it closes."""
-    isolation = jail.choose()
-    with WarmGrader(assignment, isolation) as warm:
+    isolation = settings.isolation
+    with WarmGrader(assignment, isolation, device=settings.device) as warm:
         reply({"ready": True, "sandbox": isolation.description})
         try:
             for name, value, error in warm.grade(_requests(requests), jobs=1):
@@ -107,7 +108,13 @@ def _requests(fd: int) -> Iterator[Source]:
 
 
 def main(argv: list[str]) -> int:
-    course, name = argv
+    """The pool process's front end: its settings are the worker machine's environment (its
+    CHECKS_ISOLATION), and the driver's --device."""
+    parser = argparse.ArgumentParser(prog="python -m checks.executors.serve")
+    parser.add_argument("course", type=Path)
+    parser.add_argument("assignment")
+    parser.add_argument("--device", choices=DEVICES, default=None)
+    options = parser.parse_args(argv)
     die_with_parent(os.getppid(), status=1)  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
     replies = os.fdopen(os.dup(1), "w")
@@ -121,7 +128,8 @@ def main(argv: list[str]) -> int:
         replies.flush()
 
     try:
-        serve(load_assignment(Path(course), name), requests, reply)
+        settings = Settings.from_environment(device=options.device)
+        serve(load_assignment(options.course, options.assignment), requests, reply, settings)
     except BrokenPipeError:  # the worker went away
         return 0
     except Exception as error:  # noqa: BLE001 - said to the worker, which reports it as a grader failure

@@ -9,7 +9,6 @@ grades every later one (one pool per task running at once on the worker: start w
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,11 +35,10 @@ class WarmPool:
 
     def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor) -> None:
         self._stderr = tempfile.TemporaryFile()
-        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment]
-        environment = {**os.environ, "CHECKS_DEVICE": device}
+        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment, "--device", device]
         # started from a thread that lives as long as the worker: the pool dies with that thread
         self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=self._stderr, env=environment).result()
+                                       stderr=self._stderr).result()
         ready = self._read()
         if not ready.get("ready"):
             raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
+from checks.config.settings import Settings
 from checks.course.answer_cells import answer_cell, import_nbformat
 from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources, named_files
@@ -177,11 +178,12 @@ def grade_answers(assignment: str, answers: dict[str, str], root: Path | None = 
 
 
 def hidden_course_root(assignment: str, start: Path | None = None) -> Path:
-    """$CHECKS_COURSE, else the nearest folder at or above `start` (the working folder) with the
-    assignment's hidden suite."""
+    """The course the kernel's settings name (CHECKS_COURSE), else the nearest folder at or above
+    `start` (the working folder) with the assignment's hidden suite."""
     marker = HIDDEN_MARKER.format(assignment=assignment)
-    if os.environ.get("CHECKS_COURSE"):
-        candidates = [Path(os.environ["CHECKS_COURSE"]).resolve()]
+    named = Settings.from_environment().course  # the grading kernel is a front end of its own
+    if named is not None:
+        candidates = [named]
     else:
         here = (start or Path.cwd()).resolve()
         candidates = [here, *here.parents]
@@ -201,9 +203,12 @@ def write_answer_notebook(path: Path, answers: dict[str, str]) -> None:
 
 
 def _grade_in_child(root: Path, assignment_name: str, notebook: Path, out: Path) -> None:
-    """Grade the notebook as `checks grade` would: the same reading, sandbox and suite."""
+    """Grade the notebook as `checks grade` would: the same reading, sandbox and suite, in the jail
+    and on the device the kernel's environment asks for."""
     assignment = load_assignment(root, assignment_name)
-    (result,) = grade_sources(assignment, [Source.from_path(notebook, named_files(assignment))], jobs=1)
+    settings = Settings.from_environment()
+    (result,) = grade_sources(assignment, [Source.from_path(notebook, named_files(assignment))], jobs=1,
+                              isolation=settings.isolation, device=settings.device)
     out.write_text(json.dumps(result.to_dict()), encoding="utf-8")
 
 

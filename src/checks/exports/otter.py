@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from checks.course.answer_cells import answer_cell, parse_answer_cell
-from checks.course.assignment import Assignment, CourseError
+from checks.course.assignment import QUIZ_FILE, Assignment, CourseError
+from checks.course.release import stub_files
 from checks.course.submissions import Submission, SubmissionError, read_submission
 from checks.exports.hidden import hidden_files
 from checks.exports.kernel import grade_answers, question_name, question_parts
 
-QUIZ_FILE = "quiz.toml"
 HIDDEN_DIRS = ("autograder", "assignments", "references")  # the course tree hidden_files writes, shipped in the zip
 SUBMISSIONS_DIR = "submissions"
 
@@ -52,11 +52,17 @@ class OtterExport:
 otter_name = question_name  # otter's name for a question: strides.offset -> strides_offset
 
 
-def export_otter(assignment: Assignment, out_dir: Path, reference: Mapping[str, str], stubs: Mapping[str, str],
-                 fill: Sequence[Path] = ()) -> OtterExport:
+def export_otter(assignment: Assignment, out_dir: Path, fill: Sequence[Path] = (), *,
+                 reference: Mapping[str, str] | None = None, stubs: Mapping[str, str] | None = None) -> OtterExport:
     """Write out_dir/<assignment>.ipynb (the master notebook) and the hidden course tree beside it;
     with `fill`, run otter assign and write out_dir/submissions/<name>.ipynb for each .py submission.
-    `reference` and `stubs` are the assignment's files (name -> source): the solutions and the release."""
+    `reference` and `stubs` are the assignment's files (name -> source), by default the course's
+    solutions and the stubs made from them."""
+    if reference is None:
+        reference = {name: data.decode("utf-8") for name, data in read_submission(assignment.solution_dir).files.items()}
+    if stubs is None:
+        stubs = {name: data.decode("utf-8") for name, data in stub_files(assignment.solution_dir).items()
+                 if name.endswith((".py", ".toml"))}
     missing = [name for name in (*assignment.files, QUIZ_FILE) if name not in reference or name not in stubs]
     if missing:
         raise CourseError(f"{assignment.name}: the reference or the stubs lack {', '.join(missing)}")

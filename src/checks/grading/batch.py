@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import stat
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from checks import __version__
+from checks.config.errors import UsageError
+from checks.config.settings import Settings
 from checks.course.assignment import Assignment
 from checks.reports.gradebook import DB_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder, utc_now
 from checks.grading.session import Source, grade_sources, named_files
@@ -100,17 +103,21 @@ class BatchListener:
     def stopped(self) -> None:
         """Grading ended, finished or interrupted."""
 
+    def problem(self, message: str) -> None:
+        """Something the run could not do that is no submission's grade (bringing the reports up to
+        date on the way out of an interrupted run): said beside the interruption, never hidden."""
+
 
 def check_submission_paths(paths: list[Path | Found]) -> None:
     """A path that does not exist is a typo, not a student: refuse the batch before grading."""
     missing = [str(found.path) for found in map(as_found, paths) if not found.path.exists()]  # a dangling link too
     if missing:
-        raise ValueError(f"no such submission: {', '.join(missing)} (nothing was graded; check the path"
+        raise UsageError(f"no such submission: {', '.join(missing)} (nothing was graded; check the path"
                          f"{'s' if len(missing) > 1 else ''})")
 
 
 def check_out_dir(out_dir: Path, paths: list[Path | Found]) -> None:
-    """ValueError, before anything is graded or written, when the output folder is a submission
+    """UsageError, before anything is graded or written, when the output folder is a submission
     (or a bulk download) being graded, lies inside one, or holds one: the grader would write into
     the students' files, and the next run would grade its own output."""
     out = Path(os.path.realpath(out_dir))
@@ -118,18 +125,18 @@ def check_out_dir(out_dir: Path, paths: list[Path | Found]) -> None:
     for found in map(as_found, paths):
         submission = Path(os.path.realpath(found.path))
         if out == submission:
-            raise ValueError(f"--out {out_dir} is being graded itself: the grader would write into the "
+            raise UsageError(f"--out {out_dir} is being graded itself: the grader would write into the "
                              f"submissions; {advice}")
         if submission in out.parents:
-            raise ValueError(f"--out {out_dir} is inside {found.path}, which is being graded: the grader would "
+            raise UsageError(f"--out {out_dir} is inside {found.path}, which is being graded: the grader would "
                              f"write into it; {advice}")
         if out in submission.parents:
-            raise ValueError(f"--out {out_dir} holds {found.path}, which is being graded: the grader would write "
+            raise UsageError(f"--out {out_dir} holds {found.path}, which is being graded: the grader would write "
                              f"beside it, or into it; {advice}")
 
 
 def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Found]:
-    """Each student's submission among the paths given (ValueError naming every path that does not exist).
+    """Each student's submission among the paths given (UsageError naming every path that does not exist).
 
     Folders, zips and notebooks as given; a folder that holds two or more of them (and no work of its
     own) stands for each. A folder that holds one, and no work of its own, is a student's that wraps
@@ -356,11 +363,11 @@ def plan_batch(paths: list[Path | Found], held: dict[str, Entry], *, regrade: bo
 
 def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None = None,
                     regrade: bool = False, listener: BatchListener | None = None,
-                    grader: Grader | None = None) -> BatchSummary:
+                    grader: Grader | None = None, settings: Settings | None = None) -> BatchSummary:
     """Grade what is not graded yet into out_dir (see the module's docstring); `grader` defaults to
-    grading.grade_sources."""
+    grading.grade_sources, in the jail and on the device `settings` name."""
     if jobs is not None and jobs < 1:
-        raise ValueError(f"jobs must be at least 1, not {jobs}")
+        raise UsageError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
     check_out_dir(out_dir, paths)
     batch_names(paths)  # refuse a path given twice before anything is written
@@ -368,7 +375,11 @@ def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: 
     with lock_folder(out_dir):
         listener.locked()
         return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade, listener=listener,
-                             grader=grader or grade_sources)
+                             grader=grader or _local_grader(settings or Settings()))
+
+
+def _local_grader(settings: Settings) -> Grader:
+    return functools.partial(grade_sources, isolation=settings.isolation, device=settings.device)
 
 
 def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None, regrade: bool,
@@ -410,9 +421,13 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
                 getattr(results, "close", lambda: None)()  # a generator: stop its children now
     except BaseException:  # Ctrl-C above all: leave what is saved readable, then let it through
         listener.stopped()
-        with contextlib.suppress(Exception):
+        try:
             gradebook.finish_run(run_id, graded=len(summary.graded), interrupted=True)
             publish(out_dir, gradebook.load(), assignment=assignment)
+        except Exception as error:  # noqa: BLE001 - the interruption is what the caller hears; this is said too
+            listener.problem(f"the reports in {out_dir} could not be brought up to date on the way out "
+                             f"({type(error).__name__}: {error}); every submission graded is in {DB_FILE}: "
+                             "the same command finishes the run and writes them")
         raise
     listener.stopped()
     with _stop_if_unwritable(out_dir):

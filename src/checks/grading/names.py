@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Sequence
 
+from checks.config.errors import UsageError
 from checks.course.submissions import Found
 from checks.reports.gradebook import DB_FILE, LOCK_FILE
 from checks.reports.html import REPORT_FILE
@@ -56,12 +57,12 @@ def _identity(found: Found) -> bytes:
 def batch_names(paths: Sequence[Path | Found], held: Collection[str] = ()) -> list[BatchName]:
     """The name of each submission in a batch: distinct, whatever the students named them (see the
     module's docstring). Of names that clash, one the gradebook already `held` keeps it, else the
-    first by path. Raises ValueError only for a path given twice (a TA's typo, not a student)."""
+    first by path. Raises UsageError only for a path given twice (a TA's typo, not a student)."""
     found = [as_found(path) for path in paths]
     identities = [_identity(item) for item in found]
     twice = sorted({item.describe() for item, key in zip(found, identities) if identities.count(key) > 1})
     if twice:
-        raise ValueError(f"{', '.join(twice)} given more than once: name each submission once")
+        raise UsageError(f"{', '.join(twice)} given more than once: name each submission once")
     own = [item.name for item in found]
     notes = [_own_problem(name) for name in own]
     groups: dict[str, list[int]] = defaultdict(list)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from checks.config.settings import Settings
 from checks.course.assignment import Assignment, CourseError
 from checks.course.selection import check_questions
 from checks.grading.session import Source, grade_sources
@@ -33,9 +34,11 @@ def public_questions(assignment: Assignment) -> list[str] | None:
 
 
 def run_public_checks(assignment: Assignment, source: Source, quiz_bytes: bytes | None,
-                      questions: Sequence[str] = ()) -> PublicChecks:
+                      questions: Sequence[str] = (), settings: Settings | None = None) -> PublicChecks:
     """The public checks of `source` (`quiz_bytes`: its quiz.toml, None when it has none); with
-    `questions`, of those only. CourseError for a question the assignment does not have."""
+    `questions`, of those only; in the jail and on the device `settings` name. CourseError for a
+    question the assignment does not have."""
+    settings = settings or Settings()
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
     kinds = answer_kinds(assignment)
@@ -47,7 +50,8 @@ def run_public_checks(assignment: Assignment, source: Source, quiz_bytes: bytes 
     if questions and not code:
         result = SubmissionResult(source.name, assignment.name)  # quiz answers only: no suite to run
     else:
-        (result,) = grade_sources(assignment, [source], public=True, jobs=1, questions=code or None)
+        (result,) = grade_sources(assignment, [source], public=True, jobs=1, questions=code or None,
+                                  isolation=settings.isolation, device=settings.device)
     if code and known is None and not result.error:  # ids the source did not declare: known now
         ran = {q.qid for q in result.questions}
         unknown = [qid for qid in code if qid not in ran]

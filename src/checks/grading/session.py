@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Iterable, Iterator
 
+from checks.config.errors import UsageError
 from checks.sandbox import hugepages, jail
 from checks.course.assignment import Assignment
 from checks.course.answer_cells import import_nbformat
@@ -96,11 +97,13 @@ class WarmGrader:
     Dask worker keeps (executors/serve.py) all grade through one."""
 
     def __init__(self, assignment: Assignment, isolation: Isolation, *, public: bool = False,
-                 limits: Limits = Limits(), submissions: int | None = None, notebooks: bool = False) -> None:
+                 limits: Limits = Limits(), submissions: int | None = None, notebooks: bool = False,
+                 device: str = "auto") -> None:
         """`submissions`: how many will be graded (None: a stream, as many as come), so that the
         second spent making forks cheaper is spent only where it pays off; `notebooks`: whether
-        some may be notebooks."""
+        some may be notebooks; `device`: where device checks run (auto, cpu, cuda)."""
         self.assignment, self.isolation, self.public, self.limits = assignment, isolation, public, limits
+        self.device = device
         self.notebooks = notebooks
         # torch's lazy modules (about a second) pay off only when several grading children would
         # each import them: one child (`checks test`) imports what it needs, if anything
@@ -135,28 +138,28 @@ class WarmGrader:
         these. ChildFailed if the session ends first."""
         assert self.zygote is not None, "use WarmGrader as a context manager"
         session = functools.partial(_grading_session, self.assignment, sources, self.zygote, self.public,
-                                    self.limits, jobs, questions=questions)
+                                    self.limits, jobs, questions=questions, device=self.device)
         yield from stream_forked(session)
 
 
 def grade_sources(assignment: Assignment, sources: list[Source], *, public: bool = False,
                   jobs: int | None = None, limits: Limits = Limits(),
-                  isolation: Isolation | None = None,
+                  isolation: Isolation | None = None, device: str = "auto",
                   questions: Collection[str] | None = None) -> Iterator[SubmissionResult]:
     """Grade each source in a forked child; yield results as they finish (any order).
 
-    `isolation` defaults to the level $CHECKS_ISOLATION asks for, else the strongest this
-    machine allows (jail.choose()). `questions`: run only the tests of these (`checks test
-    01_tensors strides.offset`); the results hold only them.
+    `isolation`: the front end's choice (Settings.isolation), else the strongest this machine
+    allows. `device`: where device checks run. `questions`: run only the tests of these
+    (`checks test 01_tensors strides.offset`); the results hold only them.
     """
     isolation = isolation or jail.choose()
     names = [source.name for source in sources]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ValueError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
+        raise UsageError(f"two submissions share the name {', '.join(duplicates)}; names come from the "
                          "folder name or zip stem and must be unique")
     warm = WarmGrader(assignment, isolation, public=public, limits=limits, submissions=len(sources),
-                      notebooks=any(source.may_be_notebook for source in sources))
+                      notebooks=any(source.may_be_notebook for source in sources), device=device)
     with warm:
         graded: set[str] = set()
         try:
@@ -179,7 +182,7 @@ def _result(assignment: Assignment, name: str, value: dict | None, error: str,
 
 def _grading_session(assignment: Assignment, sources: Iterable[Source], zygote: Zygote, public: bool, limits: Limits,
                      jobs: int, emit: Callable[[tuple[str, dict | None, str]], None], *,
-                     questions: Collection[str] | None = None) -> None:
+                     questions: Collection[str] | None = None, device: str = "auto") -> None:
     """In the session child: collect the suite once, then grade each source in a child forked
     from the collected session (set-up and collection cost about 0.1 s a submission). A suite
     that cannot run is every source's grader error (a stream's: the session's, which ends)."""
@@ -190,7 +193,7 @@ def _grading_session(assignment: Assignment, sources: Iterable[Source], zygote: 
     # pytest's reports are read as plain text (in feedback, in a log), even where the caller's
     # environment forces colour, as a Jupyter kernel's does
     os.environ["PY_COLORS"] = "0"
-    plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits)
+    plugin = ChecksPlugin(assignment, {}, zygote, use_references=not public, limits=limits, device=device)
     loop = SubmissionLoop(assignment, sources, plugin, public, jobs, emit, questions=questions)
     suite_dir = assignment.suite_dir(public)
     exit_code = pytest.main([str(suite_dir), *PYTEST_ARGS, "--rootdir", str(suite_dir)], plugins=[plugin, loop])

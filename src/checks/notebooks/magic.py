@@ -26,6 +26,7 @@ from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
+from checks.config.settings import NOTEBOOK_TIMEOUT_S, Settings
 from checks.notebooks.display import ChecksReport
 
 from checks.course.answer_cells import ANSWER_LINE
@@ -34,7 +35,6 @@ USAGE = ("usage: %checks test [ASSIGNMENT] [QUESTION...]   (all questions, or th
          f"       {ANSWER_LINE.format(name='NAME')}   (first line of an answer cell: the rest is the file NAME)")
 ANSWERS: dict[str, str] = {}  # file name -> the source of its answer cell, as last run in this kernel
 # the whole run, start-up included; each student call has its own, much shorter, limit inside
-DEFAULT_TIMEOUT_S = 600.0
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -58,7 +58,7 @@ def checks_magic(line: str, cell: str | None = None) -> None:
     if not words or words[0] != "test":
         print(USAGE)
         return
-    display(run_checks(Path.cwd(), words[1:]))
+    display(run_checks(Path.cwd(), words[1:], timeout=Settings.from_environment().notebook_timeout))
 
 
 def run_answer_cell(name: str, code: str, namespace: dict | None = None) -> types.ModuleType | None:
@@ -88,7 +88,7 @@ def run_checks(folder: Path, words: Sequence[str] | str | None = None, *, timeou
     """The public checks of `folder` (all questions, or those `words` name: what followed
     `%checks test`, or one question id), run in a child process."""
     words = [words] if isinstance(words, str) else list(words or [])
-    timeout = timeout or float(os.environ.get("CHECKS_NOTEBOOK_TIMEOUT", DEFAULT_TIMEOUT_S))
+    timeout = timeout or NOTEBOOK_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="checks-notebook-") as scratch:
         out, log = Path(scratch) / "report.json", Path(scratch) / "log.txt"
         command = [sys.executable, "-m", "checks.notebooks.runner", str(folder), str(out)]

@@ -10,22 +10,23 @@ that followed `%checks test`.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from checks.config.errors import UsageError
+from checks.config.settings import Settings
 from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
                                       load_assignment, load_copy, read_marker)
-from checks.course.submissions import MAX_FILE_BYTES, SKIPPED_DIRS
+from checks.course.submissions import MAX_FILE_BYTES, SubmissionError, list_folder
 from checks.course.selection import read_test_words
 from checks.grading.public import public_questions, run_public_checks as run_public_checks_of
 from checks.grading.session import Source
 from checks.suites.quiz import QUIZ_FILE
 
 
-def assignment_of(folder: Path) -> Assignment:
+def assignment_of(folder: Path, course: Path | None = None) -> Assignment:
     """The assignment a notebook's folder is a release or a copy of: from the course around it
     where there is one (its quiz key), else from the copy's own marker."""
     copy = find_assignment_copy(folder)
@@ -34,7 +35,7 @@ def assignment_of(folder: Path) -> Assignment:
                           "open the notebook from its assignment folder, or a copy of the whole folder")
     name = read_marker(copy)["assignment"]
     try:
-        root = find_course_root(folder)
+        root = find_course_root(folder, named=course)
     except CourseError:
         return load_copy(copy)
     if not (root / "assignments" / name).is_dir() and not (root / "autograder" / name).is_dir():
@@ -49,28 +50,29 @@ def graded_files(assignment: Assignment, folder: Path) -> dict[str, bytes]:
     megabytes) are not part of a submission and must not stop the checks."""
     wanted = [*assignment.files, QUIZ_FILE]
     files: dict[str, bytes] = {}
-    for here, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(names):
-            path = Path(here) / name
-            if path.is_symlink() or not path.is_file():
-                continue
-            relative = path.relative_to(folder).as_posix()
-            if any(name.lower() == w.lower() or name.lower().startswith(w.lower() + ".") for w in wanted):
-                if path.stat().st_size > MAX_FILE_BYTES:
-                    raise CourseError(f"{relative} is {path.stat().st_size // 2**20} MiB; the grader reads files "
-                                      f"up to {MAX_FILE_BYTES // 2**20} MiB")
-                files[relative] = path.read_bytes()
+    try:
+        listing = list_folder(folder)  # as `checks grade` lists a folder: the same skips, links and caps
+    except SubmissionError as error:
+        raise CourseError(str(error)) from None
+    for entry in listing.files:
+        name = entry.path.rsplit("/", 1)[-1].lower()
+        if any(name == w.lower() or name.startswith(w.lower() + ".") for w in wanted):
+            if entry.size > MAX_FILE_BYTES:
+                raise CourseError(f"{entry.path} is {entry.size // 2**20} MiB; the grader reads files "
+                                  f"up to {MAX_FILE_BYTES // 2**20} MiB")
+            files[entry.path] = entry.read(MAX_FILE_BYTES)
     return files
 
 
-def run_public_checks(folder: Path, words: Sequence[str] | str | None = None) -> dict:
+def run_public_checks(folder: Path, words: Sequence[str] | str | None = None,
+                      settings: Settings | None = None) -> dict:
     """The public checks of `folder` as plain data: the submission result, quiz forms, and the
     questions asked for (all when none). `words`: what followed `%checks test`, read as `checks test`
     reads its own ([ASSIGNMENT] [PATH] [QUESTION...]; course/selection.py): the assignment, where
     named, must be the one the folder is a copy of; a question it does not have is an error that
     names the nearest."""
     words = [words] if isinstance(words, str) else list(words or [])
+    settings = settings or Settings()
     copy = find_assignment_copy(folder)
     name = read_marker(copy).get("assignment") if copy is not None else None
     here = public_questions(load_copy(copy)) or [] if copy is not None else None
@@ -79,23 +81,25 @@ def run_public_checks(folder: Path, words: Sequence[str] | str | None = None) ->
         folder = (folder / request.path).resolve()
         if not folder.is_dir():
             raise CourseError(f"{folder} is not a folder: `%checks test` checks a folder of your files")
-    assignment = assignment_of(folder)
+    assignment = assignment_of(folder, settings.course)
     if request.assignment is not None and request.assignment != assignment.name:
         raise CourseError(f"{folder} is a copy of {assignment.name}, not of {request.assignment}: here, use "
                           f"`%checks test` or `%checks test {assignment.name}`")
     files = graded_files(assignment, folder)
     checks = run_public_checks_of(assignment, Source.from_files(folder.name, files), files.get(QUIZ_FILE),
-                                  request.questions)
+                                  request.questions, settings)
     return {"assignment": assignment.name, "folder": str(folder), "question": " ".join(request.questions) or None,
             "result": checks.result.to_dict(), "quiz": [asdict(form) for form in checks.quiz],
             "quiz_problem": checks.quiz_problem}
 
 
 def main(argv: list[str]) -> int:
+    """`python -m checks.notebooks.runner FOLDER OUT [WORD...]`, started by `%checks test`: a front
+    end of its own, with the notebook's environment (CHECKS_ISOLATION, CHECKS_COURSE)."""
     folder, out = Path(argv[0]).resolve(), Path(argv[1])
     try:
-        report = run_public_checks(folder, argv[2:])
-    except (CourseError, ValueError) as error:
+        report = run_public_checks(folder, argv[2:], Settings.from_environment())
+    except UsageError as error:
         report = {"problem": str(error)}
     out.write_text(json.dumps(report), encoding="utf-8")
     return 0

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+from checks.config.errors import UsageError
 from checks.course import inert
 from checks.suites.scoring import QuestionResult, SubmissionResult
 
@@ -88,7 +89,7 @@ CREATE INDEX IF NOT EXISTS questions_by_qid ON questions (qid);
 """
 
 
-class GradebookError(ValueError):
+class GradebookError(UsageError):
     """The gradebook cannot be used as it is; str() says why and what to do."""
 
 

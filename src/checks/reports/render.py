@@ -14,7 +14,6 @@ import html
 import io
 import json
 import os
-import re
 import statistics
 import tempfile
 from dataclasses import dataclass

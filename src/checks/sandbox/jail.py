@@ -10,7 +10,8 @@ processes with resource limits, and still a uid of their own when started as roo
 read what that uid may read and reach the network. Every report names the level that ran.
 
 The level is asked for as `auto` (the strongest this machine allows), `bwrap` or `fork`: by the
-CLI's --isolation, else the CHECKS_ISOLATION environment variable (see requested()).
+CLI's --isolation, else the CHECKS_ISOLATION environment variable (read by checks.config.settings,
+which calls choose() once a run).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import checks
 
 FORK, BWRAP, AUTO = "fork", "bwrap", "auto"
 LEVELS = (AUTO, BWRAP, FORK)
-ENV_VARIABLE = "CHECKS_ISOLATION"
+ENV_VARIABLE = "CHECKS_ISOLATION"  # named in messages; read by checks.config.settings only
 SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged uid per submission
 TMP_BYTES = 2 * 2**30  # the jail's /tmp, where the workers' homes are (memory: a tmpfs)
 
@@ -52,19 +53,11 @@ class IsolationUnavailable(ValueError):
     """The level asked for is unknown, or cannot run on this machine; str() says which and why."""
 
 
-def requested(option: str | None = None) -> str:
-    """The level asked for: `option` (the CLI's --isolation) wins, then $CHECKS_ISOLATION, then auto."""
-    level = (option or os.environ.get(ENV_VARIABLE) or AUTO).strip().lower()
+def choose(level: str = AUTO) -> Isolation:
+    """The isolation `level` asks for; `auto` is the strongest this machine allows.
+    IsolationUnavailable when the level is unknown, or bwrap is asked for where it cannot run."""
     if level not in LEVELS:
-        source = "--isolation" if option else ENV_VARIABLE
-        raise IsolationUnavailable(f"{source}={level!r}: the isolation level is one of {', '.join(LEVELS)}")
-    return level
-
-
-def choose(level: str | None = None) -> Isolation:
-    """The isolation `level` asks for (default: requested()); `auto` is the strongest this
-    machine allows. IsolationUnavailable when bwrap is asked for where it cannot run."""
-    level = requested(level)
+        raise IsolationUnavailable(f"the isolation level is one of {', '.join(LEVELS)}, not {level!r}")
     root = os.geteuid() == 0
     if level == FORK:
         return _fork("asked for", root)

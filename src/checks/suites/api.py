@@ -11,7 +11,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import os
 import string
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -208,13 +207,21 @@ def _case_label(ids: Callable[[Any], "str | None"] | None, value: Any) -> str:
     return str(label) if label is not None else repr(value)[:60]
 
 
+_device_asked = ["auto"]  # the run's --device, set by the plugin before the suite is collected
+
+
+def use_device(device: str) -> None:
+    """Where this session's device checks run (auto, cpu or cuda): the grader's settings."""
+    _device_asked[0] = device
+
+
 def grading_devices() -> list[str]:
     """Devices to parametrize device checks over: cpu, plus cuda when present, else meta.
 
     The meta device has no data but catches tensors created on the wrong device; `checks grade
-    --device cpu` (CHECKS_DEVICE=cpu) leaves cuda out even where it exists.
+    --device cpu` leaves cuda out even where it exists.
     """
-    wanted = os.environ.get("CHECKS_DEVICE", "auto")
+    wanted = _device_asked[0]
     available = cuda_available()  # asked of NVML: grading processes are forked after this
     if wanted == "cuda" and not available:
         raise RuntimeError("--device cuda was asked for, but torch sees no CUDA device")

@@ -26,8 +26,9 @@ from checks.suites.student import QuestionSandbox, Student, StudentFault, Submis
 
 class ChecksPlugin:
     def __init__(self, assignment: Assignment, files: dict[str, bytes], zygote: Zygote, *,
-                 use_references: bool, limits: Limits) -> None:
+                 use_references: bool, limits: Limits, device: str = "auto") -> None:
         self.assignment = assignment
+        api.use_device(device)  # before the suite is collected: its modules parametrize over grading_devices()
         self.zygote = zygote
         self.use_references = use_references
         # the assignment's own budgets (assignment.toml) in place of the defaults

@@ -20,10 +20,9 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from checks.course.assignment import ANSWER_KINDS, Assignment, QuizItem, answer_kind, read_marker
+from checks.course.assignment import ANSWER_KINDS, QUIZ_FILE, Assignment, QuizItem, answer_kind, read_marker
 from checks.suites.scoring import QuestionResult
 
-QUIZ_FILE = "quiz.toml"
 MAX_QUIZ_BYTES = 64 * 1024
 # dots and brackets of keys and tables: tomllib's time grows with the square of a key's depth (a
 # 64 KiB `a.a.a...` key took seconds in the grader's own process); answers are `key = value` lines
