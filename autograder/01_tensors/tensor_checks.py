@@ -1,5 +1,6 @@
-"""Grader-side helpers for the 01_tensors suite: PyTorch references, stride comparisons, and
-models of the usual mistakes (used only to name a mistake in feedback, never as the answer).
+"""Grader-side helpers for the 01_tensors suite: PyTorch references and stride comparisons. The
+likely mistakes are named from the table the public checks read too (assignments/01_tensors/tests/
+diagnoses.py, written from solutions/01_tensors/tests/): `diagnosis(qid, **case)`.
 
 Every expected value is computed by PyTorch: once per case when the suite is collected (a test's
 `reference`, see torch_reference), so that every submission of a batch shares it. This module only
@@ -9,12 +10,14 @@ asks, compares and explains.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import torch
 
-from checks.suite import StudentRaised, as_index_tuple, ask_reference, expect_raises, fail
+from checks.suite import StudentRaised, as_index_tuple, ask_reference, expect_raises, fail, public_module
+
+_diagnoses = public_module(__file__, "diagnoses")  # one table of likely mistakes, shared with the public checks
+diagnosis, REFUSED = _diagnoses.diagnosis, _diagnoses.REFUSED
 
 
 # ---- asking PyTorch -------------------------------------------------------------------------
@@ -157,42 +160,3 @@ def _short(array: np.ndarray) -> str:
     if array.size <= 12:
         return np.array2string(array, separator=", ").replace("\n", "")
     return f"an array of shape {fmt(array.shape)}"
-
-
-# ---- models of common mistakes (for diagnosis only) -----------------------------------------
-
-def row_major(shape) -> tuple[int, ...]:
-    out, step = [], 1
-    for size in reversed(tuple(shape)):
-        out.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(out))
-
-
-def column_major(shape) -> tuple[int, ...]:
-    out, step = [], 1
-    for size in shape:
-        out.append(step)
-        step *= max(size, 1)
-    return tuple(out)
-
-
-def unclamped_row_major(shape) -> tuple[int, ...]:
-    return tuple(math.prod(shape[k + 1:]) for k in range(len(shape)))
-
-
-def inclusive_row_major(shape) -> tuple[int, ...]:
-    return tuple(math.prod(max(s, 1) for s in shape[k:]) for k in range(len(shape)))
-
-
-def same_ignoring_size1(a, b, shape) -> bool:
-    a, b = tuple(a), tuple(b)
-    return len(a) == len(b) == len(shape) and all(s == 1 or x == y for x, y, s in zip(a, b, shape))
-
-
-def safe_tuple(got):
-    """`got` as a tuple of ints, or None when it is not one (diagnoses must not fail)."""
-    if isinstance(got, (tuple, list)) and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in got):
-        return tuple(int(v) for v in got)
-    return None

@@ -7,21 +7,8 @@ import torch
 
 import tensor_cases
 from checks.suite import cases, expect_equal, question, reference_or_refusal
-from tensor_checks import (expect_strides, expect_value_error, fmt, ints, safe_tuple, strided, torch_reference,
+from tensor_checks import (REFUSED, diagnosis, expect_strides, expect_value_error, fmt, ints, strided, torch_reference,
                            value_of)
-
-
-def _left_aligned(shapes):
-    """Model of the classic mistake: padding with 1s on the RIGHT (aligning from the left)."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for shape in shapes:
-        for k, size in enumerate(tuple(shape) + (1,) * (ndim - len(shape))):
-            if size != 1:
-                if out[k] not in (1, size):
-                    return None
-                out[k] = size
-    return tuple(out)
 
 
 # ---- broadcast_shape --------------------------------------------------------------------------
@@ -40,24 +27,8 @@ def test_broadcast_shape(student, shapes, reference):
         return why
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
-
-    def diagnose(got):
-        got = safe_tuple(got)
-        if got is None:
-            return None
-        if got == _left_aligned(plain):
-            return ("the shapes were aligned from the left. Broadcasting lines shapes up on their LAST "
-                    "dim and pads the shorter ones with 1s at the front.")
-        if len(got) == len(expected) and any(e == 0 and g == 1 for g, e in zip(got, expected)):
-            return "a size-0 dim meeting a size-1 dim gives 0: the 1 is the one that stretches (to 0)."
-        if len(got) != len(expected):
-            return "the result has as many dims as the longest shape."
-        return None
-
-    def hint():  # for a student who refuses shapes that PyTorch broadcasts
-        return ("these shapes do broadcast: line them up on their LAST dim (pad the shorter ones with 1s at the "
-                "front), not on their first." if _left_aligned(plain) != expected else None)
-
+    diagnose = diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected)
+    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses shapes that PyTorch broadcasts
     expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
 
 
@@ -84,24 +55,8 @@ def test_broadcast_strides(student, shape, strides, target_shape, reference):
         return why
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
-    lead = len(target) - len(sizes)
-
-    def diagnose(got):
-        got = safe_tuple(got)
-        if got is None or len(got) != len(target):
-            return None if got is None else f"one stride per dim of the target: {len(target)} here."
-        stretched = [lead + k for k, n in enumerate(sizes) if n == 1 and target[lead + k] != 1]
-        if any(got[k] != 0 for k in stretched if got[k] == steps[k - lead]):
-            return ("a stretched size-1 dim must get stride 0, so that every step along it reads the same "
-                    "element again (that is why broadcasting copies nothing).")
-        if any(got[k] != 0 and target[k] != 1 for k in range(lead)):
-            return "new leading dims must get stride 0: the whole tensor is repeated without copying it."
-        if lead and got[:len(sizes)] == steps:
-            return "the strides were aligned from the left; dims are matched from the RIGHT (last dims together)."
-        return None
-
-    hint = ("match the dims from the right: the last dim of the shape goes with the last dim of the target."
-            if lead else None)
+    diagnose = diagnosis("broadcasting.broadcast_strides", shape=shape, strides=strides, target_shape=target_shape)
+    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses a target that PyTorch expands to
     expect_strides(student, value_of(call, expected, hint), expected, target, diagnose=diagnose)
 
 
@@ -139,18 +94,6 @@ def test_broadcast_index(student, out_index, out_shape, shape, reference):
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
 
-    def diagnose(got):
-        got = safe_tuple(got)
-        if got is None:
-            return None
-        if len(got) != len(sizes):
-            return f"the result indexes the input, so it has one entry per input dim: {len(sizes)} here."
-        if any(n == 1 and g != 0 for g, n in zip(got, sizes)):
-            return "along a dim where the input has size 1 there is only element 0 to read: use index 0."
-        if len(sizes) < len(full) and got == where[:len(sizes)]:
-            return "the dims were aligned from the left; keep the LAST len(shape) entries of out_index."
-        return None
-
-    hint = ("match the dims from the right: the last dim of shape goes with the last dim of out_shape."
-            if len(sizes) < len(full) else None)
+    diagnose = diagnosis("broadcasting.broadcast_index", out_index=out_index, out_shape=out_shape, shape=shape)
+    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses an index that PyTorch reads
     expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)

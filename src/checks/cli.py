@@ -233,13 +233,18 @@ def _parser() -> argparse.ArgumentParser:
                       "the hidden suite beside source/, never released). "
                       "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships. "
                       "csv: gradebook.csv again, from the gradebook.sqlite of a `checks grade` output folder, "
-                      "grading nothing (into that folder, or to --out FILE).",
+                      "grading nothing (into that folder, or to --out FILE). "
+                      "student: DIR/ASSIGNMENT-student/ and its zip, what a student needs and nothing of the "
+                      "staff's: the release (stubs, public checks, lesson notebook, quiz.toml without answers), "
+                      "a wheel of checks and setup_env.py, which installs only the light runtime.",
                       "  checks export gradescope 01_tensors --out export/01_tensors\n"
                       "  checks export nbgrader 01_tensors --out course --fill submissions/*\n"
                       "  checks export otter 01_tensors --out export/otter --fill submissions/*\n"
                       "  checks export csv grades/01_tensors                  # writes grades/01_tensors/gradebook.csv\n"
-                      "  checks export csv grades/01_tensors --out 01_tensors.csv")
-    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv"], help="the tool to export for")
+                      "  checks export csv grades/01_tensors --out 01_tensors.csv\n"
+                      "  checks export student 01_tensors --out dist/          # dist/01_tensors-student(.zip)")
+    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv", "student"],
+                        help="the tool to export for (student: a bundle for students)")
     export.add_argument("assignment", help=f"{assignment_help} (csv: the --out folder of `checks grade`)")
     export.add_argument("--out", type=Path, metavar="DIR",
                         help="where to write the export (required but for csv: the CSV file, default "
@@ -516,6 +521,8 @@ def _export(root: Path | None, args: argparse.Namespace) -> int:
         return _export_otter(assignment, args)
     if args.fill:
         raise CourseError("--fill is for the nbgrader and otter exports")
+    if args.tool == "student":
+        return _export_student(assignment, args)
     from checks.exports.gradescope import export_gradescope
 
     export = export_gradescope(assignment, args.out)
@@ -525,6 +532,24 @@ def _export(root: Path | None, args: argparse.Namespace) -> int:
     for name in course:
         console.print(Text(f"  {name.removeprefix('course/')}"))
     console.print("Upload it as the autograder of a Gradescope programming assignment (Ubuntu base image).")
+    return 0
+
+
+def _export_student(assignment: Assignment, args: argparse.Namespace) -> int:
+    from checks.authoring.build import build
+    from checks.exports.student import export_student
+
+    if assignment.solution_dir.is_dir() and build(assignment.root, [assignment.name], check=True):
+        raise CourseError(f"{assignment.release_dir} is out of date with {assignment.solution_dir}: run "
+                          f"`checks build {assignment.name}` first (students would get an old release)")
+    export = export_student(assignment, args.out)
+    console.print(plain(f"wrote {export.folder} and {export.zip_path}: {len(export.files)} files, the release of "
+                        f"{assignment.name}, a wheel of checks, setup_env.py and its pins"), soft_wrap=True)
+    if export.requirements:
+        console.print(Text(f"  the assignment's files also import: {', '.join(export.requirements)} "
+                           "(in requirements.txt)"))
+    console.print(Text(f"A student unpacks it and runs `python3.11 setup_env.py`; then `checks test` in "
+                       f"assignments/{assignment.name}/ (README.md in the bundle says so)."), soft_wrap=True)
     return 0
 
 

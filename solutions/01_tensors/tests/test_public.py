@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from checks.suite import StudentRaised, as_index_tuple, expect_equal, expect_raises, fail, question
-
+from diagnoses import REFUSED, diagnosis  # the likely mistakes: the same table as the grader's
 
 
 def layout(t):
@@ -24,15 +24,17 @@ def split(student, got):
     return got
 
 
-def expect_strides(student, got, expected, shape, hint=""):
+def expect_strides(student, got, expected, shape, diagnose=None):
     """Strides must match, except on size-1 dims (their stride never changes an address)."""
     have = as_index_tuple(got, len(expected))
     for k, size in enumerate(shape):
         if size != 1 and have[k] != expected[k]:
             shown = ", ".join("*" if n == 1 else str(e) for n, e in zip(shape, expected))
             note = " where * is a size-1 dim (not compared)" if 1 in tuple(shape) else ""
+            hint = diagnose(got) if diagnose else None
             fail(f"{student.last_call} returned strides {have}; expected ({shown}){note}. "
-                 f"Dim {k} (size {size}) has stride {have[k]}, expected {expected[k]}. {hint}")
+                 f"Dim {k} (size {size}) has stride {have[k]}, expected {expected[k]}."
+                 + (f" Likely mistake: {hint}" if hint else ""))
 
 
 # ---- strides.py -------------------------------------------------------------------------------
@@ -40,7 +42,9 @@ def expect_strides(student, got, expected, shape, hint=""):
 @question("strides.numel", points=4)
 @pytest.mark.parametrize("shape", [(2, 3), (), (4, 0, 5)], ids=repr)
 def test_numel(student, shape):
-    expect_equal(student.strides.numel(shape), torch.empty(shape).numel())
+    expected = torch.empty(shape).numel()
+    expect_equal(student.strides.numel(shape), expected,
+                 diagnose=diagnosis("strides.numel", shape=shape, expected=expected))
 
 
 @question("strides.contiguous_strides", points=8)
@@ -48,7 +52,7 @@ def test_numel(student, shape):
 def test_contiguous_strides(student, shape):
     expected = tuple(torch.empty(shape).stride())
     expect_equal(student.strides.contiguous_strides(shape), expected,
-                 diagnose=lambda got: "in PyTorch the LAST dim has stride 1 (row-major)." if expected else None)
+                 diagnose=diagnosis("strides.contiguous_strides", shape=shape, expected=expected))
 
 
 @question("strides.offset", points=6)
@@ -58,7 +62,10 @@ def test_offset(student, index, shape, storage_offset):
     strides = torch.empty(shape).stride()
     numbered = torch.arange(storage_offset + torch.empty(shape).numel())
     view = numbered.as_strided(shape, strides, storage_offset)
-    expect_equal(student.strides.offset(index, strides, storage_offset), int(view[index]))
+    expected = int(view[index])
+    expect_equal(student.strides.offset(index, strides, storage_offset), expected,
+                 diagnose=diagnosis("strides.offset", index=index, strides=strides, storage_offset=storage_offset,
+                                    expected=expected))
 
 
 @question("strides.unravel", points=6)
@@ -66,7 +73,8 @@ def test_offset(student, index, shape, storage_offset):
 def test_unravel(student, flat, shape):
     numbered = torch.arange(torch.empty(shape).numel()).reshape(shape)  # each element holds its flat index
     expected = tuple(int(i) for i in (numbered == flat).nonzero()[0])
-    expect_equal(student.strides.unravel(flat, shape), expected)
+    expect_equal(student.strides.unravel(flat, shape), expected,
+                 diagnose=diagnosis("strides.unravel", flat=flat, shape=shape, expected=expected))
 
 
 @question("strides.unravel", points=2)
@@ -80,10 +88,10 @@ def test_unravel_out_of_range(student):
 def test_transpose(student, shape, dim0, dim1):
     t = torch.empty(shape)
     got = split(student, student.strides.transpose(shape, t.stride(), dim0, dim1))
-    expected_shape, expected_strides = layout(t.transpose(dim0, dim1))
-    expect_equal(got[0], expected_shape)
-    expect_strides(student, got[1], expected_strides, expected_shape,
-                   hint="A transpose swaps the two entries in the strides as well as in the shape.")
+    expected = layout(t.transpose(dim0, dim1))
+    diagnose = diagnosis("strides.transpose", shape=shape, strides=t.stride(), expected=expected)
+    expect_equal(got[0], expected[0], diagnose=lambda _: diagnose(got))
+    expect_strides(student, got[1], expected[1], expected[0], diagnose=lambda _: diagnose(got))
 
 
 @question("strides.permute", points=6)
@@ -91,11 +99,10 @@ def test_transpose(student, shape, dim0, dim1):
 def test_permute(student, shape, dims):
     t = torch.empty(shape)
     got = split(student, student.strides.permute(shape, t.stride(), dims))
-    expected_shape, expected_strides = layout(t.permute(dims))
-    expect_equal(got[0], expected_shape,
-                 diagnose=lambda _: "result dim k is old dim dims[k]: new_shape[k] = shape[dims[k]].")
-    expect_strides(student, got[1], expected_strides, expected_shape,
-                   hint="Each stride travels with its dim: new_strides[k] = strides[dims[k]].")
+    expected = layout(t.permute(dims))
+    diagnose = diagnosis("strides.permute", shape=shape, strides=t.stride(), dims=dims, expected=expected)
+    expect_equal(got[0], expected[0], diagnose=lambda _: diagnose(got))
+    expect_strides(student, got[1], expected[1], expected[0], diagnose=lambda _: diagnose(got))
 
 
 @question("strides.permute", points=2)
@@ -108,7 +115,9 @@ def test_permute_repeated_dim(student):
 @pytest.mark.parametrize("t", [torch.empty(2, 3), torch.empty(2, 3).t(), torch.empty(2, 6)[:, ::2],
                                torch.empty(3, 1).expand(3, 4)], ids=["fresh", "transposed", "sliced", "expanded"])
 def test_is_contiguous(student, t):
-    expect_equal(student.strides.is_contiguous(tuple(t.shape), t.stride()), t.is_contiguous())
+    expect_equal(student.strides.is_contiguous(tuple(t.shape), t.stride()), t.is_contiguous(),
+                 diagnose=diagnosis("strides.is_contiguous", shape=tuple(t.shape), strides=t.stride(),
+                                    expected=t.is_contiguous()))
 
 
 @question("strides.view", points=8)
@@ -116,8 +125,16 @@ def test_is_contiguous(student, t):
                                           (torch.empty(3, 2).t(), (2, 3, 1))], ids=["merge", "infer", "transposed"])
 def test_view(student, t, new_shape):
     v = t.view(new_shape)
-    expect_strides(student, student.strides.view(tuple(t.shape), t.stride(), new_shape), v.stride(), tuple(v.shape),
-                   hint="A view steps through memory the way the original strides do; it is not always contiguous.")
+    diagnose = diagnosis("strides.view", shape=tuple(t.shape), strides=t.stride(), new_shape=new_shape,
+                         expected=layout(v))
+    try:
+        got = student.strides.view(tuple(t.shape), t.stride(), new_shape)
+    except StudentRaised as raised:
+        hint = diagnose(REFUSED) if raised.type_name == "ValueError" else None
+        if hint is None:
+            raise
+        fail(f"{raised}\nPyTorch accepts this view. Likely mistake: {hint}")
+    expect_strides(student, got, v.stride(), tuple(v.shape), diagnose=diagnose)
 
 
 @question("strides.view", points=4)
@@ -142,7 +159,8 @@ def test_gather(student, shape, strides, storage_offset):
         fail(f"{student.last_call} returned {type(got).__name__}; expected a NumPy array.")
     if got.dtype != expected.dtype:
         fail(f"{student.last_call} returned an array of dtype {got.dtype}; expected storage's dtype {expected.dtype}.")
-    expect_equal(got, expected)
+    expect_equal(got, expected, diagnose=diagnosis("strides.gather", storage=storage, shape=shape, strides=strides,
+                                                   storage_offset=storage_offset, expected=expected))
 
 
 # ---- broadcasting.py --------------------------------------------------------------------------
@@ -156,8 +174,10 @@ def test_broadcast_shape(student, shapes):
     except StudentRaised as raised:
         if raised.type_name != "ValueError":
             raise
-        fail(f"{raised}\nThese shapes do broadcast, to {expected}: line them up from the RIGHT (last dims together).")
-    expect_equal(got, expected)
+        hint = diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected)(REFUSED)
+        fail(f"{raised}\nThese shapes do broadcast, to {expected}." + (f" Likely mistake: {hint}" if hint else
+                                                                         " Line them up from the RIGHT."))
+    expect_equal(got, expected, diagnose=diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected))
 
 
 @question("broadcasting.broadcast_shape", points=2)
@@ -172,7 +192,8 @@ def test_broadcast_strides(student, shape, target):
     t = torch.empty(shape)
     expect_strides(student, student.broadcasting.broadcast_strides(shape, t.stride(), target),
                    t.expand(target).stride(), target,
-                   hint="Stretched size-1 dims and new leading dims get stride 0.")
+                   diagnose=diagnosis("broadcasting.broadcast_strides", shape=shape, strides=t.stride(),
+                                      target_shape=target))
 
 
 @question("broadcasting.broadcast_index", points=8)
@@ -183,4 +204,5 @@ def test_broadcast_index(student, out_index, out_shape, shape):
     element = numbered.expand(out_shape)[out_index]
     expected = tuple(int(i) for i in (numbered == element).nonzero()[0])
     expect_equal(student.broadcasting.broadcast_index(out_index, out_shape, shape), expected,
-                 diagnose=lambda _: "align from the right; a size-1 input dim always reads index 0.")
+                 diagnose=diagnosis("broadcasting.broadcast_index", out_index=out_index, out_shape=out_shape,
+                                    shape=shape))

@@ -30,7 +30,23 @@ def hidden_files(assignment: Assignment) -> dict[str, Path]:
         chosen[f"assignments/{assignment.name}/{name}"] = _existing(assignment.release_dir / name)
     for name in referenced_files(assignment.autograder_dir):
         chosen[f"{REFERENCES_DIR}/{assignment.name}/{name}"] = _existing(assignment.solution_dir / name)
+    for name in public_modules(assignment.autograder_dir):
+        chosen[f"assignments/{assignment.name}/tests/{name}.py"] = _existing(assignment.public_tests_dir / f"{name}.py")
     return chosen
+
+
+def public_modules(suite_dir: Path) -> list[str]:
+    """The public checks' modules a suite loads with `public_module(__file__, "name")` (the diagnosis
+    table it shares with them): released, so shipping them gives nothing away."""
+    names: set[str] = set()
+    for path in sorted(suite_dir.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "public_module":
+                if len(node.args) != 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                    raise CourseError(f"{path}:{node.lineno}: write public_module(__file__, \"name\") with the name as a "
+                                      "string, for an export to know which module to ship")
+                names.add(node.args[1].value)
+    return sorted(names)
 
 
 def referenced_files(suite_dir: Path) -> list[str]:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib.util
 import inspect
 import string
+import sys
+import types
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
@@ -25,7 +29,7 @@ from checks.suites.student import (MissingFunction, Student, StudentCrashed, Stu
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
            "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
-           "expect_close", "expect_equal", "expect_raises", "fail", "grading_devices", "question",
+           "expect_close", "expect_equal", "expect_raises", "fail", "grading_devices", "public_module", "question",
            "question_defaults", "reference_or_refusal"]
 
 Diagnose = Callable[[Any], "str | None"]
@@ -231,6 +235,30 @@ def grading_devices() -> list[str]:
 
 def fail(message: str) -> None:
     raise CheckFailed(message)
+
+
+def public_module(suite_file: str, name: str) -> types.ModuleType:
+    """A module of the assignment's public checks, for the hidden suite that shares it with them:
+    `diagnoses = public_module(__file__, "diagnoses")` in autograder/<a>/x.py loads
+    assignments/<a>/tests/diagnoses.py, so that one table of likely mistakes serves both suites
+    (students see it: it names mistakes, it holds no answer). Write `name` as a string constant:
+    an export ships the modules its suite names so."""
+    suite = Path(suite_file).resolve().parent
+    path = suite.parents[1] / "assignments" / suite.name / "tests" / f"{name}.py"
+    key = f"checks_public_{suite.name}_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    if not path.is_file():
+        raise FileNotFoundError(f"the hidden suite in {suite} loads {path}, which is missing: run `checks build`")
+    spec = importlib.util.spec_from_file_location(key, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type] - a .py file always has a spec
+    sys.modules[key] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        del sys.modules[key]
+        raise
+    return module
 
 
 def _call() -> str:

@@ -1,0 +1,102 @@
+"""One table of likely mistakes per assignment, read by the public checks and the hidden suite alike
+(01_tensors: solutions/01_tensors/tests/diagnoses.py, released beside the public checks): a mistake
+the grader names, `checks test` names too, in the same words.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from checks.course.assignment import load_assignment
+from checks.course.submissions import read_submission
+from checks.exports.hidden import hidden_files
+from checks.grading.session import Source, grade_sources
+from checks.suite import public_module
+from checks.suites.questions import declared_questions
+from conftest import REPO
+
+ASSIGNMENT = load_assignment(REPO, "01_tensors")
+REFERENCE = read_submission(ASSIGNMENT.solution_dir).files
+TABLE = public_module(str(ASSIGNMENT.autograder_dir / "tensor_checks.py"), "diagnoses")
+EMPTY_PRODUCT = "Likely mistake: the product of no sizes at all is 1: a 0-d tensor holds exactly one element."
+
+
+def with_numel(find: str, replace: str) -> dict[str, bytes]:
+    text = REFERENCE["strides.py"].decode()
+    assert text.count(find) == 1
+    return {**REFERENCE, "strides.py": text.replace(find, replace).encode()}
+
+
+@pytest.fixture(scope="module")
+def empty_product_zero():
+    """numel(()) == 0, the rest the reference: graded by the public checks and by the hidden suite."""
+    files = with_numel("    count = 1\n", "    count = 1 if sizes else 0\n")
+    source = Source.from_files("empty_product_zero", files)
+    (public,) = grade_sources(ASSIGNMENT, [source], public=True, jobs=1, questions=["strides.numel"])
+    (hidden,) = grade_sources(ASSIGNMENT, [source], jobs=1, questions=["strides.numel"])
+    return public.question("strides.numel"), hidden.question("strides.numel")
+
+
+def test_the_public_checks_name_the_mistake_the_hidden_suite_names(empty_product_zero):
+    public, hidden = empty_product_zero
+    assert not public.passed and not hidden.passed
+    assert "numel(()) returned 0; expected 1." in public.feedback
+    assert EMPTY_PRODUCT in public.feedback, public.feedback
+    assert EMPTY_PRODUCT in hidden.feedback, hidden.feedback
+
+
+def test_checks_test_shows_the_diagnosis(tmp_path, capsys):
+    from checks.cli import main
+
+    files = with_numel("    count = 1\n", "    count = 1 if sizes else 0\n")
+    for name in ASSIGNMENT.files:
+        (tmp_path / name).write_bytes(files[name])
+    assert main(["--course", str(REPO), "test", "01_tensors", str(tmp_path), "strides.numel"]) == 1
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert EMPTY_PRODUCT in out
+
+
+def test_every_public_question_has_an_entry_and_the_hidden_suite_keeps_no_diagnosis_of_its_own():
+    assert set(TABLE.DIAGNOSES) == set(declared_questions(ASSIGNMENT.public_tests_dir))
+    for path in ASSIGNMENT.autograder_dir.glob("*.py"):
+        defined = {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+        assert "diagnose" not in defined, f"{path.name} diagnoses on its own: put it in the table"
+
+
+@pytest.mark.parametrize("qid, got, case, words", [
+    ("strides.numel", 5, {"shape": (2, 3)}, "the sizes were added"),
+    ("strides.numel", 6, {"shape": (2, 0, 3)}, "a dim of size 0 makes the whole tensor empty"),
+    ("strides.contiguous_strides", (1, 2), {"shape": (2, 3)}, "column-major"),
+    ("strides.offset", 5, {"index": (1, 2), "strides": (3, 1), "storage_offset": 2, "expected": 7},
+     "storage offset (2) was not added"),
+    ("strides.unravel", (1, 0, 1), {"flat": 7, "shape": (2, 3, 4), "expected": (0, 1, 3)}, "column-major order"),
+    ("strides.transpose", ((3, 2), (3, 1)), {"shape": (2, 3), "strides": (3, 1), "expected": ((3, 2), (1, 3))},
+     "the shape was swapped but the strides were not"),
+    ("strides.view", (4, 1), {"shape": (3, 2), "strides": (1, 3), "new_shape": (2, 3, 1),
+                              "expected": ((2, 3, 1), (3, 1, 1))}, None),
+    ("strides.gather", [[10, 11], [12, 13]], {"storage": list(range(10, 16)), "shape": (2, 2), "strides": (2, 1),
+                                              "storage_offset": 1, "expected": [[11, 12], [13, 14]]},
+     "storage offset (1) was ignored"),
+    ("broadcasting.broadcast_shape", (2, 3), {"shapes": ((2, 1), (3,)), "expected": (2, 3)}, None),
+    ("broadcasting.broadcast_shape", (1, 3), {"shapes": ((3,), (0, 1)), "expected": (0, 3)}, "size-0 dim"),
+    ("broadcasting.broadcast_strides", (0, 1), {"shape": (3,), "strides": (1,), "target_shape": (2, 3)}, None),
+    ("broadcasting.broadcast_strides", (3, 1), {"shape": (3,), "strides": (1,), "target_shape": (2, 3)},
+     "new leading dims must get stride 0"),
+    ("broadcasting.broadcast_index", (1, 2), {"out_index": (1, 2), "out_shape": (2, 3), "shape": (2, 1)},
+     "only element 0 to read"),
+])
+def test_each_entry_names_its_mistake_and_only_that(qid, got, case, words):
+    said = TABLE.diagnosis(qid, **case)(got)
+    assert (said is None) if words is None else (said is not None and words in said), said
+
+
+def test_a_diagnosis_that_breaks_on_an_odd_value_says_nothing():
+    assert TABLE.diagnosis("strides.transpose", shape=(2, 3), strides=(3, 1), expected=((3, 2), (1, 3)))(object()) is None
+
+
+def test_the_hidden_suite_loads_the_table_from_the_release_and_exports_ship_it():
+    shipped = hidden_files(ASSIGNMENT)
+    assert shipped["assignments/01_tensors/tests/diagnoses.py"] == ASSIGNMENT.public_tests_dir / "diagnoses.py"
+    assert TABLE.__file__ == str(ASSIGNMENT.public_tests_dir / "diagnoses.py")
