@@ -29,6 +29,7 @@ import checks
 from checks.course.assignment import Assignment, CourseError, load_assignment, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML
 from checks.exports.hidden import SKIPPED_PARTS, hidden_files
+from checks.exports.runtime import project_root
 from checks.reports.render import write_atomically
 
 ZIP_NAME = "autograder.zip"
@@ -155,7 +156,7 @@ def export_gradescope(assignment: Assignment, out_dir: Path) -> Export:
     in course/ (never solutions/ or mutants). Its [gradescope] settings are checked here, not first
     on Gradescope."""
     gradescope_visibility(assignment)
-    project = _project_root()
+    project = project_root()
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (SETUP_SH.format(torch_index=TORCH_CPU_INDEX).encode(), 0o755),
         "run_autograder": (RUN_AUTOGRADER.format(assignment=shlex.quote(assignment.name)).encode(), 0o755),
@@ -181,15 +182,6 @@ def export_gradescope(assignment: Assignment, out_dir: Path) -> Export:
             archive.writestr(info, data)
     temp.replace(zip_path)
     return Export(zip_path, list(entries))
-
-
-def _project_root() -> Path:
-    """The source tree `checks` runs from: the export ships its pyproject.toml and constraints.txt."""
-    root = Path(checks.__file__).resolve().parents[2]
-    if not (root / "pyproject.toml").is_file() or not (root / "constraints.txt").is_file():
-        raise CourseError(f"`checks export` needs the checks source tree (pyproject.toml and constraints.txt), "
-                          f"not found at {root}: run it from a clone of the project (pip install -e)")
-    return root
 
 
 if __name__ == "__main__":
