@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test test-all bench image image-check clean
+.PHONY: setup demo test test-all docs bench image image-check clean
 
 setup: $(STAMP)
 
@@ -22,11 +22,17 @@ demo: $(STAMP)
 # The platform's tests (the slow ones are marked and left to `make test-all`).
 test: $(STAMP)
 	$(BIN)/checks build --check
+	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-all: $(STAMP)
 	$(BIN)/checks build --check
+	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 	$(BIN)/python -m pytest -q
+
+# The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grade_throughput.py
