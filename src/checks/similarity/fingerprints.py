@@ -26,6 +26,8 @@ import tokenize
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
+
 K = 16  # tokens per k-gram: about two lines of code
 W = 8  # k-grams per winnowing window: shared runs of K + W - 1 = 23 tokens are always found
 
@@ -169,12 +171,12 @@ def winnow(hashes: list[int], w: int = W) -> list[int]:
     (the rightmost of equals), each position once. A sequence shorter than a window gives its smallest."""
     if not hashes:
         return []
-    if len(hashes) <= w:
-        return [min(range(len(hashes)), key=lambda i: (hashes[i], -i))]
-    chosen: list[int] = []
-    for start in range(len(hashes) - w + 1):
-        window = range(start, start + w)
-        at = min(window, key=lambda i: (hashes[i], -i))
-        if not chosen or chosen[-1] != at:
-            chosen.append(at)
-    return chosen
+    values = np.array(hashes, dtype=np.int64)
+    if len(values) <= w:
+        return [len(values) - 1 - int(np.argmin(values[::-1]))]
+    windows = np.lib.stride_tricks.sliding_window_view(values, w)
+    rightmost = w - 1 - np.argmin(windows[:, ::-1], axis=1)  # argmin finds the first: of the reversed window
+    chosen = rightmost + np.arange(len(windows))
+    keep = np.ones(len(chosen), dtype=bool)
+    keep[1:] = chosen[1:] != chosen[:-1]
+    return chosen[keep].tolist()
