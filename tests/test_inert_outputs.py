@@ -82,7 +82,7 @@ class Tags(html.parser.HTMLParser):
 
 FEEDBACK_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody",
                  "tr", "th", "td", "code", "strong", "ul", "li", "blockquote", "br"}
-REPORT_TAGS = FEEDBACK_TAGS | {"h2", "div", "span", "svg", "line", "text", "rect", "a"}
+REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption"}
 
 
 def assert_terminal_inert(shown: str) -> None:

@@ -31,7 +31,10 @@ from checks import __version__
 from checks.config.errors import UsageError
 from checks.config.settings import Settings
 from checks.course.assignment import Assignment
-from checks.reports.gradebook import DB_FILE, Entry, Graded, Gradebook, GradebookUnwritable, lock_folder, utc_now
+from checks.reports.analytics import ANALYTICS_JSON, MISTAKES_CSV, analytics_json, class_analytics, mistakes_csv
+from checks.reports.gradebook import (DB_FILE, Entry, Graded, Gradebook, GradebookUnwritable, Run, Superseded,
+                                      lock_folder, utc_now)
+from checks.reports.regrade import REGRADE_CSV, regrade_csv, regrade_report
 from checks.grading.session import Source, grade_sources, named_files
 from checks.reports.html import REPORT_FILE, render_report
 from checks.reports.render import (GRADEBOOK_FILE, check_gradebook_csv, gradebook_csv, remove_stale_temp_files,
@@ -39,6 +42,7 @@ from checks.reports.render import (GRADEBOOK_FILE, check_gradebook_csv, gradeboo
 from checks.suites.scoring import SubmissionResult
 from checks.course.caps import MAX_FILE_BYTES, MAX_FINGERPRINT_BYTES
 from checks.course import lms
+from checks.course.digest import suite_fingerprint
 from checks.course.submissions import (JUNK_FILES, NOTEBOOK_SUFFIX, READ_ERRORS, Found, SubmissionError, is_skipped_dir,
                                        list_folder, zip_entries)
 from checks.grading.names import as_found, batch_names
@@ -396,6 +400,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     todo = [p for p in plan if p.reason]
     summary.skipped = [p.name for p in plan if not p.reason]
     by_name = {p.name: p for p in todo}
+    suite = suite_fingerprint(assignment)  # recorded with each grade: a regrade says whether the suite changed
     with _stop_if_unwritable(out_dir):
         run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
     listener.started(plan)
@@ -410,7 +415,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
                         result.warnings.insert(0, planned.note)
                     result.student_id = planned.source.student_id
                     record = Graded(result, __version__, utc_now(), planned.source.describe(), planned.fingerprint,
-                                    run_id)
+                                    run_id, suite)
                     with _stop_if_unwritable(out_dir):
                         gradebook.record(record)  # the commit point: from here on it is graded
                         write_submission_reports(out_dir, result, grader_version=record.grader_version,
@@ -423,7 +428,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
         listener.stopped()
         try:
             gradebook.finish_run(run_id, graded=len(summary.graded), interrupted=True)
-            publish(out_dir, gradebook.load(), assignment=assignment)
+            publish(out_dir, gradebook.load(), assignment=assignment, superseded=gradebook.superseded())
         except Exception as error:  # noqa: BLE001 - the interruption is what the caller hears; this is said too
             listener.problem(f"the reports in {out_dir} could not be brought up to date on the way out "
                              f"({type(error).__name__}: {error}); every submission graded is in {DB_FILE}: "
@@ -433,7 +438,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     with _stop_if_unwritable(out_dir):
         gradebook.finish_run(run_id, graded=len(summary.graded))
         summary.records = gradebook.load()
-        publish(out_dir, summary.records, assignment=assignment)
+        publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded())
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -450,12 +455,21 @@ def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
                            "Make room and run the same command again to grade the rest.") from error
 
 
-def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment) -> None:
-    """Render every file of the output folder from the gradebook, rewriting only what differs."""
+def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment,
+            superseded: tuple[Run | None, list[Superseded]] = (None, [])) -> None:
+    """Render every file of the output folder from the gradebook, rewriting only what differs:
+    `superseded` (Gradebook.superseded) is what the latest regrade replaced."""
     for record in records:
         write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
                                  graded_at=record.graded_at)
     results = [record.result for record in records]
     remove_stale_temp_files(out_dir)
     write_if_changed(out_dir / GRADEBOOK_FILE, gradebook_csv(results))
-    write_if_changed(out_dir / REPORT_FILE, render_report(assignment.name, records, title=assignment.title))
+    analytics = class_analytics(assignment.name, records)
+    write_if_changed(out_dir / ANALYTICS_JSON, analytics_json(analytics))
+    write_if_changed(out_dir / MISTAKES_CSV, mistakes_csv(analytics))
+    regrade = regrade_report(records, *superseded)
+    if regrade is not None:
+        write_if_changed(out_dir / REGRADE_CSV, regrade_csv(regrade))
+    write_if_changed(out_dir / REPORT_FILE, render_report(assignment.name, records, title=assignment.title,
+                                                          regrade=regrade))

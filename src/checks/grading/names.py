@@ -23,14 +23,17 @@ from typing import Collection, Sequence
 
 from checks.config.errors import UsageError
 from checks.course.submissions import Found
+from checks.reports.analytics import ANALYTICS_JSON, MISTAKES_CSV
 from checks.reports.gradebook import DB_FILE, LOCK_FILE
+from checks.reports.regrade import REGRADE_CSV
 from checks.reports.html import REPORT_FILE
 from checks.reports.render import FEEDBACK_FILE, FEEDBACK_HTML_FILE, GRADEBOOK_FILE, POINTS_POSSIBLE, RESULTS_FILE
 
 # the grader's own files in the output folder (a submission's folder sits beside them), and the
 # label of gradebook.csv's line of maxima (a student of that name would read as it)
 RESERVED_NAMES = {"", ".", "..", GRADEBOOK_FILE, REPORT_FILE, DB_FILE, f"{DB_FILE}-wal", f"{DB_FILE}-shm",
-                  f"{DB_FILE}-journal", LOCK_FILE, RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE, POINTS_POSSIBLE}
+                  f"{DB_FILE}-journal", LOCK_FILE, RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE, POINTS_POSSIBLE,
+                  ANALYTICS_JSON, MISTAKES_CSV, REGRADE_CSV}
 # the grader's temp files (.results.json.*.tmp), and its sandbox's folders (checks-zygote-*)
 RESERVED_PREFIXES = (".", "checks-")
 MAX_NAME_BYTES = 200  # of a submission's folder: NAME_MAX is 255, and the digest needs room

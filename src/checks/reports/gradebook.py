@@ -33,7 +33,7 @@ from checks.suites.scoring import QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
 LOCK_FILE = "gradebook.lock"  # held by the run that writes the folder
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: questions.diagnoses and .not_started, submissions.suite_fingerprint, superseded
 GRADED, GRADER_ERROR = "graded", "grader_error"
 
 SCHEMA = """
@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     extra          TEXT NOT NULL DEFAULT '{}', -- JSON: any other field of the result
     source         TEXT NOT NULL DEFAULT '',   -- the folder or zip it was read from
     fingerprint    TEXT NOT NULL DEFAULT '',   -- of its content: a changed submission is graded again
+    suite_fingerprint TEXT,                    -- of the hidden suite it was graded with; NULL before schema 2
     grader_version TEXT NOT NULL,
     graded_at      TEXT NOT NULL,              -- UTC, ISO 8601
     run_id         INTEGER REFERENCES runs(id)
@@ -83,9 +84,25 @@ CREATE TABLE IF NOT EXISTS questions (
     passed_cases   INTEGER NOT NULL,
     total_cases    INTEGER NOT NULL,
     feedback       TEXT NOT NULL,
+    diagnoses      TEXT,                       -- JSON list: the likely mistakes named; NULL before schema 2
+    not_started    INTEGER,                    -- still the stub; NULL before schema 2
     PRIMARY KEY (submission, position)
 );
 CREATE INDEX IF NOT EXISTS questions_by_qid ON questions (qid);
+-- a submission's grade as it was before a later run graded it again: what a regrade changed
+CREATE TABLE IF NOT EXISTS superseded (
+    name           TEXT NOT NULL,
+    replaced_by    INTEGER NOT NULL,           -- the run that graded it again
+    status         TEXT NOT NULL,
+    score          REAL NOT NULL,
+    fingerprint    TEXT NOT NULL,
+    suite_fingerprint TEXT,
+    grader_version TEXT NOT NULL,
+    graded_at      TEXT NOT NULL,
+    run_id         INTEGER,
+    questions      TEXT NOT NULL,              -- JSON list of [qid, score, max_score]
+    PRIMARY KEY (name, replaced_by)
+);
 """
 
 
@@ -184,6 +201,20 @@ def _refuse_foreign_tables(path: Path, db: sqlite3.Connection, version: int) -> 
                              "tool; move it aside, or grade into another --out folder")
 
 
+# columns added since schema 1, each with its definition: an older gradebook gets them, NULL where
+# the older run did not know the value (the readers say "unknown" then)
+_ADDED_COLUMNS = {("submissions", "suite_fingerprint"): "TEXT", ("questions", "diagnoses"): "TEXT",
+                  ("questions", "not_started"): "INTEGER"}
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Bring a gradebook of an older schema up to this one, inside the caller's transaction."""
+    found = _columns(db)
+    for (table, column), definition in _ADDED_COLUMNS.items():
+        if column not in found.get(table, []):
+            db.execute(f"ALTER TABLE {_quoted(table)} ADD COLUMN {_quoted(column)} {definition}")
+
+
 def _question_ids(db: sqlite3.Connection) -> set[str]:
     """Every question id the gradebook holds a score for: the columns gradebook.csv may have."""
     return {qid for (qid,) in db.execute("SELECT DISTINCT qid FROM questions")}
@@ -203,6 +234,7 @@ class Graded:
     source: str = ""
     fingerprint: str = ""
     run_id: int | None = None
+    suite_fingerprint: str | None = None  # of the hidden suite it was graded with; None: not recorded
 
     @property
     def name(self) -> str:
@@ -247,6 +279,7 @@ class Gradebook:
             # one transaction (the schema is idempotent), written before WAL is switched on: a new
             # gradebook then needs no journal bigger than itself (a disk near full, RLIMIT_FSIZE)
             db.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}")
+            _add_missing_columns(db)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('assignment', ?), ('created_at', ?)",
                        (assignment, utc_now()))
@@ -321,17 +354,22 @@ class Gradebook:
         extra = {key: value for key, value in r.to_dict().items() if key not in _RESULT_COLUMNS}
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
+            if graded.run_id is not None:
+                _supersede(db, inert.mend(r.name), graded.run_id)
             db.execute("DELETE FROM questions WHERE submission = ?", _mended((r.name,)))
             db.execute("INSERT OR REPLACE INTO submissions (name, assignment, status, score, max_score, error, warnings,"
-                       " devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint, grader_version, graded_at,"
-                       " run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       " devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint, suite_fingerprint,"
+                       " grader_version, graded_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        _mended((r.name, r.assignment, GRADED if graded.ok else GRADER_ERROR, r.score, r.max_score,
                                 r.error, json.dumps(r.warnings), ",".join(r.devices), r.sandbox, r.sandbox_uid,
                                 r.seconds, json.dumps(extra), graded.source, graded.fingerprint,
-                                graded.grader_version, graded.graded_at, graded.run_id)))
-            db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                graded.suite_fingerprint, graded.grader_version, graded.graded_at, graded.run_id)))
+            db.executemany("INSERT INTO questions (submission, position, qid, score, max_score, passed, passed_cases,"
+                           " total_cases, feedback, diagnoses, not_started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [_mended((r.name, position, q.qid, q.score, q.max_score, int(q.passed), q.passed_cases,
-                                     q.total_cases, q.feedback)) for position, q in enumerate(r.questions)])
+                                     q.total_cases, q.feedback,
+                                     None if q.diagnoses is None else json.dumps([inert.mend(d) for d in q.diagnoses]),
+                                     int(q.not_started))) for position, q in enumerate(r.questions)])
             db.execute("COMMIT")
             # into the database file now: a checkpoint that fails (a full disk, RLIMIT_FSIZE) raises here
             # instead of failing unseen when the connection closes, and the run stops at this submission
@@ -347,26 +385,79 @@ class Gradebook:
         """Every submission held, by name."""
         with self._connect() as db:
             rows = db.execute("SELECT name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra,"
-                              " source, fingerprint, grader_version, graded_at, run_id FROM submissions ORDER BY name"
-                              ).fetchall()
+                              " source, fingerprint, grader_version, graded_at, run_id, suite_fingerprint"
+                              " FROM submissions ORDER BY name").fetchall()
             questions: dict[str, list[QuestionResult]] = {}
-            for name, qid, score, max_score, feedback, passed_cases, total_cases in db.execute(
-                    "SELECT submission, qid, score, max_score, feedback, passed_cases, total_cases FROM questions"
-                    " ORDER BY submission, position"):
+            for name, qid, score, max_score, feedback, passed_cases, total_cases, diagnoses, not_started in db.execute(
+                    "SELECT submission, qid, score, max_score, feedback, passed_cases, total_cases, diagnoses,"
+                    " not_started FROM questions ORDER BY submission, position"):
                 questions.setdefault(name, []).append(
-                    QuestionResult(qid, score, max_score, feedback, passed_cases, total_cases))
+                    QuestionResult(qid, score, max_score, feedback, passed_cases, total_cases,
+                                   not_started=bool(not_started),
+                                   diagnoses=None if diagnoses is None else json.loads(diagnoses)))
         known = {f.name for f in dataclasses.fields(SubmissionResult)}
         graded = []
         for (name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint,
-             version, graded_at, run_id) in rows:
+             version, graded_at, run_id, suite_fingerprint) in rows:
             others = {key: value for key, value in json.loads(extra).items()
                       if key in known and key not in _RESULT_COLUMNS}
             result = SubmissionResult(name=name, assignment=assignment, questions=questions.get(name, []),
                                       devices=devices.split(",") if devices else [], sandbox=sandbox,
                                       sandbox_uid=sandbox_uid, seconds=seconds, warnings=json.loads(warnings),
                                       error=error, **others)
-            graded.append(Graded(result, version, graded_at, source, fingerprint, run_id))
+            graded.append(Graded(result, version, graded_at, source, fingerprint, run_id, suite_fingerprint))
         return graded
+
+    def superseded(self) -> tuple[Run | None, list[Superseded]]:
+        """The latest run that graded again what an earlier run had graded, and the grades it
+        replaced (none when no run has yet). What reports/regrade.py compares with the gradebook."""
+        with self._connect() as db:
+            latest = db.execute("SELECT MAX(replaced_by) FROM superseded").fetchone()[0]
+            if latest is None:
+                return None, []
+            run = db.execute("SELECT id, started_at, regrade FROM runs WHERE id = ?", (latest,)).fetchone()
+            rows = db.execute("SELECT name, status, score, fingerprint, suite_fingerprint, grader_version, graded_at,"
+                              " questions FROM superseded WHERE replaced_by = ? ORDER BY name", (latest,)).fetchall()
+        held = Run(latest, run[1] if run else "", bool(run[2]) if run else False)
+        return held, [Superseded(name, status == GRADED, score, fingerprint, suite_fingerprint, version, graded_at,
+                                 [(qid, q_score, q_max) for qid, q_score, q_max in json.loads(questions)])
+                      for name, status, score, fingerprint, suite_fingerprint, version, graded_at, questions in rows]
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A grade run, as the regrade report names it."""
+
+    id: int
+    started_at: str
+    regrade: bool  # asked to grade everything again (--regrade)
+
+
+@dataclasses.dataclass(frozen=True)
+class Superseded:
+    """A submission's grade as it stood before a later run graded it again."""
+
+    name: str
+    ok: bool  # False: the grader had failed on it
+    score: float
+    fingerprint: str
+    suite_fingerprint: str | None
+    grader_version: str
+    graded_at: str
+    questions: list[tuple[str, float, float]]  # qid, score, max_score
+
+
+def _supersede(db: sqlite3.Connection, name: str, run_id: int) -> None:
+    """Keep the submission's current grade, if an earlier run gave it one, before `run_id` replaces it."""
+    row = db.execute("SELECT status, score, fingerprint, suite_fingerprint, grader_version, graded_at, run_id"
+                     " FROM submissions WHERE name = ?", (name,)).fetchone()
+    if row is None or row[6] == run_id:
+        return
+    questions = db.execute("SELECT qid, score, max_score FROM questions WHERE submission = ? ORDER BY position",
+                           (name,)).fetchall()
+    db.execute("INSERT OR REPLACE INTO superseded (name, replaced_by, status, score, fingerprint, suite_fingerprint,"
+               " grader_version, graded_at, run_id, questions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (name, run_id, *row, json.dumps([list(q) for q in questions])))
 
 
 def _mended(row: tuple) -> tuple:

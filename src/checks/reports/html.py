@@ -1,6 +1,8 @@
 """DIR/report.html: the batch for people, in one self-contained page (no script, nothing fetched).
 
-Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, every
+Per-question mean and pass rate, a histogram of total scores drawn as inline SVG, what the class
+got wrong (reports/analytics.py: common mistakes per question, failures no diagnosis explains,
+with plots of pass rates and mistake counts), what the latest regrade changed (reports/regrade.py), every
 submission with a link to its feedback (feedback.html, beside feedback.md), each one's warnings
 (a missing or misnamed file, files skipped, a name changed), and what the grader itself could not grade. Rendered from the gradebook with Jinja2 and autoescaping: names and
 messages come partly from students, and every value is made inert.visible before it is escaped.
@@ -17,7 +19,10 @@ import jinja2
 import markupsafe
 
 from checks.course import inert
+from checks.reports.analytics import ANALYTICS_JSON, MISTAKES_CSV, ClassAnalytics, class_analytics
 from checks.reports.gradebook import Graded
+from checks.reports.plots import bar_chart
+from checks.reports.regrade import REGRADE_CSV, RegradeReport
 from checks.reports.render import FEEDBACK_HTML_FILE, RESULTS_FILE, error_summary, question_stats
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -78,8 +83,26 @@ def _inert(value: object) -> object:
     return inert.visible(value, keep="") if isinstance(value, str) else value
 
 
-def render_report(assignment: str, records: list[Graded], *, title: str = "") -> str:
+def mistake_plots(analytics: ClassAnalytics, *, top: int = 12) -> dict[str, markupsafe.Markup]:
+    """The pass rate of each question, and the class's most common mistakes (over all questions),
+    as inline SVG bar charts."""
+    size = max(analytics.class_size, 1)
+    charts = {"pass_rates": bar_chart(
+        [(q.qid, q.pass_rate, f"{q.qid}: {q.passed} of {analytics.class_size} with full marks") for q in analytics.questions],
+        chart_id="pass-rates", title="Share of the class with full marks, per question", maximum=1.0, percent=True,
+        colour="#2f9e62")}
+    mistakes = sorted(((m.count, q.qid, m.text) for q in analytics.questions for m in q.mistakes), key=lambda t: -t[0])
+    if mistakes:
+        charts["mistakes"] = bar_chart(
+            [(f"{qid}: {text}", count, f"{qid}: {text} ({count} of {size})") for count, qid, text in mistakes[:top]],
+            chart_id="mistake-counts", title="Submissions that made each mistake", colour="#c0552b")
+    return charts
+
+
+def render_report(assignment: str, records: list[Graded], *, title: str = "",
+                  regrade: RegradeReport | None = None) -> str:
     results = [record.result for record in records]
+    analytics = class_analytics(assignment, records)
     graded = [r for r in results if not r.error]
     max_score = max((r.max_score for r in graded), default=0.0)
     totals = [r.score for r in graded]
@@ -106,4 +129,10 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "") ->
         last_graded=max((g.graded_at for g in records), default=""),
         feedback_file=FEEDBACK_HTML_FILE,
         results_file=RESULTS_FILE,
+        analytics=analytics,
+        analysed={q.qid: q for q in analytics.questions},
+        plots=mistake_plots(analytics),
+        analytics_files=(ANALYTICS_JSON, MISTAKES_CSV),
+        regrade=regrade,
+        regrade_file=REGRADE_CSV,
     )

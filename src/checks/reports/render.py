@@ -63,7 +63,8 @@ def _umask() -> int:
 def remove_stale_temp_files(folder: Path) -> None:
     """Temp files of write_atomically that a killed run (kill -9) left behind in `folder`: files only
     (a folder of that name is none of the grader's: never removed, never in the way)."""
-    for name in (RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE, GRADEBOOK_FILE, "report.html"):
+    for name in (RESULTS_FILE, FEEDBACK_FILE, FEEDBACK_HTML_FILE, GRADEBOOK_FILE, "report.html", "analytics.json",
+                 "mistakes.csv", "regrade.csv"):
         for stale in folder.glob(f".{name}.*.tmp"):
             if stale.is_symlink() or stale.is_file():
                 stale.unlink(missing_ok=True)

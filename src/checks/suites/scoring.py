@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from checks.suites.describe import failed_how
+from checks.suites.diagnoses import diagnoses_of
 
 MAX_FAILURES_SHOWN = 3
 # what a submission's feedback may take, whatever its code raised, printed or returned: one
@@ -48,6 +49,9 @@ class QuestionResult:
     # per test function, in suite order: {"points", "all_or_nothing", "passed": [bool per case]}, so that
     # a tool that scores by test case (the otter export) can give exactly this score; empty for a quiz
     parts: list[dict] = field(default_factory=list)
+    # the likely mistakes its failures name (suites/diagnoses.py), one per mistake: what staff
+    # analytics count; None when unknown (a gradebook row written before they were kept)
+    diagnoses: list[str] | None = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -137,7 +141,7 @@ def _score_question(qid: str, cases: list[CaseResult]) -> QuestionResult:
     parts = [{"points": items[0].points, "all_or_nothing": items[0].all_or_nothing, "passed": [c.passed for c in items]}
              for items in by_test.values()]
     return QuestionResult(qid, round(score, 2), round(max_score, 2), _feedback(cases), passed, len(cases), not_started,
-                          parts)
+                          parts, diagnoses_of([c.message for c in cases if not c.passed]))
 
 
 def _feedback(cases: list[CaseResult]) -> str:
