@@ -1,6 +1,7 @@
 """A warm grading pool as a process of its own: `python -m checks.executors.serve COURSE ASSIGNMENT`.
 
-A Dask worker starts one per assignment and keeps it (worker.py). It is the same warm parent as
+A Dask worker starts one per assignment and keeps it (worker.py), and so does the course server
+(server/queue.py); WarmPool is their handle on one. It is the same warm parent as
 the local grader's (grading.session.WarmGrader: sandbox zygote first, torch imported, one pytest
 session collecting the hidden suite once), but it grades submissions as they arrive on stdin instead of a list known up front:
 one JSON line in (name, files as base64, the driver's warnings or why it could not read the
@@ -17,8 +18,10 @@ import fcntl
 import json
 import os
 import stat
+import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
@@ -28,6 +31,60 @@ from checks.grading.pool import ChildFailed
 from checks.grading.session import Source, WarmGrader
 from checks.sandbox import jail
 from checks.sandbox.zygote import die_with_parent
+
+
+class PoolFailed(Exception):
+    """The warm pool could not start or died; str() says why."""
+
+
+class WarmPool:
+    """A serve.py process for one assignment, and the one request it is grading at a time."""
+
+    def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment]
+        environment = {**os.environ, "CHECKS_DEVICE": device}
+        # started from a thread that lives as long as the worker: the pool dies with that thread
+        self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=self._stderr, env=environment).result()
+        ready = self._read()
+        if not ready.get("ready"):
+            raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))
+
+    def grade(self, request: dict) -> dict:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError:
+            raise PoolFailed(self._why_gone()) from None
+        reply = self._read()
+        if "failed" in reply:
+            raise PoolFailed(reply["failed"])
+        return reply
+
+    def _read(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise PoolFailed(self._why_gone())
+        return json.loads(line)
+
+    def _why_gone(self) -> str:
+        code = self.process.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace").strip()[-1000:]
+        return f"the warm grading pool exited ({code})" + (f": {tail}" if tail else "")
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()  # the pool ends its session and sandbox on end of input
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
 
 
 def request_for(name: str, load: Callable[[], Submission]) -> dict:
