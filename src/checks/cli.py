@@ -269,6 +269,9 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
     serve_cmd.add_argument("--port", type=_positive_int, default=8000, help="port (default: 8000)")
     serve_cmd.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                            help="submissions graded at once (default: course.toml's jobs)")
+    serve_cmd.add_argument("--proxy-headers", action="store_true",
+                           help="behind a reverse proxy on this machine: take the client's address from the "
+                                "X-Forwarded-For and X-Forwarded-Proto headers it sets (trusted from 127.0.0.1 only)")
     serve_cmd.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                            help="grade on this Dask scheduler's workers (the `cluster` extra)")
     serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
@@ -678,7 +681,7 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
         console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) from "
                             f"{config.folder} at http://{args.host}:{args.port}/ ; storage {config.storage_url}; "
                             f"grading: {where}. Ctrl-C stops it."), soft_wrap=True)
-        serve(config, host=args.host, port=args.port, jobs=jobs, make_grader=make or (
+        serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers, make_grader=make or (
             lambda: LocalPools(args.device or "auto")))
     return 0
 

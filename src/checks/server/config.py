@@ -95,9 +95,10 @@ def load_config(folder: Path) -> ServerConfig:
 def _policies(table: dict, root: Path, path: Path) -> dict[str, AssignmentPolicy]:
     """Each assignment's policy: those course.toml names, else every assignment of the course."""
     given = _table(table, "assignment", path)
-    names = list(given) or list_assignments(root) or sorted(p.name for p in (root / "assignments").iterdir()
-                                                            if p.is_dir())
-    available = set(list_assignments(root))
+    # a served course needs the hidden suites, not solutions/ (an exported course has none)
+    available = {p.name for p in (root / "autograder").iterdir() if p.is_dir()} if (root / "autograder").is_dir() \
+        else set(list_assignments(root))
+    names = list(given) or sorted(available)
     policies = {}
     for name in names:
         if name not in available:

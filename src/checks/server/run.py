@@ -28,7 +28,7 @@ log = logging.getLogger("checks.server")
 @contextlib.contextmanager
 def hold_course(config: ServerConfig) -> Iterator[IO[str]]:
     """data/server.lock, held while this process serves the course (SQLite: one server at a time)."""
-    config.data_dir.mkdir(parents=True, exist_ok=True)
+    config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     handle = open(config.data_dir / "server.lock", "a")  # noqa: SIM115 - held for the whole run
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -47,8 +47,10 @@ def hold_course(config: ServerConfig) -> Iterator[IO[str]]:
 
 
 def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jobs: int = 1,
-          make_grader: Callable[[], Grader] | None = None) -> None:
-    """Serve the course until interrupted; `make_grader` defaults to local warm pools."""
+          proxy_headers: bool = False, make_grader: Callable[[], Grader] | None = None) -> None:
+    """Serve the course until interrupted; `make_grader` defaults to local warm pools. With
+    `proxy_headers`, the client's address comes from a reverse proxy's X-Forwarded-For (from
+    127.0.0.1 only): login backoff per address needs it behind a proxy."""
     with hold_course(config):
         storage = Storage(config.storage_url)
         requeued = storage.requeue_orphans()
@@ -59,7 +61,7 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
                              make_grader or (lambda: LocalPools(os.environ.get("CHECKS_DEVICE", "auto"))))
         app = create_app(config, storage, queue)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                               proxy_headers=host not in ("127.0.0.1", "localhost", "::1"),
+                                               proxy_headers=proxy_headers, forwarded_allow_ips="127.0.0.1",
                                                server_header=False, date_header=False, access_log=False))
         queue.start()
         try:
