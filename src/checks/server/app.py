@@ -238,7 +238,8 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
 
     try:
         row = await run_in_threadpool(write)
-    except UploadRefused as refused:
+    except UploadRefused as refused:  # a refused upload costs no try: the student fixes it and sends it again
+        await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
         raise HTTPException(refused.status, str(refused)) from None
     if server.queue is not None:
         server.queue.notify()
@@ -246,10 +247,13 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
 
 
 async def _parts(request: Request, server: Server) -> tuple[Any, list[tuple[str, bytes]]]:
-    form = await request.form(max_files=server.config.max_files + 1, max_fields=10)
+    try:
+        form = await request.form(max_files=server.config.max_files, max_fields=10)
+    except HTTPException as refused:  # starlette's multipart parser counts the files as they stream in
+        if "Too many files" in str(refused.detail):
+            raise HTTPException(413, f"at most {server.config.max_files} files are taken") from None
+        raise
     uploads = [value for _, value in form.multi_items() if isinstance(value, UploadFile)]
-    if len(uploads) > server.config.max_files:
-        raise HTTPException(413, f"at most {server.config.max_files} files are taken")
     parts = []
     for upload in uploads:
         if upload.filename:
@@ -276,8 +280,9 @@ async def page_submit(server: Server, request: Request) -> Response:
     except HTTPException as refused:
         if refused.status_code not in (400, 413, 429):
             raise
+        context = {**_home(server, user), "error": f"{assignment.name}: {refused.detail}"}
         return _render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
-                       error=f"{assignment.name}: {refused.detail}", **_home(server, user))
+                       **context)
     return RedirectResponse(f"/submissions/{row.id}", status_code=303)
 
 
@@ -424,7 +429,7 @@ async def submission_page(server: Server, request: Request) -> Response:
     body = ""
     if result is not None:
         body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished)))
-    return _render(server, request, "submission.html.j2", row=row, status=status, feedback=body,
+    return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
                    refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created),
                    files=_files(server, row) if user.staff else [])
 

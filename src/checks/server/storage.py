@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (Column, Float, Integer, MetaData, String, Table, Text, and_, create_engine, event, func,
+from sqlalchemy import (Column, Float, Integer, MetaData, String, Table, Text, and_, case, create_engine, event, func,
                         select, update)
 from sqlalchemy.engine import Connection, Engine
 
@@ -297,6 +297,13 @@ class Storage:
             else:
                 conn.execute(update(buckets).where(buckets.c.key == key).values(tokens=tokens - 1, updated=now))
             return 0.0
+
+    def give_back_token(self, key: str, capacity: int) -> None:
+        """Undo a take_token (the request it paid for was refused before anything was stored)."""
+        with self._write() as conn:
+            conn.execute(update(buckets).where(buckets.c.key == key)
+                         .values(tokens=case((buckets.c.tokens + 1 > capacity, capacity),
+                                             else_=buckets.c.tokens + 1)))
 
     # ------------------------------------------------------------------ staff's release of hidden results
 
