@@ -53,6 +53,8 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
     127.0.0.1 only): login backoff per address needs it behind a proxy."""
     with hold_course(config):
         storage = Storage(config.storage_url)
+        for partial in config.data_dir.glob("uploads/*/.upload-*"):  # a server killed mid-upload: never acknowledged
+            partial.unlink(missing_ok=True)
         requeued = storage.requeue_orphans()
         if requeued:
             log.warning("%d submission(s) left grading by a stopped server are queued again", requeued)
