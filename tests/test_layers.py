@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "checks"
-LAYERS = ["sandbox", "course", "suites", "reports", "grading", "executors", "notebooks", "exports", "authoring"]
+LAYERS = ["sandbox", "course", "suites", "reports", "grading", "executors", "notebooks", "exports", "authoring",
+          "server"]
 
 
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
