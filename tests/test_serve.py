@@ -67,6 +67,22 @@ def test_a_student_logs_in_submits_and_reads_the_feedback_in_the_terminal(served
         assert wait_graded(http, submission_id)["result"]["questions"]
 
 
+def test_percent_checks_submit_submits_the_notebooks_folder(served, student_env, tmp_path, monkeypatch):
+    from checks.notebooks.magic import run_submit
+
+    server, tokens, _ = served
+    assert checks("login", server.url, input=tokens["s002"] + "\n", env=student_env).returncode == 0
+    copy = tmp_path / "01_tensors"
+    shutil.copytree(REPO / "assignments" / "01_tensors", copy)
+    for name in ("strides.py", "broadcasting.py", "quiz.toml"):
+        shutil.copy(REFERENCE / name, copy / name)
+    monkeypatch.setenv("XDG_CONFIG_HOME", student_env["XDG_CONFIG_HOME"])
+    monkeypatch.setenv("PYTHONPATH", str(REPO / "src"))
+    output = run_submit(copy)
+    assert "score: 100 / 100" in output and "\x1b[" not in output
+    assert "submitted 01_tensors" in output
+
+
 def test_a_wrong_token_is_refused_and_nothing_is_kept(served, student_env, tmp_path):
     server, tokens, _ = served
     wrong = tokens["s002"][:-4] + "AAAA"

@@ -8,6 +8,7 @@ stored, queued (server/queue.py grades it) and acknowledged.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import math
 import time
@@ -46,6 +47,38 @@ FEEDBACK_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors '
 SESSION_SECONDS = 12 * 3600
 
 
+class Waiters:
+    """Requests waiting for a submission's result (a long poll): woken from the grading threads as
+    each result is recorded, else they look again every second (another process may grade it)."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._futures: dict[str, set[asyncio.Future]] = {}
+
+    def register(self, submission_id: str) -> asyncio.Future:
+        self.loop = asyncio.get_running_loop()
+        future = self.loop.create_future()
+        self._futures.setdefault(submission_id, set()).add(future)
+        return future
+
+    def forget(self, submission_id: str, future: asyncio.Future) -> None:
+        waiting = self._futures.get(submission_id)
+        if waiting is not None:
+            waiting.discard(future)
+            if not waiting:
+                del self._futures[submission_id]
+
+    def finished(self, submission_id: str) -> None:
+        """From any thread."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._wake, submission_id)
+
+    def _wake(self, submission_id: str) -> None:
+        for future in self._futures.pop(submission_id, set()):
+            if not future.done():
+                future.set_result(None)
+
+
 @dataclass
 class Server:
     """What every route needs: the configuration, the storage, the graders' queue."""
@@ -56,13 +89,16 @@ class Server:
     assignments: dict[str, Assignment]
     auth: auth.Authenticator
     templates: Environment
+    waiters: Waiters
 
 
 def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | None) -> Starlette:
     """The ASGI app of one course; `queue` is None where another process grades."""
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
     templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
-    server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates)
+    server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
+    if queue is not None:
+        queue.finished.append(server.waiters.finished)
     routes = [Route(path, _bind(server, handler), methods=methods) for path, handler, methods in ROUTES]
     middleware = [
         Middleware(SecurityHeaders, hsts=config.secure_cookies),
@@ -331,10 +367,32 @@ def _status(server: Server, row: SubmissionRow, user: User) -> dict:
     return reply
 
 
+MAX_WAIT = 60.0
+
+
 async def api_submission(server: Server, request: Request) -> Response:
+    """A submission's status; with ?wait=SECONDS (at most 60), answered once it is graded or the
+    time is up: one request per submission instead of a poll every fraction of a second."""
     user = await api_user(server, request)
-    row = owned(server, user, request.path_params["id"])
-    return JSONResponse(_status(server, row, user))
+    try:
+        wait = min(MAX_WAIT, max(0.0, float(request.query_params.get("wait", 0))))
+    except ValueError:
+        raise HTTPException(400, "wait is a number of seconds") from None
+    submission_id = request.path_params["id"]
+    deadline = time.monotonic() + wait
+    while True:
+        future = server.waiters.register(submission_id)  # before looking: a result recorded meanwhile wakes it
+        try:
+            row = owned(server, user, submission_id)
+            left = deadline - time.monotonic()
+            if row.status not in (QUEUED, GRADING) or left <= 0:
+                return JSONResponse(_status(server, row, user))
+            try:
+                await asyncio.wait_for(future, timeout=min(left, 1.0))
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            server.waiters.forget(submission_id, future)
 
 
 async def api_submissions(server: Server, request: Request) -> Response:

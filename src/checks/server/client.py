@@ -18,6 +18,7 @@ import httpx
 
 CREDENTIALS_FILE = "server.json"
 POLL_SECONDS = 0.25
+LONG_POLL = 25.0  # seconds the server holds a status request until the result is there
 WAIT_SECONDS = 600.0
 
 
@@ -122,13 +123,14 @@ def status(submission_id: str, credentials: Credentials | None = None) -> dict:
 
 
 def wait(submission_id: str, credentials: Credentials | None = None, timeout: float = WAIT_SECONDS) -> dict:
-    """Poll until the submission is graded (or the grader failed on it); ServerError after `timeout`."""
+    """Ask (long polls) until the submission is graded (or the grader failed on it); ServerError after `timeout`."""
     credentials = credentials or load_credentials()
     deadline = time.monotonic() + timeout
-    with _client(credentials) as http:
+    with _client(credentials, timeout=LONG_POLL + 30) as http:
         while True:
             try:
-                reply = _check(http.get(f"{credentials.url}/api/submissions/{submission_id}"))
+                reply = _check(http.get(f"{credentials.url}/api/submissions/{submission_id}",
+                                        params={"wait": LONG_POLL}))
             except httpx.HTTPError as error:
                 raise ServerError(f"cannot reach {credentials.url}: {error}") from None
             if reply["status"] not in ("queued", "grading"):
@@ -136,7 +138,7 @@ def wait(submission_id: str, credentials: Credentials | None = None, timeout: fl
             if time.monotonic() > deadline:
                 raise ServerError(f"not graded after {timeout:g} s; `checks submit --status {submission_id}` "
                                   "asks again later")
-            time.sleep(POLL_SECONDS)
+            time.sleep(POLL_SECONDS)  # only after a long poll that ended early (a server going away)
 
 
 def fetch(assignment: str, credentials: Credentials | None = None) -> bytes:

@@ -102,6 +102,7 @@ class GradingQueue:
         self._threads: list[threading.Thread] = []
         self.ready = threading.Event()  # every slot's pools are warm
         self._warm = 0
+        self.finished: list[Callable[[str], None]] = []  # called with each submission's id once recorded
 
     def start(self) -> None:
         for slot in range(self.jobs):
@@ -164,16 +165,21 @@ class GradingQueue:
                 self.storage.release_claim(row.id, worker)
                 self.notify()
             else:
-                self.storage.complete(row.id, worker, result=None, error=f"the grading pool died {row.attempts} "
-                                      f"times on it: {failure}")
+                self._record(row.id, worker, result=None, error=f"the grading pool died {row.attempts} "
+                             f"times on it: {failure}")
             return
         except Exception as failure:  # noqa: BLE001 - the grader's failure, for staff, never a score
-            self.storage.complete(row.id, worker, result=None, error=f"{type(failure).__name__}: {failure}")
+            self._record(row.id, worker, result=None, error=f"{type(failure).__name__}: {failure}")
             return
         if value is not None:
             value = {**value, "student_id": row.user_id}
             error = error or SubmissionResult.from_dict(value).error
-        self.storage.complete(row.id, worker, result=value, error=error or None)
+        self._record(row.id, worker, result=value, error=error or None)
+
+    def _record(self, submission_id: str, worker: str, *, result: dict | None, error: str | None) -> None:
+        if self.storage.complete(submission_id, worker, result=result, error=error):
+            for listener in self.finished:
+                listener(submission_id)
 
 
 def default_jobs() -> int:
