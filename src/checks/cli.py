@@ -806,7 +806,9 @@ def show_submission(reply: dict, url: str) -> int:
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
-    return 0 if result.questions and result.score >= result.max_score else 1
+    if not result.questions:  # graded, its scores not released yet
+        return 0
+    return 0 if result.score >= result.max_score else 1
 
 
 def _fetch(root: Path | None, args: argparse.Namespace) -> int:

@@ -325,7 +325,7 @@ def new_id() -> str:
 
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}
                            if url.startswith("sqlite") else {})
     if engine.dialect.name == "sqlite":
