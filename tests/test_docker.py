@@ -45,3 +45,17 @@ def test_a_pattern_no_shell_expanded_matches_as_the_shell_would(tmp_path):
     assert _unquoted_glob(tmp_path / "*") == [tmp_path / "a", tmp_path / "b"]
     assert _unquoted_glob(tmp_path / "a") == [tmp_path / "a"]
     assert _unquoted_glob(tmp_path / "nothing*") == [tmp_path / "nothing*"]  # then reported as missing
+
+
+def test_the_server_image_runs_checks_serve_with_a_health_check():
+    """docker/serve builds on the CPU image: `checks serve` on port 8000, /healthz as its health check."""
+    dockerfile = REPO / "docker/serve/Dockerfile"
+    text = dockerfile.read_text()
+    assert re.search(r"^HEALTHCHECK .*\n.*/healthz", text, re.M)
+    assert 'CMD ["serve", "/course"' in text and "EXPOSE 8000" in text
+    user = re.findall(r"^USER (\S+)$", text, re.M)
+    assert user[-1].split(":")[0] not in ("0", "root")
+    hadolint = shutil.which("hadolint") or str(Path(__import__("sys").executable).parent / "hadolint")
+    if Path(hadolint).exists():
+        run = subprocess.run([hadolint, str(dockerfile)], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stdout + run.stderr

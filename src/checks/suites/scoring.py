@@ -93,8 +93,9 @@ class SubmissionResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SubmissionResult":
-        questions = [QuestionResult(**q) for q in data.pop("questions")]
-        return cls(questions=questions, **data)
+        """The result `to_dict` gave (`data` is left as it was: the server keeps and reads it again)."""
+        questions = [QuestionResult(**q) for q in data["questions"]]
+        return cls(questions=questions, **{key: value for key, value in data.items() if key != "questions"})
 
 
 def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:
