@@ -3,12 +3,10 @@
 Everything here runs in the grader process. Reference values always come from PyTorch in float64.
 """
 
-import zlib
-
 import numpy as np
 import torch
 
-from checks.suite import StudentFault, StudentRaised, expect_close, fail
+from checks.suite import expect_close, fail
 
 import drivers
 
@@ -17,11 +15,6 @@ ATOL = 1e-9
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-
-
-def rng_for(*key):
-    """A NumPy generator seeded from a stable hash of `key` (same data on every run)."""
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
 def shape_text(shape):
@@ -51,39 +44,16 @@ def check_array(got, want, label, context, **options):
     expect_close(got, want, rtol=RTOL, atol=ATOL, dtype="float64", subject=f"{context}: {label}", **options)
 
 
-def run_or_fail(student, context, driver, *args, hint=None, **kwargs):
-    """student.run(driver, ...), with the scenario named in the feedback if the student's code fails
-    (with `hint` added: a sentence, or a callable given the fault that may return None)."""
-    try:
-        return student.run(driver, *args, **kwargs)
-    except StudentFault as error:
-        text = hint(error) if callable(hint) else hint
-        fail(f"{context}\n{error.outcome}" + (f"\n{text}" if text else ""))
-    raise AssertionError  # unreachable
-
-
-def call_or_fail(student, call_text, module, name, *args, hint=None, **kwargs):
-    """student.<module>.<name>(...), described as `call_text` in the feedback if it fails
-    (with `hint` added when the student's code raised; a callable hint is given the StudentRaised
-    and may return None)."""
-    try:
-        return getattr(getattr(student, module), name)(*args, **kwargs)
-    except StudentFault as error:
-        text = (hint(error) if callable(hint) else hint) if isinstance(error, StudentRaised) else None
-        fail(f"{call_text} {error.outcome}" + (f"\n{text}" if text else ""))
-    raise AssertionError  # unreachable
-
-
 def negative_axes_hint(*axes):
-    """A hint for a call whose axes include a negative one, when the student's code raised
+    """call_or_fail's `mistake` for a call whose axes include a negative one, when the student's code raised
     IndexError (NumPy's AxisError is one): the usual cause is a negative axis used as a position."""
     flat = [k for item in axes for k in (item if isinstance(item, (tuple, list)) else (item,))]
     if not any(isinstance(k, (int, np.integer)) and k < 0 for k in flat):
         return None
 
-    def hint(error):
-        if error.is_a(IndexError):
-            return ("Likely mistake: a negative axis used as a position. Normalise negative axes first "
+    def hint(raised):
+        if raised.is_a(IndexError):
+            return ("a negative axis used as a position. Normalise negative axes first "
                     "(axis % a.ndim), as PyTorch counts them from the end.")
         return None
     return hint

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import cases, fail, question, question_defaults
+from checks.suite import call_or_fail, case_rng, cases, fail, question, question_defaults
 
 import drivers
-from helpers import call_or_fail, check_array, negative_axes_hint, rng_for, shape_text, t64, vjp
+from helpers import check_array, negative_axes_hint, shape_text, t64, vjp
 
 # rules.py must work without torch: every question of this file blocks it in the sandbox.
 pytestmark = question_defaults(block_imports=("torch",))
@@ -116,7 +116,7 @@ SUM_TO_SHAPE = [
 
 def sum_to_shape_reference(grad_shape, shape):
     """The case's grad, PyTorch's sum_to_size of it, and the known mistakes."""
-    grad = normal(rng_for("sum_to_shape", grad_shape, tuple(shape)), grad_shape)
+    grad = normal(case_rng("sum_to_shape", grad_shape, tuple(shape)), grad_shape)
     want = t64(grad).sum_to_size(tuple(shape)).numpy()
     return grad, want, list(left_aligned_mistake(grad, tuple(shape), want))
 
@@ -140,7 +140,7 @@ def left_aligned_mistake(grad, shape, want):
 def test_sum_to_shape(student, grad_shape, shape, reference):
     grad, want, mistakes = reference
     call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
-    got = call_or_fail(student, call, "rules", "sum_to_shape", grad, shape)
+    got = call_or_fail(lambda: student.rules.sum_to_shape(grad, shape), text=call)
 
     def hint(got_shape):
         if tuple(got_shape) == tuple(grad_shape):
@@ -180,7 +180,7 @@ BINARY = {
 def binary_reference(op, a_shape, b_shape):
     """The case's inputs a, b and grad, PyTorch's VJP [grad_a, grad_b], and the known mistakes."""
     fn, sample_a, sample_b = BINARY[op]
-    rng = rng_for(op, a_shape, b_shape)
+    rng = case_rng(op, a_shape, b_shape)
     a, b = sample_a(rng, a_shape), sample_b(rng, b_shape)
     grad = upstream(rng, np.broadcast_shapes(a_shape, b_shape))
     expected = vjp(fn, [a, b], grad)
@@ -212,7 +212,7 @@ def _check_binary(student, op, a_shape, b_shape, a, b, grad, expected, mistakes)
     call = describe_call(f"{op}_backward", "ab", [a, b], grad)
     hint = (f"Note: a {shape_text(a_shape)} and b {shape_text(b_shape)} broadcast to {shape_text(grad.shape)} here; "
             "bring each gradient back to its own input's shape (sum_to_shape)." if a_shape != b_shape else None)
-    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, b, hint=hint)
+    got = call_or_fail(lambda: getattr(student.rules, f"{op}_backward")(grad, a, b), text=call, note=hint)
     compare_rule(got, call, "ab", [a, b], grad, expected, mistakes)
 
 
@@ -264,12 +264,12 @@ def unary_mistakes(op, a, grad):
 
 def _check_unary(student, op, a, grad, expected, mistakes):
     call = describe_call(f"{op}_backward", "a", [a], grad)
-    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a)
+    got = call_or_fail(lambda: getattr(student.rules, f"{op}_backward")(grad, a), text=call)
     compare_rule(got, call, "a", [a], grad, expected, mistakes)
 
 
 def _unary_case(op, shape):
-    rng = rng_for(op, shape)
+    rng = case_rng(op, shape)
     a = UNARY[op][1](rng, shape)
     return unary_reference(op, a, upstream(rng, shape))
 
@@ -287,7 +287,7 @@ def test_unary_backward(student, op, shape, reference):
 
 
 def relu_at_zero_reference(shape):
-    rng = rng_for("relu0", shape)
+    rng = case_rng("relu0", shape)
     a = away_from_zero(rng, shape)
     a.reshape(-1)[::2] = 0.0   # PyTorch's convention at the kink: the gradient at exactly 0 is 0
     return unary_reference("relu", a, upstream(rng, shape))
@@ -319,7 +319,7 @@ POW_CASES = [
 
 def pow_reference(shape, p, domain):
     """The case's input a and grad, and PyTorch's VJP of a ** p: [grad_a]."""
-    rng = rng_for("pow", shape, p, domain)
+    rng = case_rng("pow", shape, p, domain)
     if domain == "positive":
         a = positive(rng, shape, 0.4, 2.5)
     elif domain == "any":
@@ -347,7 +347,7 @@ def pow_mistakes(a, p, grad):
 def test_pow_backward(student, shape, p, domain, reference):
     a, grad, expected, mistakes = reference
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
-    got = call_or_fail(student, call, "rules", "pow_backward", grad, a, p)
+    got = call_or_fail(lambda: student.rules.pow_backward(grad, a, p), text=call)
     extra = None
     if domain == "zeros":
         extra = ("Where a == 0 and p == 0 the derivative is 0, as in PyTorch (a ** 0 is constant): p * a**(p - 1) "
@@ -376,7 +376,7 @@ MATMUL_CASES = [
 
 def matmul_reference(a_shape, b_shape):
     """The case's inputs a, b and grad, PyTorch's VJP [grad_a, grad_b], and the known mistakes."""
-    rng = rng_for("matmul", a_shape, b_shape)
+    rng = case_rng("matmul", a_shape, b_shape)
     a, b = normal(rng, a_shape), normal(rng, b_shape)
     out_shape = tuple(torch.matmul(t64(a), t64(b)).shape)
     grad = upstream(rng, out_shape)
@@ -405,7 +405,7 @@ def test_matmul_backward(student, a_shape, b_shape, reference):
     hint = ("Note: a 1-D operand acts as a row (a) or a column (b) whose extra axis is dropped, and batch "
             "dimensions broadcast: sum the gradient over the batch dimensions its input does not have or has as 1."
             if len(a_shape) != 2 or len(b_shape) != 2 else None)
-    got = call_or_fail(student, call, "rules", "matmul_backward", grad, a, b, hint=hint)
+    got = call_or_fail(lambda: student.rules.matmul_backward(grad, a, b), text=call, note=hint)
     items = gradient_tuple(got, 2, call)
     for k, name in enumerate("ab"):
         want = np.shape(expected[k])
@@ -452,7 +452,7 @@ def reduction(op, axis, keepdims, divide_by=1):
 def reduce_reference(op, shape, axis, keepdims):
     """The case's input a and grad, PyTorch's VJP of a.<op>(axis, keepdims) [grad_a], and the known
     mistakes."""
-    rng = rng_for(op, shape, axis, keepdims)
+    rng = case_rng(op, shape, axis, keepdims)
     a = normal(rng, shape)
     fn = reduction(op, axis, keepdims)
     grad = upstream(rng, tuple(fn(t64(a)).shape))
@@ -488,12 +488,12 @@ def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistake
 
     def raised_hint(error):
         if isinstance(axis, int) and error.is_a(TypeError):
-            return ("Likely mistake: axis is a plain int here. As in PyTorch and NumPy, axis may be an int, a "
+            return ("axis is a plain int here. As in PyTorch and NumPy, axis may be an int, a "
                     "tuple of ints or None: turn an int into a one-element tuple before using it as a tuple.")
         return negative(error) if negative else None
 
-    got = call_or_fail(student, call, "rules", f"{op}_backward", grad, a, axis=axis, keepdims=keepdims,
-                       hint=raised_hint)
+    got = call_or_fail(lambda: getattr(student.rules, f"{op}_backward")(grad, a, axis=axis, keepdims=keepdims),
+                       text=call, mistake=raised_hint)
 
     def hint(got_shape):
         return f"grad_a must have a's shape {shape_text(shape)}: put back the reduced axes and broadcast grad."
@@ -522,7 +522,7 @@ def test_mean_backward(student, shape, axis, keepdims, reference):
 
 def _view_case(key, a_shape, forward):
     """The case's input a and grad, and PyTorch's VJP [grad_a] of forward(a); `key` seeds them."""
-    rng = rng_for(*key)
+    rng = case_rng(*key)
     a = normal(rng, a_shape)
     out_shape = tuple(forward(t64(a)).shape)
     grad = upstream(rng, out_shape)
@@ -532,7 +532,8 @@ def _view_case(key, a_shape, forward):
 def _check_view(student, fn, a, grad, expected, extra_args, extra_text, *, shape_hint, alternatives=(),
                 axes=(), call=None):
     call = call or describe_call(fn, "a", [a], grad, extra=extra_text)
-    got = call_or_fail(student, call, "rules", fn, grad, a, *extra_args, hint=negative_axes_hint(*axes))
+    got = call_or_fail(lambda: getattr(student.rules, fn)(grad, a, *extra_args), text=call,
+                       mistake=negative_axes_hint(*axes))
     items = gradient_tuple(got, 1, call)
     check_array(items[0], expected[0], "grad_a", call, shape_hint=shape_hint, alternatives=alternatives)
 

@@ -16,15 +16,11 @@ import torch
 import torch.nn.functional as F
 
 import np_drivers
-from checks.suite import cases, expect_close, fail, question
-from reference import as_floats, call_student, describe, first_match, grid, number, precomputed, run_driver
+from checks.suite import call_or_fail, case_rng, cases, expect_close, fail, first_match, name_call, question
+from reference import as_floats, grid, number, precomputed
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64
-
-
-def _rng(*seed):
-    return np.random.default_rng(list(seed))
 
 
 def _t(array, grad=False):
@@ -33,7 +29,7 @@ def _t(array, grad=False):
 
 @functools.cache
 def _params(d_in, d_hidden, d_out, seed):
-    rng = _rng(seed, d_in, d_hidden, d_out)
+    rng = case_rng(seed, d_in, d_hidden, d_out)
     return {
         "W1": rng.normal(size=(d_in, d_hidden)) / np.sqrt(d_in),
         "b1": rng.normal(size=d_hidden) * 0.1,
@@ -43,7 +39,7 @@ def _params(d_in, d_hidden, d_out, seed):
 
 
 def _inputs(batch, shape, seed):
-    return _rng(seed, batch, *shape).uniform(-1.0, 1.0, size=(batch, *shape))
+    return case_rng(seed, batch, *shape).uniform(-1.0, 1.0, size=(batch, *shape))
 
 
 def _shape_hint(got, want, name, gradient=True):
@@ -67,7 +63,7 @@ LINEAR_SHAPES = [(4, 3, 2), (1, 5, 1), (3, 4, 4), (16, 784, 32)]
 
 @functools.cache
 def _linear_case(batch, d_in, d_out):
-    rng = _rng(1, batch, d_in, d_out)
+    rng = case_rng(1, batch, d_in, d_out)
     return rng.normal(size=(batch, d_in)), rng.normal(size=(d_in, d_out)), rng.normal(size=d_out)
 
 
@@ -81,8 +77,8 @@ def _linear_forward(batch, d_in, d_out):
 def test_linear_forward(student, batch, d_in, d_out, reference):
     X, W, b = _linear_case(batch, d_in, d_out)
     expected = reference
-    got = call_student(student, f"linear_forward(X {X.shape}, W {W.shape}, b {b.shape})",
-                       student.numpy_mlp.linear_forward, X, W, b)
+    got = call_or_fail(lambda: student.numpy_mlp.linear_forward(X, W, b),
+                       text=f"linear_forward(X {X.shape}, W {W.shape}, b {b.shape})")
 
     def diagnose(value):
         return first_match(value, [
@@ -97,7 +93,7 @@ def test_linear_forward(student, batch, d_in, d_out, reference):
 
 @functools.cache
 def _grad_Y(batch, d_in, d_out):
-    return _rng(2, batch, d_in, d_out).normal(size=(batch, d_out))
+    return case_rng(2, batch, d_in, d_out).normal(size=(batch, d_out))
 
 
 def _linear_backward(batch, d_in, d_out):
@@ -119,7 +115,7 @@ def test_linear_backward(student, batch, d_in, d_out, part):
     expected = LINEAR_GRADS(batch, d_in, d_out)[part]
 
     call = f"linear_backward(X {X.shape}, W {W.shape}, grad_Y {grad_Y.shape})"
-    got = call_student(student, call, student.numpy_mlp.linear_backward, X, W, grad_Y)
+    got = call_or_fail(lambda: student.numpy_mlp.linear_backward(X, W, grad_Y), text=call)
     if not isinstance(got, (tuple, list)) or len(got) != 3:
         fail(f"linear_backward(X, W, grad_Y) returned {type(got).__name__}"
              f"{' of length %d' % len(got) if isinstance(got, (tuple, list)) else ''}; "
@@ -145,7 +141,7 @@ def test_linear_backward(student, batch, d_in, d_out, part):
                                "grad_X used W instead of W.T"))
         return first_match(value, candidates)
 
-    describe(student, f"{call}, its {part},")
+    name_call(f"{call}, its {part},")
     expect_close(value, expected, rtol=RTOL, atol=ATOL, what=f"entries of {part}", diagnose=diagnose)
 
 
@@ -163,7 +159,7 @@ SOFTMAX_CASES = [
 
 @functools.cache
 def _softmax_case(batch, classes, scale):
-    rng = _rng(3, batch, classes, int(scale))
+    rng = case_rng(3, batch, classes, int(scale))
     logits = rng.normal(size=(batch, classes)) * scale
     return logits, rng.integers(0, classes, size=batch).astype(np.int64)
 
@@ -187,7 +183,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, part):
     expected_loss, expected_grad = CROSS_ENTROPY(batch, classes, scale)
 
     call = f"softmax_cross_entropy(logits of shape {logits.shape} scaled by {scale:g}, y={y.tolist()})"
-    got = call_student(student, call, student.numpy_mlp.softmax_cross_entropy, logits, y)
+    got = call_or_fail(lambda: student.numpy_mlp.softmax_cross_entropy(logits, y), text=call)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         fail(f"{call} returned {type(got).__name__}; expected a tuple (loss, grad_logits).")
     overflow = ("not finite: exp overflows for large logits; subtract each row's max before "
@@ -222,7 +218,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, part):
             (expected_grad / batch, "grad_logits was divided by B twice"),
         ]) or _shape_hint(value, expected_grad, "grad_logits")
 
-    describe(student, f"{call}, its grad_logits,")
+    name_call(f"{call}, its grad_logits,")
     expect_close(grad, expected_grad, rtol=RTOL, atol=1e-12, what="entries of grad_logits", diagnose=diagnose)
 
 
@@ -278,7 +274,7 @@ def test_forward(student, name, batch, shape, d_hidden, d_out, reference):
     params, X = _mlp_case(batch, shape, d_hidden, d_out)
     expected = reference
     call = f"forward(params with W1 {params['W1'].shape}, W2 {params['W2'].shape}, X of shape {X.shape})"
-    got = run_driver(student, call, np_drivers.forward_logits, params, X)
+    got = call_or_fail(lambda: student.run(np_drivers.forward_logits, params, X), text=call)
 
     def diagnose(value):
         return first_match(value, [
@@ -288,13 +284,13 @@ def test_forward(student, name, batch, shape, d_hidden, d_out, reference):
             (np.maximum(expected, 0), "a ReLU was applied to the logits: the last layer has none"),
         ])
 
-    describe(student, f"{call}, its logits,")
+    name_call(f"{call}, its logits,")
     expect_close(got, expected, rtol=RTOL, atol=ATOL, what="logits", diagnose=diagnose)
 
 
 @functools.cache
 def _grad_logits(batch, d_out):
-    return _rng(6, batch, d_out).normal(size=(batch, d_out))
+    return case_rng(6, batch, d_out).normal(size=(batch, d_out))
 
 
 def _mlp_grads(batch, shape, d_hidden, d_out, relu):
@@ -319,7 +315,8 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
     unmasked = MLP_GRADS(batch, shape, d_hidden, d_out, False)[key]  # to recognise that mistake
 
     call = f"backward(params, cache, grad_logits) after forward(params, X of shape {X.shape})"
-    grads = run_driver(student, call, np_drivers.forward_then_backward, params, X, grad_logits)
+    grads = call_or_fail(lambda: student.run(np_drivers.forward_then_backward, params, X, grad_logits),
+                         text=call)
     if key not in grads:
         fail(f"{call} returned a dict with keys {sorted(grads)}; expected the keys of params "
              f"{sorted(params)} (missing {key!r}).")
@@ -336,7 +333,7 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
             candidates.append((expected / batch, f"grad {key} is a mean over the batch: it must be the sum"))
         return first_match(value, candidates)
 
-    describe(student, f"{call}, its {key!r} entry,")
+    name_call(f"{call}, its {key!r} entry,")
     expect_close(grads[key], expected, rtol=RTOL, atol=ATOL, what=f"entries of grad {key}", diagnose=diagnose)
 
 
@@ -355,7 +352,7 @@ def test_sgd_update(student, lr, sizes, reference):
     expected = reference
 
     call = f"sgd_update(params, grads, lr={lr})"
-    got = run_driver(student, call, np_drivers.sgd_update_checked, params, grads, lr)
+    got = call_or_fail(lambda: student.run(np_drivers.sgd_update_checked, params, grads, lr), text=call)
     if got["same_dict"] or got["changed_in_place"]:
         fail(f"{call} changed the params it was given ({', '.join(got['changed_in_place']) or 'the dict'}); "
              "it must return a NEW dict and leave the old parameters as they were "
@@ -364,7 +361,7 @@ def test_sgd_update(student, lr, sizes, reference):
     if sorted(result) != sorted(params):
         fail(f"{call} returned a dict with keys {sorted(result)}; expected {sorted(params)}.")
     for key in params:
-        describe(student, f"{call}, its {key!r} entry,")
+        name_call(f"{call}, its {key!r} entry,")
         expect_close(result[key], expected[key], rtol=RTOL, atol=ATOL, what=f"entries of {key}",
               diagnose=lambda value, key=key: first_match(value, [
                   ((_t(params[key]) + lr * _t(grads[key])).numpy(),

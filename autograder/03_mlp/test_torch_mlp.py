@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import cases, expect_close, expect_equal, fail, question
-from reference import (DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, per_device, run_driver,
-                       tolerance)
+from checks.suite import (call_or_fail, case_rng, cases, expect_close, expect_equal, fail, first_match, name_call,
+                          question)
+from reference import DEVICES, RefMLP, load_ref, mlp_state, per_device, tolerance
 
 
 # ------------------------------------------------------------------------ structure
@@ -31,7 +31,7 @@ def _state_shapes(sizes):
 def test_mlp_structure(student, sizes, reference):
     expected_state = reference
     call = "MLP()" if sizes is None else f"MLP{sizes}"
-    got = run_driver(student, call, drivers.mlp_structure, sizes)
+    got = call_or_fail(lambda: student.run(drivers.mlp_structure, sizes), text=call)
     for name in ("fc1", "fc2"):
         if name not in got["children"]:
             fail(f"{call} has children {sorted(got['children']) or 'none'}; expected two nn.Linear "
@@ -60,7 +60,7 @@ DTYPE_NAMES = ["float32", "float64"]
 
 def _draw(sizes, batch, shape):
     """The state_dict, the input x and the gradient grad_out of the output for one input form."""
-    rng = np.random.default_rng([12, batch, *shape])
+    rng = case_rng(12, batch, *shape)
     x = rng.uniform(-1.0, 1.0, size=(batch, *shape))
     return mlp_state(sizes, seed=11), x, rng.normal(size=(batch, sizes[2]))
 
@@ -108,8 +108,8 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
             return "is 784 hard-coded somewhere? Use d_in, or torch.flatten(x, 1)"
         return None
 
-    got = run_driver(student, call, drivers.mlp_forward_backward, sizes, state, x, grad_out, device, dtype_name,
-                     hint=hint)
+    got = call_or_fail(lambda: student.run(drivers.mlp_forward_backward, sizes, state, x, grad_out, device, dtype_name),
+                       text=call, mistake=hint)
 
     expected_shape = (batch, sizes[2])
     if tuple(got["shape"]) != expected_shape:
@@ -132,10 +132,10 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
         return first_match(value, [(linear.numpy(), "there is no ReLU between fc1 and fc2")], rtol=1e-4, atol=1e-5)
 
     expect_close(got["out"], expected["out"], rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
-    describe(student, f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
+    name_call(f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
     expect_close(got["grad_x"], expected["grad_x"], rtol=rtol, atol=atol, what="entries of x.grad")
     for name, grad in expected["grads"].items():
-        describe(student, f"{call}, then backward of (out * g).sum(): {name}.grad")
+        name_call(f"{call}, then backward of (out * g).sum(): {name}.grad")
         if name not in got["grads"]:
             fail(f"{call}: the model has no parameter {name}.")
         expect_close(got["grads"][name], grad, rtol=rtol, atol=atol, what=f"entries of {name}.grad")
@@ -183,7 +183,8 @@ def _counts(case):
 @cases("case", sorted(COUNT_SPECS), reference=_counts, send_ahead=True)
 def test_count_parameters(student, case, reference):
     spec = COUNT_SPECS[case]
-    got = run_driver(student, f"count_parameters({_words(spec)})", drivers.count_parameters_of, spec)
+    got = call_or_fail(lambda: student.run(drivers.count_parameters_of, spec),
+                       text=f"count_parameters({_words(spec)})")
 
     def diagnose(value):
         return first_match(value, [

@@ -20,9 +20,9 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import cases, expect_close, expect_equal, expect_raises, fail, question
-from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, grid, is_close, load_ref,
-                       mlp_state, number, per_device, precomputed, run_driver, tolerance)
+from checks.suite import (call_or_fail, case_rng, cases, expect_close, expect_equal, expect_raises, fail, first_match,
+                          is_close, name_call, question)
+from reference import VALUE_DEVICES, RefMLP, grid, load_ref, mlp_state, number, per_device, precomputed, tolerance
 
 
 # ------------------------------------------------------------------------ SGD
@@ -33,7 +33,7 @@ SGD_SHAPES = ((3, 4), (4,), (2, 2, 3))
 
 @functools.cache
 def _sgd_data(seed, shapes=SGD_SHAPES, steps=SGD_STEPS):
-    rng = np.random.default_rng([21, seed])
+    rng = case_rng(21, seed)
     init = [rng.normal(size=shape) for shape in shapes]
     targets = [[rng.normal(size=shape) * 2.0 for shape in shapes] for _ in range(steps)]
     return init, targets
@@ -124,7 +124,8 @@ def _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none, **
     how = "SGD(a generator of params" if extra.get("as_generator") else "SGD(params"
     call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
             f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
-    got = run_driver(student, call, drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none, **extra)
+    got = call_or_fail(lambda: student.run(drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none,
+                                           **extra), text=call)
     if got["torch_optim"]:
         fail(f"training.SGD used {got['torch_optim'][0]}: write the update yourself, without torch.optim.")
     return got
@@ -145,7 +146,7 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
                     hint = ("step() changed p.grad (in place); if the momentum buffer IS the .grad "
                             "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
             extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
-            describe(student, f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
+            name_call(f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
             expect_close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
 
 
@@ -226,7 +227,8 @@ ZERO_GRADS = precomputed(_torch_zero_grad, [(None,), (True,), (False,)], backwar
 def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
     call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
-    got = run_driver(student, f"SGD(params, lr=0.1), backward, then {call}", drivers.sgd_zero_grad, init, set_to_none)
+    got = call_or_fail(lambda: student.run(drivers.sgd_zero_grad, init, set_to_none),
+                       text=f"SGD(params, lr=0.1), backward, then {call}")
     if got["torch_optim"]:
         fail(f"training.SGD used {got['torch_optim'][0]}: write it yourself, without torch.optim.")
     for i, (expected, g) in enumerate(zip(ZERO_GRADS(set_to_none), got["grads"])):
@@ -238,7 +240,7 @@ def test_sgd_zero_grad(student, set_to_none):
             if g is None:
                 fail(f"after {call}, parameter {i}'s .grad is None; expected a tensor of zeros "
                      "(set_to_none=False zeroes the gradient instead of dropping it).")
-            describe(student, f"after {call}, parameter {i}'s .grad")
+            name_call(f"after {call}, parameter {i}'s .grad")
             expect_close(g, expected, rtol=0, atol=0, what="entries")
 
 
@@ -256,8 +258,8 @@ def _torch_steps(n, batch_size, drop_last):
 @cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True)
 def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
     expected = reference
-    got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
-                       student.training.steps_per_epoch, n, batch_size, drop_last=drop_last)
+    got = call_or_fail(lambda: student.training.steps_per_epoch(n, batch_size, drop_last=drop_last),
+                       text=f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})")
 
     def diagnose(value):
         if isinstance(value, float):
@@ -301,7 +303,7 @@ BATCHINGS = {
 
 @functools.cache
 def _epoch_data(n, seed=31):
-    rng = np.random.default_rng([seed, n])
+    rng = case_rng(seed, n)
     X = rng.normal(size=(n, EPOCH_SIZES[0])).astype(np.float32)
     Y = rng.integers(0, EPOCH_SIZES[2], size=n).astype(np.int64)
     return X, Y
@@ -337,8 +339,8 @@ def _run_epoch(student, device, batching, momentum):
     call = (f"train_epoch(MLP{EPOCH_SIZES}, a loader of {n} examples in batches of {batch_size}"
             f"{', shuffled' if seed is not None else ''}, SGD(lr={EPOCH_LR}, momentum={momentum}), "
             f"CrossEntropyLoss(), {device!r})")
-    got = run_driver(student, call, drivers.train_epoch_run, EPOCH_SIZES, EPOCH_STATE, X, Y, batch_size, seed,
-                     EPOCH_LR, momentum, device)
+    got = call_or_fail(lambda: student.run(drivers.train_epoch_run, EPOCH_SIZES, EPOCH_STATE, X, Y, batch_size, seed,
+                                           EPOCH_LR, momentum, device), text=call)
     return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
 
 
@@ -377,7 +379,7 @@ def test_train_epoch_parameters(student, device, momentum, batching):
     rtol, atol = tolerance(device, "float32")
     for k, (mine, ref) in enumerate(zip(got["snapshots"], snapshots)):
         for key, value in ref.items():
-            describe(student, f"{call}: {key} after step {k + 1}")
+            name_call(f"{call}: {key} after step {k + 1}")
             expect_close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
 
 
@@ -428,7 +430,7 @@ def _eval_case(batching, device):
     """Inputs X, labels Y (about a third disagree with the probe's predictions on `device`) and
     the number of correct predictions."""
     n, _ = EVAL_BATCHINGS[batching]
-    rng = np.random.default_rng([42, n])
+    rng = case_rng(42, n)
     X = rng.normal(size=(n, PROBE_SIZES[0])).astype(np.float32)
     reference = load_ref(drivers.Probe, PROBE_SIZES, PROBE_STATE, device, torch.float32).eval()
     with torch.no_grad():
@@ -447,8 +449,8 @@ def _run_eval(student, device, batching, start_training):
     X, Y, correct = EVAL_CASES(batching, device=device)
     call = (f"evaluate(a model in {'train' if start_training else 'eval'} mode, a loader of {n} examples "
             f"in batches of {batch_size}, {device!r})")
-    got = run_driver(student, call, drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
-                     start_training, device)
+    got = call_or_fail(lambda: student.run(drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
+                                           start_training, device), text=call)
     return got, call, n, batch_size, correct
 
 

@@ -11,16 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import public_drivers
-from checks.suite import StudentRaised, expect_close, expect_equal, fail, question
-
-
-def _run(student, text, driver, *args):
-    """student.run(driver, ...), reported as `text` (what it does) if your code raises."""
-    try:
-        return student.run(driver, *args)
-    except StudentRaised as raised:
-        message = str(raised)
-        fail(text + message[len(raised.call):] if message.startswith(raised.call) else message)
+from checks.suite import call_or_fail, expect_close, expect_equal, fail, question
 
 
 def _t(array, grad=False):
@@ -73,7 +64,8 @@ def test_forward_images(student):
     X = np.random.default_rng(4).uniform(size=(3, 1, 28, 28))
     t = {key: _t(value) for key, value in params.items()}
     logits_t = torch.relu(_t(X).reshape(3, -1) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
-    logits = _run(student, "forward(params, X of shape (3, 1, 28, 28))", public_drivers.forward_logits, params, X)
+    logits = call_or_fail(lambda: student.run(public_drivers.forward_logits, params, X),
+                          text="forward(params, X of shape (3, 1, 28, 28))")
     expect_close(logits, logits_t.numpy(), what="logits")
 
 
@@ -84,8 +76,8 @@ def test_backward(student):
     t = {key: _t(value, True) for key, value in params.items()}
     logits_t = torch.relu(_t(X) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
     (logits_t * _t(grad_logits)).sum().backward()
-    _, grads = _run(student, "backward(params, cache, grad_logits) after forward(params, X)",
-                     public_drivers.forward_then_backward, params, X, grad_logits)
+    _, grads = call_or_fail(lambda: student.run(public_drivers.forward_then_backward, params, X, grad_logits),
+                            text="backward(params, cache, grad_logits) after forward(params, X)")
     for key in params:
         if key not in grads:
             fail(f"backward returned keys {sorted(grads)}; expected {sorted(params)}.")
@@ -112,8 +104,9 @@ def test_mlp_matches_reference(student):
     grad_out = torch.randn(2, 10, dtype=torch.float64)
     out = reference(x)
     (out * grad_out).sum().backward()
-    got = _run(student, "MLP(784, 16, 10) with a state_dict loaded, forward and backward",
-               public_drivers.mlp_run, (784, 16, 10), state, x.numpy(), grad_out.numpy())
+    got = call_or_fail(lambda: student.run(public_drivers.mlp_run, (784, 16, 10), state, x.numpy(),
+                                           grad_out.numpy()),
+                       text="MLP(784, 16, 10) with a state_dict loaded, forward and backward")
     expect_equal(got["keys"], sorted(names))
     expect_close(got["out"], out.detach().numpy(), what="logits")
     for name, ref in names.items():
@@ -125,8 +118,8 @@ def test_mlp_matches_reference(student):
 def test_count_parameters_frozen_layer(student):
     model = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5))
     model[0].requires_grad_(False)
-    expect_equal(_run(student, "count_parameters(Linear(30, 20) frozen, ReLU, Linear(20, 5))",
-                      public_drivers.count_frozen, 30, 20, 5),
+    expect_equal(call_or_fail(lambda: student.run(public_drivers.count_frozen, 30, 20, 5),
+                              text="count_parameters(Linear(30, 20) frozen, ReLU, Linear(20, 5))"),
                  sum(p.numel() for p in model.parameters() if p.requires_grad))
 
 
@@ -147,8 +140,8 @@ def test_sgd_matches_torch(student, momentum, weight_decay):
             p.grad = _t(g)
         optimizer.step()
         expected.append([p.detach().numpy().copy() for p in params])
-    got = _run(student, f"SGD(params, lr=0.1, momentum={momentum}, weight_decay={weight_decay}), 3 steps",
-               public_drivers.sgd_steps, init, grads, 0.1, momentum, weight_decay)
+    got = call_or_fail(lambda: student.run(public_drivers.sgd_steps, init, grads, 0.1, momentum, weight_decay),
+                       text=f"SGD(params, lr=0.1, momentum={momentum}, weight_decay={weight_decay}), 3 steps")
     for k, (step, ref) in enumerate(zip(got["trajectory"], expected)):
         for p, e in zip(step, ref):
             expect_close(p, e, what=f"parameter entries after step {k + 1}")
@@ -187,8 +180,8 @@ def _train_case():
 @question("training.train_epoch", points=10)
 def test_train_epoch(student):
     X, Y, state, mean_loss, after, _ = _train_case()
-    got = _run(student, "train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)",
-               public_drivers.train_once, state, X, Y, 10, 0.1)
+    got = call_or_fail(lambda: student.run(public_drivers.train_once, state, X, Y, 10, 0.1),
+                       text="train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)")
     expect_close(got["loss"], mean_loss, rtol=1e-5, atol=1e-6, what="mean batch loss")
     for key, value in after.items():
         expect_close(got["state"][key], value, rtol=1e-5, atol=1e-6, what=f"entries of {key} after the epoch")
@@ -197,7 +190,7 @@ def test_train_epoch(student):
 @question("training.evaluate", points=6)
 def test_evaluate(student):
     X, Y, _, _, after, accuracy = _train_case()
-    got = _run(student, "evaluate(a model in train mode, 40 examples in batches of 16, cpu)",
-               public_drivers.evaluate_once, after, X, Y, 16)
+    got = call_or_fail(lambda: student.run(public_drivers.evaluate_once, after, X, Y, 16),
+                       text="evaluate(a model in train mode, 40 examples in batches of 16, cpu)")
     expect_close(got["accuracy"], accuracy, rtol=1e-6, atol=1e-6, what="accuracy")
     expect_equal(got["training_after"], True)
