@@ -1,17 +1,23 @@
-"""Grader-side helpers for the 02_autograd suite: PyTorch references, comparisons, feedback.
+"""Grader-side helpers for the 02_autograd suite: PyTorch references, comparisons, feedback. The
+likely mistakes are named from the table the public checks read too (`diagnoses`).
 
 Everything here runs in the grader process. Reference values always come from PyTorch in float64.
 """
 
+import functools
+
 import numpy as np
 import torch
 
-from checks.suite import expect_close, fail
+from checks.suite import expect_close, fail, public_module
 
 import drivers
 
 RTOL = 1e-7
 ATOL = 1e-9
+
+# The likely mistakes: one table, read by the public checks too (assignments/02_autograd/tests/diagnoses.py).
+diagnoses = public_module(__file__, "diagnoses")
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -42,21 +48,6 @@ def check_array(got, want, label, context, **options):
     """expect_close in this suite's terms: float64 throughout, PyTorch's tolerance, and the value
     named as `context: label` ("t.data", "a.grad" after what was run)."""
     expect_close(got, want, rtol=RTOL, atol=ATOL, dtype="float64", subject=f"{context}: {label}", **options)
-
-
-def negative_axes_hint(*axes):
-    """call_or_fail's `mistake` for a call whose axes include a negative one, when the student's code raised
-    IndexError (NumPy's AxisError is one): the usual cause is a negative axis used as a position."""
-    flat = [k for item in axes for k in (item if isinstance(item, (tuple, list)) else (item,))]
-    if not any(isinstance(k, (int, np.integer)) and k < 0 for k in flat):
-        return None
-
-    def hint(raised):
-        if raised.is_a(IndexError):
-            return ("a negative axis used as a position. Normalise negative axes first "
-                    "(axis % a.ndim), as PyTorch counts them from the end.")
-        return None
-    return hint
 
 
 # ----------------------------------------------------------------------------- programs in torch
@@ -117,12 +108,6 @@ def check_leaf_grads(got_grads, want_grads, program, context, alternatives=None,
             fail(f"{context}: {name}.grad is None; expected the gradient of shape {shape_text(want.shape)}. "
                  "Leaves that require grad must receive their gradient in .grad.")
         leaf_shape = np.shape(spec["data"])
-
-        def shape_hint(got_shape, leaf_shape=leaf_shape, name=name):
-            if tuple(got_shape) != tuple(leaf_shape):
-                return (f"{name}.grad must have {name}'s own shape {shape_text(leaf_shape)}; "
-                        "sum the gradient over the dimensions that broadcasting added.")
-            return None
-
+        shape_hint = functools.partial(diagnoses.leaf_grad_shape, name=name, leaf_shape=leaf_shape)
         check_array(got, want, f"{name}.grad", context, shape_hint=shape_hint,
                     alternatives=(alternatives or {}).get(k, ()), note=extra_hint or "")

@@ -19,8 +19,8 @@ from checks.suite import call_or_fail, case_rng, cases, fail, question
 
 import drivers
 import programs
-from helpers import (c, check_array, check_leaf_grads, leaf, reused_values, shape_text, t64, torch_backward,
-                     torch_values, v)
+from helpers import (c, check_array, check_leaf_grads, diagnoses, leaf, reused_values, shape_text, t64,
+                     torch_backward, torch_values, v)
 
 ENGINE = dict(use_reference=("rules.py",), block_imports=("torch",))
 
@@ -131,20 +131,6 @@ def _forward_programs():
 FORWARD = _forward_programs()
 
 
-def _kept_dims_hint(step, want_shape):
-    """For a reduction that came back with its reduced axes still there as size 1 (a habit from
-    frameworks whose reductions keep them), what PyTorch does instead."""
-    if step[0] not in drivers.REDUCE or step[3]:
-        return None
-
-    def hint(got_shape):
-        kept = len(got_shape) > len(want_shape) and \
-            [n for n in got_shape if n != 1] == [n for n in want_shape if n != 1]
-        return ("the reduced axes are still there, as size 1: like PyTorch's and NumPy's, .sum() and .mean() "
-                "drop them unless keepdims=True." if kept else None)
-    return hint
-
-
 @question("engine.ops_forward", points=4, **ENGINE)
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
@@ -157,10 +143,11 @@ def test_ops_forward(student, name, reference):
     for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
         if k < n_leaves:
             continue
-        step = text.split("; ")[k]
+        step, op = text.split("; ")[k], program["steps"][k - n_leaves]
+        shape_hint = diagnoses.shape_hint("engine.ops_forward", want_shape=tuple(expected.shape),
+                                          reduction_without_keepdims=op[0] in drivers.REDUCE and not op[3])
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {text})",
-                    shape_hint=_kept_dims_hint(program["steps"][k - n_leaves], tuple(expected.shape)))
+                    f"In {step} (program: {text})", shape_hint=shape_hint)
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
                     f"In {step}",
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
@@ -180,13 +167,7 @@ def _check_backward(student, program, output, weights, want):
     context = f"After {text}; {tail}"
     got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights), text=context)
     loss, grads = want
-    reused = reused_values(program)
-    hint = None
-    if reused:
-        hint = (f"Here {', '.join(reused)} {'is' if len(reused) == 1 else 'are'} used by more than one op: a "
-                "tensor must receive the SUM of the gradients from all of its consumers, and pass its gradient "
-                "on only after every consumer has been processed (reverse topological order; mark a node "
-                "visited when it is expanded, not when it is pushed).")
+    hint = diagnoses.note("engine.backward_graphs", reused=reused_values(program))
     check_array(got["loss"], loss, "L.data", context)
     check_leaf_grads(got["grads"], grads, program, context, extra_hint=hint)
 
@@ -242,8 +223,7 @@ def _view_programs():
 
 VIEWS = _view_programs()
 
-VIEWS_HINT = ("A view must be a recorded op like any other: its result gets a grad_fn whose rule "
-              "(rules.reshape_backward, ...) moves the gradient back to the input's layout.")
+VIEWS_HINT = diagnoses.note("engine.views")
 
 
 @question("engine.views", points=4, **ENGINE)
@@ -307,9 +287,7 @@ def test_accumulation(student, name, reference):
     got = call_or_fail(lambda: student.run(drivers.backward_twice, first, out_1, second, out_2), text=context)
     snapshots, second_alone = reference
     check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
-    alternatives = {k: [(g, "this is the gradient of the second pass alone: the first pass's gradient was "
-                            "overwritten. A leaf must ADD each new gradient into its .grad.")]
-                    for k, g in enumerate(second_alone) if g is not None}
+    alternatives = diagnoses.mistakes("engine.accumulation", second_alone=second_alone)
     check_leaf_grads(got[1], snapshots[1], first, f"{context} — after the SECOND backward",
                      alternatives=alternatives)
 
@@ -456,11 +434,7 @@ def test_which_tensors_keep_grad(student, a_shape, b_shape, reference):
             grad = got[stage][name]["grad"]
             if expected["grad"] is None:
                 if grad is not None:
-                    if name in ("x", "L"):
-                        why = (f"{name} was made by an op (it is not a leaf) and retain_grad() was not called on "
-                               "it: only leaves keep .grad; intermediate gradients are passed on, not stored.")
-                    else:
-                        why = f"{name} does not require grad."
+                    why = diagnoses.note("engine.leaf_and_grad_fn", name=name, made_by_an_op=name in ("x", "L"))
                     fail(f"After {when}: {name}.grad is not None; expected None. Likely mistake: {why}")
                 continue
             if grad is None:
@@ -728,24 +702,11 @@ def test_deep_chain(student, use_w):
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              f"recursion limit of {RECURSION_LIMIT:,}")
     got = call_or_fail(lambda: student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT),
-                       text=f"While running {story}:", mistake=_deep_chain_hint)
+                       text=f"While running {story}:",
+                       mistake=diagnoses.raised_hint("engine.deep_chain", limit=RECURSION_LIMIT))
     if got.get("limit_raised"):
         fail(f"While running {story}: your code raised Python's recursion limit, which this check holds at "
-             f"{RECURSION_LIMIT:,}. {EXPLICIT_STACK}")
+             f"{RECURSION_LIMIT:,}. {diagnoses.EXPLICIT_STACK}")
     check_array(got["loss"], loss, "L.data", f"After {story}")
     program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
     check_leaf_grads(got["grads"], grads, program, f"After {story}")
-
-
-EXPLICIT_STACK = ("Walk the graph without recursion: a topological order built with an explicit stack (a "
-                  "list you push to and pop from), then one loop over it in reverse. A graph can be far deeper "
-                  "than any recursion limit.")
-
-
-def _deep_chain_hint(raised):
-    """Why a deep chain failed, where the student's exception says it (else None)."""
-    if raised.is_a(RecursionError):
-        return f"backward recurses once per node. {EXPLICIT_STACK}"
-    if "recursion limit" in raised.message:
-        return f"raising the recursion limit, which is held at {RECURSION_LIMIT:,} here. {EXPLICIT_STACK}"
-    return None
