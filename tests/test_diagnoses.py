@@ -1,6 +1,6 @@
 """One table of likely mistakes per assignment, read by the public checks and the hidden suite alike
-(01_tensors: solutions/01_tensors/tests/diagnoses.py, released beside the public checks): a mistake
-the grader names, `checks test` names too, in the same words.
+(solutions/<name>/tests/diagnoses.py, released beside the public checks): a mistake the grader
+names, `checks test` names too, in the same words. 01_tensors first, then 02_autograd and 03_mlp.
 """
 
 from __future__ import annotations
@@ -100,3 +100,98 @@ def test_the_hidden_suite_loads_the_table_from_the_release_and_exports_ship_it()
     shipped = hidden_files(ASSIGNMENT)
     assert shipped["assignments/01_tensors/tests/diagnoses.py"] == ASSIGNMENT.public_tests_dir / "diagnoses.py"
     assert TABLE.__file__ == str(ASSIGNMENT.public_tests_dir / "diagnoses.py")
+
+
+# ---- 02_autograd and 03_mlp: the same, with tables that may use torch (in the grader) -----------
+
+def mutant_files(assignment, name: str) -> dict[str, bytes]:
+    """The reference with one mutant of the assignment's mutants.toml applied."""
+    import tomllib
+
+    spec = next(m for m in tomllib.loads((assignment.autograder_dir / "mutants.toml").read_text())["mutant"]
+                if m["name"] == name)
+    files = read_submission(assignment.solution_dir).files
+    text = files[spec["file"]].decode()
+    assert text.count(spec["find"]) == 1
+    return {**files, spec["file"]: text.replace(spec["find"], spec["replace"]).encode()}
+
+
+# (assignment, mutant, its question, the diagnosis both suites must name)
+MUTANTS = [
+    ("02_autograd", "exp_ignores_upstream", "rules.exp_backward",
+     "Likely mistake: this is the answer for an upstream grad of all ones: multiply the local derivative by grad"),
+    ("03_mlp", "count_includes_frozen", "torch_mlp.count_parameters",
+     "Likely mistake: frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
+    ("03_mlp", "grad_b_averaged", "numpy_mlp.linear_backward",
+     "Likely mistake: grad_b is the MEAN of grad_Y over the batch; b is added to every row"),
+]
+
+
+@pytest.mark.parametrize("name, mutant, qid, words", MUTANTS, ids=[m[1] for m in MUTANTS])
+def test_checks_test_names_the_mistake_the_hidden_suite_names(tmp_path, capsys, name, mutant, qid, words):
+    from checks.cli import main
+
+    assignment = load_assignment(REPO, name)
+    files = mutant_files(assignment, mutant)
+    for file in assignment.files:
+        (tmp_path / file).write_bytes(files[file])
+    assert main(["--course", str(REPO), "test", name, str(tmp_path), qid]) == 1
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert words in out, out
+    (hidden,) = grade_sources(assignment, [Source.from_files(mutant, files)], jobs=1, questions=[qid])
+    assert not hidden.question(qid).passed and words in " ".join(hidden.question(qid).feedback.split())
+
+
+@pytest.mark.parametrize("name", ["02_autograd", "03_mlp"])
+def test_each_table_names_public_questions_and_the_hidden_suite_keeps_no_diagnosis_of_its_own(name):
+    assignment = load_assignment(REPO, name)
+    table = public_module(str(assignment.autograder_dir / "x.py"), "diagnoses")
+    assert table.__file__ == str(assignment.public_tests_dir / "diagnoses.py")
+    assert set(table.DIAGNOSES) <= set(declared_questions(assignment.public_tests_dir))
+    assert f"assignments/{name}/tests/diagnoses.py" in hidden_files(assignment)
+    for path in assignment.autograder_dir.glob("*.py"):
+        defined = {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+        own = {d for d in defined if d == "diagnose" or d.endswith(("_mistake", "_mistakes", "_hint", "_diagnose"))}
+        assert not own, f"{path.name} diagnoses on its own ({', '.join(sorted(own))}): put it in the table"
+
+
+def test_02_entries_model_their_mistakes_and_only_those():
+    import numpy as np
+
+    table = public_module(str(load_assignment(REPO, "02_autograd").autograder_dir / "x.py"), "diagnoses")
+    a, b, grad = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), np.array([0.5, 1.5, 2.5]), np.full((2, 3), 2.0)
+    expected = [grad / b, (-grad * a / b ** 2).sum(axis=0)]
+    found = table.mistakes("rules.div_backward", op="div", a=a, b=b, grad=grad, expected=expected)
+    assert any(np.allclose(value, grad * b) and "this is grad * b" in sentence for value, sentence in found[0])
+    assert any("upstream grad of all ones" in sentence for _, sentence in found[1])
+    hint = table.shape_hint("rules.div_backward", 1, a=a, b=b, grad=grad)
+    assert "sum over the broadcast dimensions" in hint((2, 3)) and "exactly its input's shape" in hint((3, 1))
+    assert table.note("rules.div_backward", a=a, b=b, grad=grad).startswith("Note: a (2, 3) and b (3,) broadcast")
+    assert table.note("rules.div_backward", a=a, b=a, grad=grad) is None
+
+    class Raised:
+        message = "maximum recursion depth exceeded"
+
+        def is_a(self, kind):
+            return kind is RecursionError
+
+    assert "recurses once per node" in table.raised_hint("engine.deep_chain")(Raised())
+    assert table.raised_hint("rules.sum_backward", axis=-1)(Raised()) is None
+
+
+def test_03_entries_model_their_mistakes_and_only_those():
+    import numpy as np
+
+    table = public_module(str(load_assignment(REPO, "03_mlp").autograder_dir / "x.py"), "diagnoses")
+    X, W, b = np.eye(2, 3), np.arange(6.0).reshape(3, 2), np.array([1.0, -1.0])
+    expected = X @ W + b
+    say = table.diagnosis("numpy_mlp.linear_forward", X=X, W=W, expected=expected)
+    assert "b was not added" in say(X @ W) and "transposed" in say(expected.T) and say(expected + 1) is None
+    assert say(object()) is None  # a diagnosis that breaks on an odd value says nothing
+    steps = table.diagnosis("training.steps_per_epoch", n=100, batch_size=32, drop_last=False)
+    assert "rounded down" in steps(3) and "a float came back" in steps(4.0) and steps(5) is None
+    loop = table.diagnosis("training.train_epoch", batches=2, device="cpu",
+                           events=["forward:cpu", "backward", "step", "forward:cpu", "backward", "step"])
+    assert "zero_grad() is never called" in loop(None)
+    assert table.diagnosis("training.train_epoch", batches=2, losses=[1.0, 3.0], sizes=[2, 2])(3.0).startswith(
+        "that is the last batch's loss")

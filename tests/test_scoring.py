@@ -42,7 +42,7 @@ def test_questions_keep_their_order_and_stay_separate():
 
 
 def test_a_fault_after_a_scenario_is_shown_once_whatever_the_scenario():
-    """A suite that names its scenario on a line of its own (02's engine questions: `run_or_fail`)
+    """A suite that names its scenario on a line of its own (`call_or_fail` with a `text`)
     collapses as a call does: a missing engine.py fails every case the same way, shown once."""
     missing = "raised ModuleNotFoundError: No module named 'engine'"
     hint = "A view must be a recorded op like any other."

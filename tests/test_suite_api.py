@@ -187,3 +187,103 @@ def test_allclose_agrees_with_numpy_on_every_edge():
                 x, y = np.array([a, 1.0]), np.array([b, 1.0])
                 assert allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan) == \
                     np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), (a, b, rtol, atol, equal_nan)
+
+
+# ---- calling the student's code: call_or_fail, name_call ----------------------------------------
+
+def raised(type_name: str = "ValueError", message: str = "bad shape", *, stub: bool = False):
+    """A StudentRaised as the sandbox reports one (the stub's: raised where the stub raises)."""
+    from checks.suite import StudentRaised
+    where = ['strides.py:3 in numel: raise NotImplementedError("numel: hint")'] if stub else ["strides.py:7 in numel"]
+    return StudentRaised("numel((2, 3))", {"type": type_name, "bases": [type_name, "Exception"],
+                                           "message": message, "where": where})
+
+
+def failure_of(fault, **options) -> str:
+    from checks.suite import CheckFailed, call_or_fail
+
+    def call():
+        raise fault
+
+    with pytest.raises(CheckFailed) as failed:
+        call_or_fail(call, **options)
+    return str(failed.value)
+
+
+def test_call_or_fail_returns_what_the_call_returns_and_names_it():
+    from checks.suite import call_or_fail
+    from checks.suites.api import current_student
+
+    class Noted:
+        last_call = "the engine's summary"
+
+    student = Noted()
+    token = current_student.set(student)  # type: ignore[arg-type] - only last_call is read
+    try:
+        assert call_or_fail(lambda: 6) == 6 and student.last_call == "the engine's summary"
+        assert call_or_fail(lambda: (2, 3), text="numel(shape) for a (2, 3) tensor") == (2, 3)
+        assert student.last_call == "numel(shape) for a (2, 3) tensor"
+    finally:
+        current_student.reset(token)
+
+
+def test_call_or_fail_names_the_call_in_the_students_terms_on_a_line_of_its_own():
+    from checks.suites.describe import failed_how
+    text = failure_of(raised(), text="t = Tensor([1, 2, 3])")
+    assert text.startswith("t = Tensor([1, 2, 3])\nraised ValueError: bad shape\n  at strides.py:7 in numel")
+    assert failed_how(text) == failed_how(failure_of(raised(), text="t = Tensor(2.5)"))  # shown once, counted
+    assert failure_of(raised()).startswith("numel((2, 3)) raised ValueError: bad shape")  # the engine's words
+
+
+def test_call_or_fail_says_what_was_expected_and_the_likely_mistake_when_the_code_raised():
+    text = failure_of(raised(), expected=(2, 3), because="PyTorch accepts this input",
+                      mistake=lambda fault: "a size-0 dim was refused" if fault.is_a(ValueError) else None,
+                      note="Sizes may be 0.")
+    assert text.split("\n") == ["numel((2, 3)) raised ValueError: bad shape; expected (2, 3): PyTorch accepts this input.",
+                                "  at strides.py:7 in numel", "Likely mistake: a size-0 dim was refused",
+                                "Sizes may be 0."]
+    assert "Likely mistake" not in failure_of(raised("IndexError"), mistake=lambda f: "x" if f.is_a(ValueError) else None)
+    assert "expected the shape (2, 3)." in failure_of(raised(), expected=lambda: "the shape (2, 3)")
+
+
+def test_call_or_fail_adds_nothing_to_a_stub_a_crash_or_a_broken_hint():
+    from checks.suite import StudentCrashed
+    stub = failure_of(raised("NotImplementedError", "numel: hint", stub=True), expected=6, mistake="m", note="n")
+    assert stub == "numel((2, 3)) raised NotImplementedError: numel: hint (still the stub: implement it)"
+    crash = failure_of(StudentCrashed("numel((2, 3))", "crashed (segmentation fault)"), text="numel(())",
+                       mistake="m", note="n")
+    assert crash == "numel(())\ncrashed (segmentation fault)"
+
+    def broken(fault):
+        raise KeyError("a suite's hint that does not expect this")
+
+    assert failure_of(raised(), mistake=broken, expected=lambda: 1 / 0).endswith("at strides.py:7 in numel")
+
+
+# ---- matching known mistakes and seeding cases ---------------------------------------------------
+
+def test_first_match_names_the_first_mistake_the_answer_is_close_to():
+    import numpy as np
+
+    from checks.suite import first_match, is_close
+    want = np.array([1.0, 2.0])
+    mistakes = [(None, "cannot happen here"), (want * 2, "summed, not averaged"), (want * 2, "a second sentence"),
+                (-want, "the sign is flipped")]
+    assert first_match(want * 2 + 1e-9, mistakes) == "summed, not averaged"
+    assert first_match([-1.0, -2.0], mistakes) == "the sign is flipped"
+    assert first_match(want, mistakes) is None and first_match("not numbers", mistakes) is None
+    assert first_match(want * 2.1, mistakes, rtol=0.1) == "summed, not averaged"
+    assert not is_close(None, 1.0) and not is_close([1.0], [1.0, 2.0]) and is_close(np.float32(1.0), 1.0)
+
+
+def test_case_rng_is_the_same_for_the_same_key_and_differs_between_keys():
+    import zlib
+
+    import numpy as np
+
+    from checks.suite import case_rng
+    assert case_rng("matmul", (2, 3)).random() == case_rng("matmul", (2, 3)).random()
+    assert case_rng("matmul", (2, 3)).random() != case_rng("matmul", (3, 2)).random()
+    # whole numbers seed NumPy as default_rng([...]) does; anything else by the crc32 of the key's repr
+    assert case_rng(3, 784).random() == np.random.default_rng([3, 784]).random()
+    assert case_rng("chain", True).random() == np.random.default_rng(zlib.crc32(repr(("chain", True)).encode())).random()
