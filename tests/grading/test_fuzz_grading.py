@@ -13,7 +13,7 @@ Where `distributed` is missing the cold grader runs (slower, same assertions).
 
 The default run tries 15 examples, derandomized (CI is reproducible). The long run:
 
-    PYTHONPATH=src python -m pytest -m slow tests/test_fuzz_grading.py     (200 examples; `make test-all`)
+    PYTHONPATH=src python -m pytest -m slow tests/grading/test_fuzz_grading.py     (200 examples; `make test-all`)
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "checks"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "checks"
 LAYERS = ["sandbox", "config", "course", "suites", "reports", "grading", "similarity", "executors", "notebooks", "exports",
           "authoring", "server"]
 

@@ -20,7 +20,7 @@ from checks.notebooks.lesson import build_notebook
 nbformat = pytest.importorskip("nbformat", reason="needs the [notebooks] extra (make setup installs it)")
 nbclient = pytest.importorskip("nbclient", reason="needs the [notebooks] extra (make setup installs it)")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.py").is_file())
 ROW = re.compile(r'<tr data-question="(?P<qid>[^"]+)" data-state="(?P<state>[^"]+)">')
 

@@ -20,7 +20,7 @@ from checks.similarity.fingerprints import fingerprints, tokens, winnow
 from checks.similarity.run import DEFAULT_THRESHOLD, similarity_to_folder
 from similarity_helpers import disguise
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "01_tensors"
 FILES = ("strides.py", "broadcasting.py")
 

@@ -21,7 +21,7 @@ from checks.course.solution_regions import Region, split_regions
 from checks.exports import runtime
 from checks.exports.student import export_student
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 HIDDEN_PARTS = {"autograder", "solutions", "references"}
 

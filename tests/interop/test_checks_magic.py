@@ -22,7 +22,7 @@ from checks.notebooks.magic import run_checks
 IPython = pytest.importorskip("IPython", reason="needs the [notebooks] extra (make setup installs it)")
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 HOSTILE = """
 import os, sys
