@@ -12,6 +12,8 @@
 #   .ci/image.sh check            build if needed, grade examples/01_tensors in the CPU image with
 #                                 --network=none; exit 1 unless every score equals the host's
 #   .ci/image.sh check-gpu        build the GPU recipe, grade the reference in it: it must score 100
+#   .ci/image.sh check-serve      build the course server's image on the CPU one, start it on the
+#                                 bundled example course and wait for its health check to pass
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -120,9 +122,29 @@ check_gpu() {
     [ "$score" = "100.0" ]
 }
 
+check_serve() {
+    build cpu
+    say "building localhost/checks-serve from docker/serve/Dockerfile on localhost/checks-cpu"
+    podman build --quiet --format docker "${ULIMITS[@]}" --network=none --volume "$WORK/wheels:/wheels:ro" \
+        --build-arg BASE=localhost/checks-cpu --build-arg PIP_NO_INDEX=1 --build-arg PIP_FIND_LINKS=/wheels \
+        -f docker/serve/Dockerfile -t localhost/checks-serve . \
+        > /dev/null 2> >(grep -v 'missing .*PIP_.* build argument' >&2)
+    local name="checks-serve-check-$$" healthy=""
+    podman run -d --name "$name" --network=none "${ULIMITS[@]}" localhost/checks-serve \
+        serve /opt/checks/examples/course --host 0.0.0.0 >/dev/null
+    for _ in $(seq 1 60); do  # the image's own HEALTHCHECK, run by hand (no systemd timers here)
+        if podman healthcheck run "$name" >/dev/null 2>&1; then healthy=yes; break; fi
+        sleep 2
+    done
+    [ -n "$healthy" ] || podman logs "$name" | tail -n 20
+    podman rm -f "$name" >/dev/null
+    [ -n "$healthy" ] && say "localhost/checks-serve answers its health check"
+}
+
 case "${1:-check}" in
     build) build "${2:-cpu}" ;;
     check) check ;;
     check-gpu) check_gpu ;;
-    *) echo "usage: $0 build [cpu|gpu] | check | check-gpu" >&2; exit 2 ;;
+    check-serve) check_serve ;;
+    *) echo "usage: $0 build [cpu|gpu] | check | check-gpu | check-serve" >&2; exit 2 ;;
 esac
