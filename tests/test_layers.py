@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "checks"
-LAYERS = ["sandbox", "config", "course", "suites", "reports", "grading", "similarity", "executors", "notebooks", "exports",
+LAYERS = ["sandbox", "config", "course", "policy", "suites", "reports", "grading", "similarity", "executors", "notebooks", "exports",
           "authoring"]
 
 

@@ -272,6 +272,10 @@ def _parser() -> argparse.ArgumentParser:
                              "notebook (nbgrader: DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb; otter: "
                              "DIR/submissions/<name>.ipynb)")
     export.set_defaults(run=_export, without_course=True)  # csv needs none; the others ask for one
+
+    from checks import policy_commands  # the course-policy commands (policy, extension, grace)
+
+    policy_commands.add_commands(commands, _command, assignment_help)
     return parser
 
 
