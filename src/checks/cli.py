@@ -196,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                        help="submissions graded at once (default: all cores)")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
+    grade.add_argument("--submitted-at", metavar="CSV|mtime", default=None,
+                       help="when each submission was made, for the course's late policy: a CSV (submission or "
+                            "student_id, submitted_at) or `mtime` (the files' modification times); without it, a "
+                            "time is unknown and costs nothing (docs/policy.md)")
     grade.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                        help="grade on this running Dask scheduler's workers (needs the `cluster` extra); "
                             "the output folder is still written here")
@@ -430,7 +434,16 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.grading.batch import OutputFailed, check_out_dir, expand_submission_paths, grade_to_folder
     from checks.progress import GradeProgress, print_summary
 
+    from checks.policy.times import MTIME, SubmissionTimes, read_times
+    from checks.policy_commands import load as load_course
+
     assignment = load_assignment(root, args.assignment)
+    course = load_course(root, args)  # the whole policy checked now: a mistake changes nothing graded
+    times = None
+    if args.submitted_at == MTIME:
+        times = SubmissionTimes(from_files=True, zone=course.zone)
+    elif args.submitted_at:
+        times = read_times(Path(args.submitted_at), course.named_zone(assignment.name))
     settings = args.settings
     isolation = settings.isolation  # chosen here, once: for the header, and to refuse an impossible level early
     given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
@@ -449,13 +462,29 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                                       listener=GradeProgress(console, header=header), grader=grader,
-                                      settings=settings)
+                                      settings=settings, course=course, times=times)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
     print_summary(console, summary)
+    _policy_lines(summary)
     console.print(Text(_grade_line(assignment.name, summary)), soft_wrap=True)  # one line, for scripts too
     return 1 if summary.failed else 0
+
+
+def _policy_lines(summary: BatchSummary) -> None:
+    """What the course policy did, where it did anything."""
+    applied = summary.applied
+    if applied is None:
+        return
+    if applied.late:
+        console.print(plain(f"late penalty: {', '.join(applied.late)} (report.html lists why)"), soft_wrap=True)
+    if applied.unknown_time:
+        console.print(plain(f"no submission time for {len(applied.unknown_time)} submission(s): no late penalty "
+                            "charged (give --submitted-at CSV, or mtime)"), soft_wrap=True)
+    if applied.unmatched:
+        console.print(plain(f"not on the roster: {', '.join(applied.unmatched)} (no extension or regrade applies)"),
+                      soft_wrap=True)
 
 
 def _similarity(root: Path, args: argparse.Namespace) -> int:
@@ -510,7 +539,7 @@ def _grade_line(name: str, summary: BatchSummary) -> str:
     graded = [r for r in summary.results if not r.error]
     line = f"grade {name}: {len(summary.graded)} graded now, {len(summary.skipped)} already graded"
     if graded:
-        line += (f"; mean {sum(r.score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
+        line += (f"; mean {sum(r.final_score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
                  f"over {len(graded)}")
     if summary.failed:  # the exit status is 1 then: this says how many, and that none of them is a score
         count = len(summary.failed)

@@ -105,6 +105,12 @@ class Course:
         """The assignment's policy (the course-wide default for an assignment the course does not list)."""
         return self.policies.get(assignment) or Policy(assignment, zone=self.zone)
 
+    def named_zone(self, assignment: str) -> tzinfo | None:
+        """The zone a date typed without an offset (on the command line, in a CSV) is read in: the
+        policy's time_zone where it names one; None (such a date is refused) where it does not."""
+        zone = self.policy(assignment).zone
+        return zone if isinstance(zone, ZoneInfo) else None
+
     def require_roster(self, why: str) -> Roster:
         if self.roster is None:
             raise CourseError(f"{why} needs a roster: name it in {self.config_file or self.folder / COURSE_FILE} "

@@ -83,7 +83,7 @@ def grant(course: Course, assignment: str, student: str, until: datetime | str |
     if not reason.strip():
         raise CourseError("say why (--reason): every extension is recorded with who, when and why")
     policy = course.policy(assignment)
-    when = None if until is None else read_when(until, _named_zone(course, assignment), "--until", "the date")
+    when = None if until is None else read_when(until, course.named_zone(assignment), "--until", "the date")
     if when is not None and policy.due is not None and when.astimezone(timezone.utc) <= policy.due.astimezone(timezone.utc):
         raise CourseError(f"--until {when.isoformat()} is not after the due date ({policy.due.isoformat()}): an "
                           "extension moves it later")
@@ -94,9 +94,3 @@ def grant(course: Course, assignment: str, student: str, until: datetime | str |
                             "until": None if when is None else when.isoformat(), "reason": extension.reason,
                             "by": by, "at": extension.at.isoformat(timespec="seconds")})
     return extension
-
-
-def _named_zone(course: Course, assignment: str):
-    """The zone a date typed without an offset is read in: the policy's named time zone, if any."""
-    zone = course.policy(assignment).zone
-    return zone if getattr(zone, "key", None) else None

@@ -63,15 +63,20 @@ def record_lateness(course: Course, assignment: str, days: dict[str, int], *, no
     """What a grade run found (student: days late before grace), appended where it differs from
     the latest record: the next allocation, of any assignment, reads it."""
     path = records.records_path(course.folder, LATENESS)
-    with records.locked(path) as fd:
+
+    def changed() -> list[tuple[str, int]]:
         latest: dict[str, int] = {}
         for line in records.read_records(path):
             if line.fields.get("assignment") == assignment:
                 latest[str(line.fields.get("student"))] = line.fields.get("days_late")
-        for student, late in sorted(days.items()):
-            if latest.get(student, 0) != late:
-                records.append(fd, {"assignment": assignment, "student": student, "days_late": late,
-                                    "at": _stamp(now), "by": "checks grade"})
+        return [(student, late) for student, late in sorted(days.items()) if latest.get(student, 0) != late]
+
+    if not changed():  # nothing new: the course folder is not touched
+        return
+    with records.locked(path) as fd:
+        for student, late in changed():  # read again under the lock
+            records.append(fd, {"assignment": assignment, "student": student, "days_late": late,
+                                "at": _stamp(now), "by": "checks grade"})
 
 
 def requests(course: Course, student: str) -> dict[str, int]:
