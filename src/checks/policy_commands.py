@@ -1,6 +1,7 @@
 """The course-policy commands of `checks` (a front end, beside cli.py, over checks.policy):
 `checks policy` (show and check the course's policy), `checks extension grant|revoke|list`,
-`checks grace show|request`. Each loads the whole course first, so a mistake anywhere in its
+`checks grace show|request`, `checks regrade-request` (a student's) and `checks regrade
+collect|list|answer` (staff's). Each staff command loads the whole course first, so a mistake anywhere in its
 policy is refused before anything is recorded; the clock and the staff member's name are read
 here, once, and handed to the library.
 """
@@ -84,6 +85,103 @@ def add_commands(commands: argparse._SubParsersAction, command: Adder, assignmen
     grace.add_argument("--yes", action="store_true", help="request: confirm without asking")
     grace.add_argument("--by", metavar="NAME", help="who records it (default: this account's name)")
     grace.set_defaults(run=_grace)
+
+
+    request = command(commands, "regrade-request", "ask for a question to be looked at again (writes a file to hand in)",
+                      "Write your regrade request for one question of an assignment, with your message, into a small "
+                      "file (regrade-ASSIGNMENT-STUDENT-ID.json) to hand in as your course says (with your work, or "
+                      "by mail). The staff's answer, and any change to your score, appear in your feedback.",
+                      "  checks regrade-request 01_tensors strides.offset --student s002 --message 'my offset is "
+                      "right for a transposed view: see line 12'")
+    request.add_argument("assignment", help=assignment_help)
+    request.add_argument("question", help="the question id, as your feedback names it (strides.offset)")
+    request.add_argument("--student", required=True, help="your student id")
+    request.add_argument("--message", required=True, help="what should be looked at again, and why")
+    request.add_argument("--out", type=Path, default=Path("."), metavar="DIR",
+                         help="where to write the file (default: here)")
+    request.set_defaults(run=_regrade_request, without_course=True)
+
+    regrade = command(commands, "regrade", "staff: collect, list and answer regrade requests (audited)",
+                      "collect: record students' request files in the course (records/regrades.jsonl), each "
+                      "checked against the roster and the assignment's questions. list: every request and its "
+                      "answer. answer: reply to a request, with an optional manual adjustment of the score "
+                      "(--adjust POINTS), kept apart from the automatic score and recorded with who and when; the "
+                      "next `checks grade` of the assignment (which grades nothing again) puts it in the gradebook "
+                      "and the student's feedback.",
+                      "  checks regrade collect inbox/regrade-*.json\n  checks regrade list 01_tensors\n"
+                      "  checks regrade answer 3f2a9c1d0b7e --reply 'Right: the check was too strict.' --adjust 2")
+    regrade.add_argument("action", choices=["collect", "list", "answer"])
+    regrade.add_argument("words", nargs="*", metavar="FILE|ASSIGNMENT|ID",
+                         help="collect: request files; list: an assignment (default: all); answer: the request's id")
+    regrade.add_argument("--reply", default="", help="answer: what the student reads")
+    regrade.add_argument("--adjust", type=float, default=0.0, metavar="POINTS",
+                         help="answer: points added to the score (negative: taken; default 0)")
+    regrade.add_argument("--open", action="store_true", help="list: only requests without an answer")
+    regrade.add_argument("--by", metavar="NAME", help="who (default: this account's name)")
+    regrade.set_defaults(run=_regrade)
+
+
+def _regrade_request(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.policy.regrades import new_request, write_request
+
+    console = Console(highlight=False)
+    request = new_request(args.assignment, args.student, args.question, args.message, now=now())
+    if not args.out.is_dir():
+        raise CourseError(f"--out {args.out} is not a folder")
+    path = write_request(request, args.out)
+    console.print(plain(f"wrote {path}: hand it in as your course asks (request {request.id}, on {request.question})"),
+                  soft_wrap=True)
+    return 0
+
+
+def _regrade(root: Path, args: argparse.Namespace) -> int:
+    from checks.course.assignment import load_assignment
+    from checks.policy import regrades
+    from checks.suites.questions import declared_questions
+
+    console = Console(highlight=False)
+    course = load(root, args)
+    if args.action == "collect":
+        if not args.words:
+            raise CourseError("`checks regrade collect FILE...`: the request files students handed in")
+        requests = [regrades.read_request_file(Path(word)) for word in args.words]  # all checked first
+        for request in requests:
+            assignment = load_assignment(course.root, request.assignment) if request.assignment in course.policies \
+                else None
+            known = declared_questions(assignment.autograder_dir) if assignment else None
+            if known and assignment is not None:  # a suite whose ids are not all literal: not checked
+                known += [item.qid for item in assignment.quiz]
+                if request.question not in known:
+                    raise CourseError(f"regrade request {request.id}: {request.assignment} has no question "
+                                      f"{request.question!r} (known: {', '.join(known)})")
+        who = staff_name(args.by)
+        for request in requests:
+            new = regrades.record_request(course, request, by=who, now=now())
+            console.print(plain(f"{'recorded' if new else 'already recorded'}: {request.id} {request.assignment} "
+                                f"{request.student} {request.question}"))
+        return 0
+    if args.action == "list":
+        table = Table(title="regrade requests", title_justify="left")
+        for column in ("id", "assignment", "student", "question", "message", "answer", "points", "by"):
+            table.add_column(column, overflow="fold")
+        for thread in regrades.threads(course, assignment=args.words[0] if args.words else None):
+            if args.open and thread.answer is not None:
+                continue
+            answer = thread.answer
+            table.add_row(*(plain(text) for text in (
+                thread.request.id, thread.request.assignment, thread.request.student, thread.request.question,
+                thread.request.message, answer.reply if answer else "(open)", f"{answer.points:+g}" if answer else "",
+                answer.by if answer else "")))
+        console.print(table)
+        return 0
+    if len(args.words) != 1:
+        raise CourseError("`checks regrade answer ID --reply TEXT [--adjust POINTS]`: one request's id")
+    given = regrades.answer(course, args.words[0], args.reply, points=args.adjust, by=staff_name(args.by), now=now())
+    thread = next(t for t in regrades.threads(course) if t.request.id == given.id)
+    console.print(plain(f"answered {given.id} ({thread.request.student}, {thread.request.question}): {given.points:+g} "
+                        f"points, by {given.by}; `checks grade {thread.request.assignment} ...` again puts it in the "
+                        "gradebook and the student's feedback"), soft_wrap=True)
+    return 0
 
 
 def _policy(root: Path, args: argparse.Namespace) -> int:
