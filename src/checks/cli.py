@@ -256,6 +256,9 @@ def _parser() -> argparse.ArgumentParser:
                       "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships. "
                       "csv: gradebook.csv again, from the gradebook.sqlite of a `checks grade` output folder, "
                       "grading nothing (into that folder, or to --out FILE). "
+                      "canvas, moodle: that folder's final scores as Canvas's gradebook import CSV or Moodle's grade "
+                      "import CSV (FOLDER/canvas.csv, FOLDER/moodle.csv, or --out FILE), students from the course "
+                      "roster. "
                       "student: DIR/ASSIGNMENT-student/ and its zip, what a student needs and nothing of the "
                       "staff's: the release (stubs, public checks, lesson notebook, quiz.toml without answers), "
                       "a wheel of checks and setup_env.py, which installs only the light runtime.",
@@ -264,10 +267,17 @@ def _parser() -> argparse.ArgumentParser:
                       "  checks export otter 01_tensors --out export/otter --fill submissions/*\n"
                       "  checks export csv grades/01_tensors                  # writes grades/01_tensors/gradebook.csv\n"
                       "  checks export csv grades/01_tensors --out 01_tensors.csv\n"
+                      "  checks --course examples/course export canvas grades/01_tensors --lms-assignment-id 4711\n"
+                      "  checks --course examples/course export moodle grades/01_tensors\n"
                       "  checks export student 01_tensors --out dist/          # dist/01_tensors-student(.zip)")
-    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv", "student"],
+    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv", "student", "canvas", "moodle"],
                         help="the tool to export for (student: a bundle for students)")
-    export.add_argument("assignment", help=f"{assignment_help} (csv: the --out folder of `checks grade`)")
+    export.add_argument("assignment", help=f"{assignment_help} (csv, canvas, moodle: the --out folder of "
+                                           "`checks grade`)")
+    export.add_argument("--title", default=None,
+                        help="canvas, moodle: the assignment's name in the LMS (default: the assignment's)")
+    export.add_argument("--lms-assignment-id", default=None, metavar="ID",
+                        help="canvas: the id of the Canvas assignment to fill (default: Canvas makes a new one)")
     export.add_argument("--out", type=Path, metavar="DIR",
                         help="where to write the export (required but for csv: the CSV file, default "
                              "FOLDER/gradebook.csv)")
@@ -585,6 +595,8 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
 def _export(root: Path | None, args: argparse.Namespace) -> int:
     if args.tool == "csv":
         return _export_csv(args)
+    if args.tool in ("canvas", "moodle"):
+        return _export_lms(root, args)
     if args.out is None:
         raise CourseError(f"`checks export {args.tool}` needs --out DIR: where to write the export")
     assignment = load_assignment(root or find_course_root(), args.assignment)
@@ -636,6 +648,26 @@ def _export_csv(args: argparse.Namespace) -> int:
     questions = question_names([r for r in results if not r.error])
     console.print(plain(f"wrote {path}: {len(results)} submission(s), {len(questions)} question(s), from "
                         f"{folder / 'gradebook.sqlite'} (nothing graded)"), soft_wrap=True)
+    return 0
+
+
+def _export_lms(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.exports.lms_csv import export_lms_csv
+    from checks.policy_commands import load as load_course
+
+    if args.fill:
+        raise CourseError("--fill is for the nbgrader and otter exports")
+    course = load_course(root or find_course_root(), args)
+    roster = course.require_roster(f"`checks export {args.tool}`")
+    folder = Path(args.assignment)
+    export = export_lms_csv(folder, args.tool, roster, title=args.title, dest=args.out,
+                            assignment_id=args.lms_assignment_id or "")
+    console.print(plain(f"wrote {export.path}: {export.rows} student(s), final scores, from {folder / 'gradebook.sqlite'} "
+                        "(nothing graded)"), soft_wrap=True)
+    for why in export.left_out:
+        console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+    console.print("Canvas: Grades > Import. " if args.tool == "canvas" else
+                  "Moodle: Grades > Import > CSV file; map from Email address to useremail.")
     return 0
 
 
