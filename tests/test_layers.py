@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "checks"
 LAYERS = ["sandbox", "config", "course", "policy", "suites", "reports", "grading", "similarity", "executors", "notebooks", "exports",
-          "authoring"]
+          "lti", "authoring"]
 
 
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:

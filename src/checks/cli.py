@@ -290,6 +290,9 @@ def _parser() -> argparse.ArgumentParser:
     from checks import policy_commands  # the course-policy commands (policy, extension, grace)
 
     policy_commands.add_commands(commands, _command, assignment_help)
+    from checks import lti_commands  # imports nothing of the `lms` extra until it runs
+
+    lti_commands.add_commands(commands, _command)
     return parser
 
 

@@ -55,7 +55,7 @@ COURSE_TOML: Schema = {
     # the course server's own keys (`checks serve`, docs/server-staff.md): it checks them itself
     **{key: Key(ANYTHING) for key in ("title", "storage", "data", "jobs", "limits", "rate", "login",
                                       "secure_cookies", "assignment")},
-    "lti": Key(TABLE),  # exports/lti.py checks it
+    "lti": Key(TABLE),  # the LMS registration: lti/config.py checks it
 }
 
 
