@@ -222,3 +222,50 @@ def running(tool_jwks: dict, launch_url: str) -> Iterator[Platform]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the simulated platform for a while, for trying `checks lti` by hand (docs/policy.md):
+    its members are the course's roster (lms_id as the user id), the tool key the course's."""
+    import argparse
+    import csv as csv_module
+    import pathlib
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--course", type=pathlib.Path, required=True, help="the course folder (course.toml, roster)")
+    parser.add_argument("--seconds", type=float, default=600, help="how long to serve (default 600)")
+    args = parser.parse_args(argv)
+    key_file = args.course / "lti" / "tool-private.pem"
+    if not key_file.is_file():
+        parser.error(f"{key_file} does not exist: run `checks --course {args.course} lti key` first")
+    from checks.lti.keys import tool_key
+
+    jwks = tool_key(args.course).jwks()
+    with running(jwks, "https://checks.example.edu/lti/launch") as platform:
+        rows = list(csv_module.DictReader((args.course / "roster.csv").open(encoding="utf-8")))
+        platform.members = [{"user_id": row["lms_id"], "name": row["name"], "email": row["email"], "roles": [LEARNER],
+                             "status": "Active"} for row in rows if row.get("lms_id")]
+        print(f"""simulated platform on {platform.url} for {args.seconds:g} s; put this in {args.course / 'course.toml'}:
+
+[lti]
+issuer = "{platform.issuer}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT}"]
+auth_login_url = "{platform.url}/auth"
+auth_token_url = "{platform.url}/token"
+key_set_url = "{platform.url}/jwks"
+launch_url = "https://checks.example.edu/lti/launch"
+memberships_url = "{platform.url}/nrps"
+lineitems_url = "{platform.url}/lineitems"
+""", flush=True)
+        try:
+            time.sleep(args.seconds)
+        except KeyboardInterrupt:
+            pass
+        for score in platform.scores:
+            print(f"score received: {score['userId']} {score['scoreGiven']:g} / {score['scoreMaximum']:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -86,8 +86,8 @@ def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) ->
 def _course_root(args: argparse.Namespace) -> Path | None:
     """--course, else the course around the current folder; None where a command can do without one
     (a student's copy of an assignment folder) and none is found."""
-    if args.settings.course is not None:
-        return args.settings.course
+    if args.settings.course is not None:  # a course folder may name where its assignments are (course.toml)
+        return find_course_root(named=args.settings.course)
     try:
         return find_course_root()
     except CourseError:
@@ -657,13 +657,16 @@ def _export_csv(args: argparse.Namespace) -> int:
 def _export_lms(root: Path | None, args: argparse.Namespace) -> int:
     from checks.exports.lms_csv import export_lms_csv
     from checks.policy_commands import load as load_course
+    from checks.reports.gradebook import DB_FILE, Gradebook
 
     if args.fill:
         raise CourseError("--fill is for the nbgrader and otter exports")
     course = load_course(root or find_course_root(), args)
     roster = course.require_roster(f"`checks export {args.tool}`")
     folder = Path(args.assignment)
-    export = export_lms_csv(folder, args.tool, roster, title=args.title, dest=args.out,
+    held = Gradebook.existing(folder / DB_FILE).assignment if folder.is_dir() else ""
+    title = args.title or (load_assignment(course.root, held).title if held in course.policies else held)
+    export = export_lms_csv(folder, args.tool, roster, title=title, dest=args.out,
                             assignment_id=args.lms_assignment_id or "")
     console.print(plain(f"wrote {export.path}: {export.rows} student(s), final scores, from {folder / 'gradebook.sqlite'} "
                         "(nothing graded)"), soft_wrap=True)

@@ -33,7 +33,8 @@ def add_commands(commands: argparse._SubParsersAction, command: Adder) -> None:
                   "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
     lti.add_argument("action", choices=["key", "roster", "post"])
     lti.add_argument("folder", nargs="?", type=Path, help="post: the --out folder of `checks grade`")
-    lti.add_argument("--label", default=None, help="post: the line item's name in the LMS (default: the assignment's)")
+    lti.add_argument("--label", default=None, help="post: the line item's name in the LMS (default: the assignment's "
+                                                   "title)")
     lti.set_defaults(run=_lti)
 
 
@@ -78,8 +79,16 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
                           "endpoint a launch names)")
     book = Gradebook.existing(args.folder / DB_FILE)
     roster = course.require_roster("`checks lti post`")
+    if args.label:
+        label = args.label
+    elif book.assignment in course.policies:
+        from checks.course.assignment import load_assignment
+
+        label = load_assignment(course.root, book.assignment).title
+    else:
+        label = book.assignment
     done = post_scores(registration.conf, config.issuer, {"lineitems": config.lineitems_url}, book.load(), roster,
-                       assignment=book.assignment, label=args.label or book.assignment)
+                       assignment=book.assignment, label=label)
     console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"), soft_wrap=True)
     for why in done.left_out:
         console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)

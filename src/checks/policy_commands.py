@@ -187,17 +187,16 @@ def _regrade(root: Path, args: argparse.Namespace) -> int:
 def _policy(root: Path, args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     course = load(root, args)
-    table = Table(title=f"policy of {course.folder}", title_justify="left")
-    for column in ("assignment", "release", "due", "late", "close", "counts", "hidden before due"):
-        table.add_column(column, overflow="fold")
+    console.print(plain(f"policy of {course.folder} (checked):"), soft_wrap=True)
     for name, policy in course.policies.items():
         late = policy.late
         rule = "none" if late.kind == "none" else f"{late.percent:g} % {late.kind.replace('_', ' ')}, cap {late.cap:g} %"
-        table.add_row(plain(name), *(_date(when, policy.zone) for when in (policy.release, policy.due)), rule,
-                      _date(late.close, policy.zone), policy.counts, "yes" if policy.hidden_before_due else "no")
-    console.print(table)
+        console.print(plain(f"  {name}: release {_date(policy.release, policy.zone)}, due {_date(policy.due, policy.zone)}"
+                            f"; late penalty {rule}, hard close {_date(late.close, policy.zone)}; counts {policy.counts}"
+                            f"; hidden checks before the due date: {'shown' if policy.hidden_before_due else 'not shown'}"),
+                      soft_wrap=True)
     roster = f"{len(course.roster.students)} students in {course.roster.path}" if course.roster else "no roster"
-    console.print(plain(f"grace days: {course.grace.days} per student ({course.grace.mode}); {roster}"))
+    console.print(plain(f"grace days: {course.grace.days} per student ({course.grace.mode}); {roster}"), soft_wrap=True)
     return 0
 
 
