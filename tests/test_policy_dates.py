@@ -124,3 +124,17 @@ def test_release_and_hidden_results_turn_at_their_instant(hidden_before_due):
     assert not released(rule, release - SECOND) and released(rule, release)
     assert hidden_shown(rule, due - SECOND) is hidden_before_due and hidden_shown(rule, due)
     assert hidden_shown(rule, due, due=due + timedelta(days=2)) is hidden_before_due  # an extension's due date
+
+
+def test_which_submission_counts():
+    from checks.policy.dates import Attempt, counted
+
+    due = datetime(2030, 6, 30, 23, 59, tzinfo=ZURICH)
+    attempts = [Attempt(due - timedelta(hours=2), 80.0), Attempt(due + SECOND, 70.0), Attempt(due - SECOND, 60.0)]
+    rule = Policy("a1", zone=ZURICH, due=due)
+    assert counted(rule, attempts) == 1  # last: the latest, whatever its place in the list
+    assert counted(Policy("a1", zone=ZURICH, due=due, counts="best"), attempts) == 0
+    before = Policy("a1", zone=ZURICH, due=due, counts="last_before_due")
+    assert counted(before, attempts) == 2  # one second before the due date
+    assert counted(before, attempts, extension=due + timedelta(days=1)) == 1  # on time with the extension
+    assert counted(before, attempts[1:2]) == 0 and counted(rule, []) is None  # only late ones: the latest

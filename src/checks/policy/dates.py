@@ -156,3 +156,28 @@ def _duration(span: timedelta) -> str:
     minutes, seconds = divmod(rest, 60)
     parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{minutes} min"] * bool(minutes)
     return " ".join(parts) or f"{seconds} s"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One of a student's submissions to an assignment: when, and the score that would count
+    (its final score, after its own late penalty)."""
+
+    submitted: datetime
+    score: float
+
+
+def counted(policy: Policy, attempts: list[Attempt], *, extension: datetime | None = None) -> int | None:
+    """The index of the attempt that counts under `policy.counts` (None: none does): `last`, the
+    latest; `best`, the highest score (the later of equals); `last_before_due`, the latest on time
+    for the student (extension applied), else the latest. Ties in time go to the later in the list."""
+    if not attempts:
+        return None
+    order = sorted(range(len(attempts)), key=lambda i: (_utc(attempts[i].submitted), i))
+    if policy.counts == "best":
+        return max(order, key=lambda i: (attempts[i].score, _utc(attempts[i].submitted), i))
+    if policy.counts == "last_before_due":
+        due = extended_due(policy, extension)
+        on_time = [i for i in order if due is None or _utc(attempts[i].submitted) <= _utc(due)]
+        return (on_time or order)[-1]
+    return order[-1]
