@@ -212,3 +212,13 @@ def test_a_bad_registration_is_refused_naming_the_key(tmp_path, table, says):
     with pytest.raises(CourseError) as raised:
         read_lti(table, tmp_path / "course.toml")
     assert "course.toml" in str(raised.value) and says in str(raised.value)
+
+
+def test_a_platform_that_cannot_be_reached_is_said_so(course):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    text = (folder / "course.toml").read_text().replace(f"{platform.url}/token", "http://127.0.0.1:9/token")
+    (folder / "course.toml").write_text(text)
+    with pytest.raises(LtiError, match="could not be reached"):
+        post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
+                    book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="Tensors")

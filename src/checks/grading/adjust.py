@@ -21,7 +21,7 @@ from checks.policy.dates import decide, grace_days_needed, penalty_points
 from checks.policy.extensions import in_force
 from checks.policy.regrades import manual_adjustments
 from checks.policy.times import SubmissionTimes
-from checks.reports.gradebook import Gradebook
+from checks.reports.gradebook import Graded, Gradebook
 from checks.reports.render import POLICY
 from checks.suites.scoring import LATE, MANUAL, Adjustment
 
@@ -96,7 +96,7 @@ def apply_policy(course: Course, assignment: str, gradebook: Gradebook, times: d
     return applied
 
 
-def _keep_stamps(adjustments: dict[str, list[Adjustment]], records) -> dict[str, list[Adjustment]]:
+def _keep_stamps(adjustments: dict[str, list[Adjustment]], records: list[Graded]) -> dict[str, list[Adjustment]]:
     """A policy adjustment that did not change keeps the time it was first decided at: applying the
     same policy again leaves the gradebook (and every file rendered from it) as it was."""
     held = {record.name: record.result.adjustments for record in records}

@@ -9,12 +9,15 @@ whose student the roster ties to a platform user id (lms_id); a grader failure i
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import requests
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiException, LtiServiceException
@@ -39,21 +42,17 @@ def _connector(conf: Any, issuer: str) -> ServiceConnector:
     return ServiceConnector(conf.find_registration_by_issuer(issuer), TimedSession())
 
 
-def _calling(what: str):
-    """The platform's refusal, or no answer, as an LtiError naming the call."""
-    class Calling:
-        def __enter__(self) -> None:
-            return None
-
-        def __exit__(self, kind, error, trace) -> bool:
-            if isinstance(error, LtiServiceException):
-                raise LtiError(f"{what}: the platform answered {error}") from None
-            if isinstance(error, LtiException):
-                raise LtiError(f"{what}: {error}") from None
-            if error is not None and type(error).__module__.startswith("requests"):
-                raise LtiError(f"{what}: the platform could not be reached ({error})") from None
-            return False
-    return Calling()
+@contextlib.contextmanager
+def _calling(what: str) -> Iterator[None]:
+    """The platform's refusal, or no answer, as an LtiError naming the service."""
+    try:
+        yield
+    except LtiServiceException as error:
+        raise LtiError(f"{what}: the platform answered {error}") from None
+    except LtiException as error:
+        raise LtiError(f"{what}: {error}") from None
+    except requests.RequestException as error:
+        raise LtiError(f"{what}: the platform could not be reached ({error})") from None
 
 
 @dataclass

@@ -106,9 +106,9 @@ def request_grace(course: Course, assignment: str, student: str, days: int, *, b
                           f"in {course.config_file}): there is nothing to request")
     if days < 0:
         raise CourseError("the days requested are 0 (to withdraw a request) or more")
-    course.require_roster("a grace day request")
-    if student not in course.roster:  # type: ignore[operator]
-        raise CourseError(f"{student} is not on the roster ({course.roster.path})")  # type: ignore[union-attr]
+    roster = course.require_roster("a grace day request")
+    if student not in roster:
+        raise CourseError(f"{student!r} is not on the roster ({roster.path})")
     if assignment not in course.policies:
         raise CourseError(f"no assignment {assignment!r} in {course.root / 'autograder'}")
     others = {name: n for name, n in spent(course, student).items() if name != assignment}
