@@ -8,7 +8,7 @@ OUT=${OUT:-/tmp}
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 checks="python3 -c 'import sys; from checks.cli import main; sys.exit(main())'"   # `timeout` runs no shell function
 nvidia-smi -L; python3 -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__)"
-echo "== pytest -m cuda"; timeout 200 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_cuda.py 2>&1 | tail -n 15
+echo "== pytest -m cuda"; timeout 200 python3 -m pytest -q -p no:cacheprovider -m cuda tests/sandbox/test_cuda.py 2>&1 | tail -n 15
 echo "== grade 03_mlp reference --device cuda"; eval timeout 120 $checks grade 03_mlp solutions/03_mlp --out /tmp/g03 --device cuda 2>&1 | tail -n 4
 python3 - <<'PY'
 import json, glob

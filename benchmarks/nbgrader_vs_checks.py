@@ -5,7 +5,7 @@ Time: N student notebooks (reference, stubs, the bundled examples, then mutants,
 its kernel, whose grading cells call checks) and by `checks grade` on the same
 submitted/<student>/ folders (answer cells read, never run in a kernel), with 1 job and the default.
 
-Leaks: the tampering attacks of tests/test_hardening.py that apply to a notebook, each an answer
+Leaks: the tampering attacks of tests/sandbox/test_hardening.py that apply to a notebook, each an answer
 cell (wrong code, which earns nothing honestly) plus the attack, and one attack only nbgrader's
 way of reading a grade allows: numpy patched, checks' test helpers patched in the kernel, the
 grading call (kernel.score) patched, objects whose __eq__ is always true, and the kernel's display

@@ -3,7 +3,7 @@ and the points each tool leaks to tampering.
 
 Writes the otter export of an assignment (`checks export otter --fill`) for N generated
 submissions (grade_throughput.generate: reference, stubs, broken, each mutant, in turn) and for
-the tampering attacks of tests/test_hardening.py that apply to a notebook, each written into the
+the tampering attacks of tests/sandbox/test_hardening.py that apply to a notebook, each written into the
 strides.py answer cell of the stubs (so that the honest score is the stubs' 0):
 - numpy: numpy's comparisons patched to say "equal";
 - test helpers: the helpers the tests call patched to pass (otter's: checks.exports.kernel.check_case;

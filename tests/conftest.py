@@ -1,7 +1,13 @@
-"""Shared fixtures: the repository's course, and small throwaway courses built in tmp_path."""
+"""Shared fixtures: the repository's course, and small throwaway courses built in tmp_path.
+
+The tests are grouped by layer (unit, sandbox, grading, courses, interop, server, browser); a
+test module may take another's cases and helpers by its name (`from test_hardening import
+ATTACKS`), whichever folder it is in.
+"""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -12,6 +18,8 @@ from checks.sandbox.supervisor import prepare_parent
 prepare_parent()  # before any torch op in this process: we fork graders and sandboxes from it
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[1:1] = sorted(str(folder) for folder in Path(__file__).parent.iterdir()
+                       if folder.is_dir() and any(folder.glob("test_*.py")))
 
 
 @pytest.fixture

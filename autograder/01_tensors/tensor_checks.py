@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import torch
 
-from checks.suite import StudentRaised, as_index_tuple, ask_reference, expect_raises, fail, public_module
+from checks.suite import as_index_tuple, ask_reference, expect_raises, fail, public_module
 
 _diagnoses = public_module(__file__, "diagnoses")  # one table of likely mistakes, shared with the public checks
 diagnosis, REFUSED = _diagnoses.diagnosis, _diagnoses.REFUSED
@@ -38,23 +38,14 @@ def expect_value_error(call, why: str) -> None:
         call()
 
 
-def value_of(call, expected, hint=None):
-    """What the student call returns; if it raises on an input PyTorch accepts, fail saying so.
-    `expected` (a value or its text) and `hint` may be callables: their text is made only when shown."""
-    try:
-        return call()
-    except StudentRaised as raised:
-        if raised.is_stub:
-            raise
-        lines = str(raised).split("\n")
-        expected = expected() if callable(expected) else expected
-        shown = expected if isinstance(expected, str) else fmt(expected) if isinstance(expected, tuple) \
-            else repr(expected)
-        refused = raised.type_name == "ValueError"  # a deliberate refusal, not a crash
-        hint = hint() if callable(hint) and refused else hint
-        lines[0] += (f"; expected {shown}: PyTorch accepts this input."
-                     + (f" Likely mistake: {hint}" if hint and refused else ""))
-        fail("\n".join(lines))
+# What the feedback says where the student's code raised on an input PyTorch accepts (call_or_fail).
+ACCEPTED = "PyTorch accepts this input"
+
+
+def when_refused(diagnose):
+    """call_or_fail's `mistake` for these checks: where the student's code raised ValueError on an
+    input PyTorch accepts, what the table says of a refusal (REFUSED); else nothing."""
+    return lambda raised: diagnose(REFUSED) if raised.is_a(ValueError) else None
 
 
 def plural(count: int, word: str) -> str:

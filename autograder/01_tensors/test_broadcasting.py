@@ -7,8 +7,9 @@ import torch
 
 import tensor_cases
 from checks.suite import cases, expect_equal, question, reference_or_refusal
-from tensor_checks import (REFUSED, diagnosis, expect_strides, expect_value_error, fmt, ints, strided, torch_reference,
-                           value_of)
+from checks.suite import call_or_fail
+from tensor_checks import (ACCEPTED, diagnosis, expect_strides, expect_value_error, fmt, ints, strided, torch_reference,
+                           when_refused)
 
 
 # ---- broadcast_shape --------------------------------------------------------------------------
@@ -28,8 +29,8 @@ def test_broadcast_shape(student, shapes, reference):
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
     diagnose = diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected)
-    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses shapes that PyTorch broadcasts
-    expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
+    got = call_or_fail(call, expected=expected, because=ACCEPTED, mistake=when_refused(diagnose))
+    expect_equal(got, expected, diagnose=diagnose)
 
 
 # ---- broadcast_strides ------------------------------------------------------------------------
@@ -56,8 +57,8 @@ def test_broadcast_strides(student, shape, strides, target_shape, reference):
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
     diagnose = diagnosis("broadcasting.broadcast_strides", shape=shape, strides=strides, target_shape=target_shape)
-    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses a target that PyTorch expands to
-    expect_strides(student, value_of(call, expected, hint), expected, target, diagnose=diagnose)
+    got = call_or_fail(call, expected=expected, because=ACCEPTED, mistake=when_refused(diagnose))
+    expect_strides(student, got, expected, target, diagnose=diagnose)
 
 
 # ---- broadcast_index --------------------------------------------------------------------------
@@ -95,5 +96,5 @@ def test_broadcast_index(student, out_index, out_shape, shape, reference):
     expected = reference_or_refusal(reference, call, because=refusal_reason)
 
     diagnose = diagnosis("broadcasting.broadcast_index", out_index=out_index, out_shape=out_shape, shape=shape)
-    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses an index that PyTorch reads
-    expect_equal(value_of(call, expected, hint), expected, diagnose=diagnose)
+    got = call_or_fail(call, expected=expected, because=ACCEPTED, mistake=when_refused(diagnose))
+    expect_equal(got, expected, diagnose=diagnose)

@@ -7,9 +7,9 @@ import numpy as np
 import torch
 
 import tensor_cases
-from checks.suite import cases, expect_equal, fail, question, reference_or_refusal
-from tensor_checks import (REFUSED, diagnosis, expect_array, expect_layout, expect_strides, expect_value_error, fmt,
-                           ints, layout, plural, strided, torch_reference, value_of)
+from checks.suite import call_or_fail, cases, expect_equal, fail, question, reference_or_refusal
+from tensor_checks import (ACCEPTED, diagnosis, expect_array, expect_layout, expect_strides, expect_value_error, fmt,
+                           ints, layout, plural, strided, torch_reference, when_refused)
 
 
 # ---- numel ------------------------------------------------------------------------------------
@@ -20,7 +20,7 @@ from tensor_checks import (REFUSED, diagnosis, expect_array, expect_layout, expe
 def test_numel(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.numel(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
-    expect_equal(value_of(lambda: student.strides.numel(shape), expected), expected,
+    expect_equal(call_or_fail(lambda: student.strides.numel(shape), expected=expected, because=ACCEPTED), expected,
                  diagnose=diagnosis("strides.numel", shape=shape, expected=expected))
 
 
@@ -32,7 +32,8 @@ def test_numel(student, shape, reference):
 def test_contiguous_strides(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.contiguous_strides(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
-    expect_equal(value_of(lambda: student.strides.contiguous_strides(shape), expected), expected,
+    expect_equal(call_or_fail(lambda: student.strides.contiguous_strides(shape), expected=expected,
+                              because=ACCEPTED), expected,
                  diagnose=diagnosis("strides.contiguous_strides", shape=shape, expected=expected))
 
 
@@ -63,7 +64,7 @@ def test_offset(student, index, strides, storage_offset, keyword, reference):
                                     because=lambda: f"index {fmt(idx)} has length {len(idx)} but strides {fmt(steps)} "
                                                     f"has length {len(steps)}")
 
-    expect_equal(value_of(call, expected), expected,
+    expect_equal(call_or_fail(call, expected=expected, because=ACCEPTED), expected,
                  diagnose=diagnosis("strides.offset", index=index, strides=strides, storage_offset=start,
                                     expected=expected))
 
@@ -97,7 +98,8 @@ def test_unravel(student, flat, shape, reference):
                            f"a tensor of shape {fmt(sizes)} has no elements at all")
         return
 
-    expect_equal(value_of(lambda: student.strides.unravel(flat, shape), expected), expected,
+    expect_equal(call_or_fail(lambda: student.strides.unravel(flat, shape), expected=expected, because=ACCEPTED),
+                 expected,
                  diagnose=diagnosis("strides.unravel", flat=flat, shape=shape, expected=expected))
 
 
@@ -115,8 +117,10 @@ def test_transpose(student, shape, strides, dim0, dim1, reference):
     expected = reference_or_refusal(reference, call,
                                     because=lambda: f"transpose({int(dim0)}, {int(dim1)}) is impossible for shape "
                                                     f"{fmt(ints(shape))} with strides {fmt(ints(strides))}")
-    expect_layout(student, value_of(call, lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"),
-                  *expected, diagnose=diagnosis("strides.transpose", shape=shape, strides=strides, expected=expected))
+    got = call_or_fail(call, expected=lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}",
+                       because=ACCEPTED)
+    expect_layout(student, got, *expected,
+                  diagnose=diagnosis("strides.transpose", shape=shape, strides=strides, expected=expected))
 
 
 # ---- permute ----------------------------------------------------------------------------------
@@ -137,9 +141,10 @@ def test_permute(student, shape, strides, dims, reference):
         return f"dims {fmt(ints(dims))} does not name each of the {len(shape)} dims of shape {fmt(ints(shape))} exactly once"
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
-    expect_layout(student, value_of(call, lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}"),
-                  *expected, diagnose=diagnosis("strides.permute", shape=shape, strides=strides, dims=dims,
-                                                expected=expected))
+    got = call_or_fail(call, expected=lambda: f"shape {fmt(expected[0])} with strides {fmt(expected[1])}",
+                       because=ACCEPTED)
+    expect_layout(student, got, *expected,
+                  diagnose=diagnosis("strides.permute", shape=shape, strides=strides, dims=dims, expected=expected))
 
 
 # ---- is_contiguous ----------------------------------------------------------------------------
@@ -153,7 +158,7 @@ def test_is_contiguous(student, shape, strides, reference):
     expected = reference_or_refusal(reference, call,
                                     because=lambda: f"shape {fmt(ints(shape))} with strides {fmt(ints(strides))} "
                                                     "is not a valid layout")
-    got = value_of(call, expected)
+    got = call_or_fail(call, expected=expected, because=ACCEPTED)
     if not isinstance(got, (bool, np.bool_)):
         fail(f"{student.last_call} returned {got!r}; expected a bool ({expected}).")
     expect_equal(got, expected, diagnose=diagnosis("strides.is_contiguous", shape=shape, strides=strides,
@@ -193,9 +198,9 @@ def test_view(student, shape, strides, new_shape, reference):
                                     because=lambda: _view_refusal(shape, strides, new_shape))
     out_shape, out_strides = expected
     diagnose = diagnosis("strides.view", shape=shape, strides=strides, new_shape=new_shape, expected=expected)
-    hint = lambda: diagnose(REFUSED)  # noqa: E731 - for a student who refuses a view that PyTorch accepts
-    expect_strides(student, value_of(call, lambda: f"strides {fmt(out_strides)}", hint), out_strides, out_shape,
-                   diagnose=diagnose)
+    got = call_or_fail(call, expected=lambda: f"strides {fmt(out_strides)}", because=ACCEPTED,
+                       mistake=when_refused(diagnose))
+    expect_strides(student, got, out_strides, out_shape, diagnose=diagnose)
 
 
 # ---- gather -----------------------------------------------------------------------------------
@@ -229,6 +234,7 @@ def test_gather(student, storage, shape, strides, storage_offset, reference):
         return why
 
     expected = reference_or_refusal(reference, call, because=refusal_reason)
-    expect_array(student, value_of(call, lambda: f"an array of shape {fmt(expected.shape)}"), expected,
+    got = call_or_fail(call, expected=lambda: f"an array of shape {fmt(expected.shape)}", because=ACCEPTED)
+    expect_array(student, got, expected,
                  diagnose=diagnosis("strides.gather", storage=storage, shape=shape, strides=strides,
                                     storage_offset=start, expected=expected))

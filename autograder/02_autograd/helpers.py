@@ -1,27 +1,26 @@
-"""Grader-side helpers for the 02_autograd suite: PyTorch references, comparisons, feedback.
+"""Grader-side helpers for the 02_autograd suite: PyTorch references, comparisons, feedback. The
+likely mistakes are named from the table the public checks read too (`diagnoses`).
 
 Everything here runs in the grader process. Reference values always come from PyTorch in float64.
 """
 
-import zlib
+import functools
 
 import numpy as np
 import torch
 
-from checks.suite import StudentFault, StudentRaised, expect_close, fail
+from checks.suite import expect_close, fail, public_module
 
 import drivers
 
 RTOL = 1e-7
 ATOL = 1e-9
 
+# The likely mistakes: one table, read by the public checks too (assignments/02_autograd/tests/diagnoses.py).
+diagnoses = public_module(__file__, "diagnoses")
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-
-
-def rng_for(*key):
-    """A NumPy generator seeded from a stable hash of `key` (same data on every run)."""
-    return np.random.default_rng(zlib.crc32(repr(key).encode()))
 
 
 def shape_text(shape):
@@ -49,44 +48,6 @@ def check_array(got, want, label, context, **options):
     """expect_close in this suite's terms: float64 throughout, PyTorch's tolerance, and the value
     named as `context: label` ("t.data", "a.grad" after what was run)."""
     expect_close(got, want, rtol=RTOL, atol=ATOL, dtype="float64", subject=f"{context}: {label}", **options)
-
-
-def run_or_fail(student, context, driver, *args, hint=None, **kwargs):
-    """student.run(driver, ...), with the scenario named in the feedback if the student's code fails
-    (with `hint` added: a sentence, or a callable given the fault that may return None)."""
-    try:
-        return student.run(driver, *args, **kwargs)
-    except StudentFault as error:
-        text = hint(error) if callable(hint) else hint
-        fail(f"{context}\n{error.outcome}" + (f"\n{text}" if text else ""))
-    raise AssertionError  # unreachable
-
-
-def call_or_fail(student, call_text, module, name, *args, hint=None, **kwargs):
-    """student.<module>.<name>(...), described as `call_text` in the feedback if it fails
-    (with `hint` added when the student's code raised; a callable hint is given the StudentRaised
-    and may return None)."""
-    try:
-        return getattr(getattr(student, module), name)(*args, **kwargs)
-    except StudentFault as error:
-        text = (hint(error) if callable(hint) else hint) if isinstance(error, StudentRaised) else None
-        fail(f"{call_text} {error.outcome}" + (f"\n{text}" if text else ""))
-    raise AssertionError  # unreachable
-
-
-def negative_axes_hint(*axes):
-    """A hint for a call whose axes include a negative one, when the student's code raised
-    IndexError (NumPy's AxisError is one): the usual cause is a negative axis used as a position."""
-    flat = [k for item in axes for k in (item if isinstance(item, (tuple, list)) else (item,))]
-    if not any(isinstance(k, (int, np.integer)) and k < 0 for k in flat):
-        return None
-
-    def hint(error):
-        if error.is_a(IndexError):
-            return ("Likely mistake: a negative axis used as a position. Normalise negative axes first "
-                    "(axis % a.ndim), as PyTorch counts them from the end.")
-        return None
-    return hint
 
 
 # ----------------------------------------------------------------------------- programs in torch
@@ -147,12 +108,6 @@ def check_leaf_grads(got_grads, want_grads, program, context, alternatives=None,
             fail(f"{context}: {name}.grad is None; expected the gradient of shape {shape_text(want.shape)}. "
                  "Leaves that require grad must receive their gradient in .grad.")
         leaf_shape = np.shape(spec["data"])
-
-        def shape_hint(got_shape, leaf_shape=leaf_shape, name=name):
-            if tuple(got_shape) != tuple(leaf_shape):
-                return (f"{name}.grad must have {name}'s own shape {shape_text(leaf_shape)}; "
-                        "sum the gradient over the dimensions that broadcasting added.")
-            return None
-
+        shape_hint = functools.partial(diagnoses.leaf_grad_shape, name=name, leaf_shape=leaf_shape)
         check_array(got, want, f"{name}.grad", context, shape_hint=shape_hint,
                     alternatives=(alternatives or {}).get(k, ()), note=extra_hint or "")

@@ -8,7 +8,8 @@ from its kink, exp of moderate values).
 
 import numpy as np
 
-from helpers import c, leaf, rng_for, v
+from checks.suite import case_rng
+from helpers import c, leaf, v
 
 
 # ----------------------------------------------------------------------------- hand-written graphs
@@ -22,7 +23,7 @@ def quiz_graph():
 
 def diamond():
     """p = a.exp(); q = p + p * 2; L = q.sum(): p is a non-leaf with two consumers."""
-    rng = rng_for("diamond")
+    rng = case_rng("diamond")
     program = {"leaves": [leaf("a", rng.standard_normal(3))],
                "steps": [("exp", v(0)), ("mul", v(1), c(2.0)), ("add", v(1), v(2)), ("sum", v(3), None, False)]}
     return program, 4, None
@@ -30,7 +31,7 @@ def diamond():
 
 def diamond_reversed():
     """p = a.tanh(); q = p * 2; r = q + p (the other operand order); output weighted."""
-    rng = rng_for("diamond_reversed")
+    rng = case_rng("diamond_reversed")
     program = {"leaves": [leaf("a", rng.standard_normal((2, 3)))],
                "steps": [("tanh", v(0)), ("mul", v(1), c(2.0)), ("add", v(2), v(1))]}
     return program, 3, rng.standard_normal((2, 3))
@@ -38,7 +39,7 @@ def diamond_reversed():
 
 def fan_out_three():
     """p = a.sigmoid() used by three ops, whose results meet again."""
-    rng = rng_for("fan_out_three")
+    rng = case_rng("fan_out_three")
     program = {"leaves": [leaf("a", rng.standard_normal(4))],
                "steps": [("sigmoid", v(0)),                 # 1 p
                          ("mul", v(1), v(1)),               # 2 p * p
@@ -54,7 +55,7 @@ def fan_out_three():
 def nested_diamonds():
     """Diamonds in a row, each joining a tensor with its own descendant, and a leaf x that
     meets the end of the chain it started."""
-    rng = rng_for("nested_diamonds")
+    rng = case_rng("nested_diamonds")
     program = {"leaves": [leaf("x", rng.standard_normal((3, 2))), leaf("w", rng.uniform(0.5, 1.5, 2))],
                "steps": [("mul", v(0), v(1)),               # 2 t0 = x * w
                          ("tanh", v(2)),                    # 3 t1 = t0.tanh()
@@ -68,7 +69,7 @@ def nested_diamonds():
 
 def mlp():
     """h = (x @ W1 + b1).relu(); y = (h @ W2 + b2).sigmoid(); L = ((y - t) ** 2).mean()."""
-    rng = rng_for("mlp")
+    rng = case_rng("mlp")
     program = {"leaves": [leaf("x", rng.standard_normal((5, 4)), requires_grad=False),
                           leaf("W1", rng.standard_normal((4, 3))), leaf("b1", rng.standard_normal(3) * 0.1),
                           leaf("W2", rng.standard_normal((3, 2))), leaf("b2", rng.standard_normal(2) * 0.1),
@@ -87,7 +88,7 @@ def mlp():
 
 def broadcasting():
     """Leaves of shapes (2, 1, 4), (3, 1) and () meet in one broadcast expression."""
-    rng = rng_for("broadcasting")
+    rng = case_rng("broadcasting")
     program = {"leaves": [leaf("a", rng.standard_normal((2, 1, 4))), leaf("b", rng.standard_normal((3, 1))),
                           leaf("s", 1.7)],
                "steps": [("mul", v(0), v(1)),               # 3 (2, 3, 4)
@@ -102,7 +103,7 @@ def broadcasting():
 
 def numbers_both_sides():
     """Python numbers on either side of + - * / and a ** exponent."""
-    rng = rng_for("numbers_both_sides")
+    rng = case_rng("numbers_both_sides")
     program = {"leaves": [leaf("a", rng.uniform(0.5, 2.0, (2, 3)))],
                "steps": [("sub", c(2.0), v(0)),             # 1 2 - a
                          ("div", c(3.0), v(0)),             # 2 3 / a
@@ -121,7 +122,7 @@ def numbers_both_sides():
 
 def matmul_shapes():
     """1-D @ 2-D, batched @ 2-D and 1-D @ 1-D in one graph."""
-    rng = rng_for("matmul_shapes")
+    rng = case_rng("matmul_shapes")
     program = {"leaves": [leaf("u", rng.standard_normal(3)), leaf("M", rng.standard_normal((3, 4))),
                           leaf("B", rng.standard_normal((2, 5, 3))), leaf("z", rng.standard_normal(4))],
                "steps": [("matmul", v(0), v(1)),            # 4 (4,)
@@ -135,7 +136,7 @@ def matmul_shapes():
 
 def constant_leaves():
     """Leaves without requires_grad mixed in: their .grad stays None; an unused leaf too."""
-    rng = rng_for("constant_leaves")
+    rng = case_rng("constant_leaves")
     program = {"leaves": [leaf("a", rng.standard_normal(4)), leaf("k", rng.standard_normal(4), requires_grad=False),
                           leaf("unused", rng.standard_normal(2))],
                "steps": [("mul", v(0), v(1)), ("exp", v(3)), ("add", v(4), v(1)), ("sum", v(5), None, False)]}
@@ -232,7 +233,7 @@ def _numpy_step(op, values):
 
 def random_program(seed, n_ops=12):
     """A seeded random graph over every op: returns (program, output index, weights)."""
-    rng = rng_for("random_program", seed)
+    rng = case_rng("random_program", seed)
     b = _Builder(rng)
     n_leaves = int(rng.integers(2, 5))
     for k in range(n_leaves):

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import StudentRaised, cases, fail, question
+from checks.suite import call_or_fail, case_rng, cases, fail, question
 
 import drivers
 import programs
-from helpers import (c, check_array, check_leaf_grads, leaf, reused_values, rng_for, run_or_fail,
-                     shape_text, t64, torch_backward, torch_values, v)
+from helpers import (c, check_array, check_leaf_grads, diagnoses, leaf, reused_values, shape_text, t64,
+                     torch_backward, torch_values, v)
 
 ENGINE = dict(use_reference=("rules.py",), block_imports=("torch",))
 
@@ -52,7 +52,8 @@ def tensor_reference(data, requires_grad):
 def test_tensor_basics(student, data, requires_grad, reference):
     call = (f"Tensor({data!r}" + ("" if requires_grad is None else f", requires_grad={requires_grad}") + ")")
     call = call.replace("\n", "")
-    got = run_or_fail(student, f"While running t = {call}:", drivers.tensor_basics, data, requires_grad)
+    got = call_or_fail(lambda: student.run(drivers.tensor_basics, data, requires_grad),
+                       text=f"While running t = {call}:")
     want = reference
     if got["dtype"] != "float64":
         fail(f"t = {call}: t.data has dtype {got['dtype']}; expected float64 (convert whatever data comes in).")
@@ -72,7 +73,7 @@ def test_tensor_basics(student, data, requires_grad, reference):
 
 def grad_type_reference(shape):
     """The case's data, and a.grad after PyTorch's (a * 2.0).sum().backward()."""
-    data = rng_for("grad_type", shape).standard_normal(shape)
+    data = case_rng("grad_type", shape).standard_normal(shape)
     a = t64(data, requires_grad=True)
     (a * 2.0).sum().backward()
     return data, a.grad.numpy()
@@ -83,7 +84,7 @@ def grad_type_reference(shape):
 def test_grad_is_an_array(student, shape, reference):
     data, want = reference
     story = "a = Tensor(.., requires_grad=True); (a * 2.0).sum().backward()"
-    got = run_or_fail(student, f"While running {story}:", drivers.grad_type, data)
+    got = call_or_fail(lambda: student.run(drivers.grad_type, data), text=f"While running {story}:")
     if got["type"] != "ndarray":
         fail(f"After {story}: a.grad is {'None' if got['type'] == 'builtins.NoneType' else 'an object of type ' + got['type']}; "
              "expected a NumPy float64 array of a's shape (.grad holds a plain ndarray, not a Tensor).")
@@ -93,7 +94,7 @@ def test_grad_is_an_array(student, shape, reference):
 # ============================================================================= engine.ops_forward
 
 def _forward_programs():
-    rng = rng_for("ops_forward")
+    rng = case_rng("ops_forward")
     pos = rng.uniform(0.5, 2.0, (2, 3))
     cases = {}
     cases["arithmetic"] = {
@@ -130,36 +131,23 @@ def _forward_programs():
 FORWARD = _forward_programs()
 
 
-def _kept_dims_hint(step, want_shape):
-    """For a reduction that came back with its reduced axes still there as size 1 (a habit from
-    frameworks whose reductions keep them), what PyTorch does instead."""
-    if step[0] not in drivers.REDUCE or step[3]:
-        return None
-
-    def hint(got_shape):
-        kept = len(got_shape) > len(want_shape) and \
-            [n for n in got_shape if n != 1] == [n for n in want_shape if n != 1]
-        return ("the reduced axes are still there, as size 1: like PyTorch's and NumPy's, .sum() and .mean() "
-                "drop them unless keepdims=True." if kept else None)
-    return hint
-
-
 @question("engine.ops_forward", points=4, **ENGINE)
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
     program = FORWARD[name]
     text = drivers.describe(program)
     context = f"Forward pass of {text}"
-    got = run_or_fail(student, context, drivers.forward_values, program)
+    got = call_or_fail(lambda: student.run(drivers.forward_values, program), text=context)
     want = reference
     n_leaves = len(program["leaves"])
     for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
         if k < n_leaves:
             continue
-        step = text.split("; ")[k]
+        step, op = text.split("; ")[k], program["steps"][k - n_leaves]
+        shape_hint = diagnoses.shape_hint("engine.ops_forward", want_shape=tuple(expected.shape),
+                                          reduction_without_keepdims=op[0] in drivers.REDUCE and not op[3])
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {text})",
-                    shape_hint=_kept_dims_hint(program["steps"][k - n_leaves], tuple(expected.shape)))
+                    f"In {step} (program: {text})", shape_hint=shape_hint)
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
                     f"In {step}",
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
@@ -177,15 +165,9 @@ def _check_backward(student, program, output, weights, want):
     tail = (f"L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
             if weights is not None else f"L = {drivers.value_name(program, output)}; L.backward()")
     context = f"After {text}; {tail}"
-    got = run_or_fail(student, context, drivers.backward_program, program, output, weights)
+    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights), text=context)
     loss, grads = want
-    reused = reused_values(program)
-    hint = None
-    if reused:
-        hint = (f"Here {', '.join(reused)} {'is' if len(reused) == 1 else 'are'} used by more than one op: a "
-                "tensor must receive the SUM of the gradients from all of its consumers, and pass its gradient "
-                "on only after every consumer has been processed (reverse topological order; mark a node "
-                "visited when it is expanded, not when it is pushed).")
+    hint = diagnoses.note("engine.backward_graphs", reused=reused_values(program))
     check_array(got["loss"], loss, "L.data", context)
     check_leaf_grads(got["grads"], grads, program, context, extra_hint=hint)
 
@@ -210,7 +192,7 @@ def _view_programs():
     """Graphs through each view op: every leaf's gradient passes through a view, and no value has
     two consumers (that is engine.backward_graphs' subject); the output gets a random upstream
     gradient."""
-    rng = rng_for("views")
+    rng = case_rng("views")
     x = leaf("x", rng.standard_normal((2, 3, 4)))
     m = leaf("M", rng.standard_normal((3, 3)))
     rows = leaf("R", rng.standard_normal((4, 3)))
@@ -241,8 +223,7 @@ def _view_programs():
 
 VIEWS = _view_programs()
 
-VIEWS_HINT = ("A view must be a recorded op like any other: its result gets a grad_fn whose rule "
-              "(rules.reshape_backward, ...) moves the gradient back to the input's layout.")
+VIEWS_HINT = diagnoses.note("engine.views")
 
 
 @question("engine.views", points=4, **ENGINE)
@@ -251,7 +232,8 @@ def test_views(student, name, reference):
     program, output, weights, want = reference
     text = drivers.describe(program)
     context = f"After {text}; L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
-    got = run_or_fail(student, context, drivers.backward_program, program, output, weights, hint=VIEWS_HINT)
+    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights),
+                       text=context, note=VIEWS_HINT)
     loss, grads = want
     check_array(got["loss"], loss, "L.data", context)
     check_leaf_grads(got["grads"], grads, program, context, extra_hint=VIEWS_HINT)
@@ -260,7 +242,7 @@ def test_views(student, name, reference):
 # ============================================================================= engine.accumulation
 
 def _accumulation_cases():
-    rng = rng_for("accumulation")
+    rng = case_rng("accumulation")
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
     leaves = [leaf("a", a), leaf("b", b)]
     product = {"leaves": leaves, "steps": [("mul", v(0), v(1)), ("sum", v(2), None, False)]}
@@ -302,12 +284,10 @@ def test_accumulation(student, name, reference):
                f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
                f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
                f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
-    got = run_or_fail(student, context, drivers.backward_twice, first, out_1, second, out_2)
+    got = call_or_fail(lambda: student.run(drivers.backward_twice, first, out_1, second, out_2), text=context)
     snapshots, second_alone = reference
     check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
-    alternatives = {k: [(g, "this is the gradient of the second pass alone: the first pass's gradient was "
-                            "overwritten. A leaf must ADD each new gradient into its .grad.")]
-                    for k, g in enumerate(second_alone) if g is not None}
+    alternatives = diagnoses.mistakes("engine.accumulation", second_alone=second_alone)
     check_leaf_grads(got[1], snapshots[1], first, f"{context} — after the SECOND backward",
                      alternatives=alternatives)
 
@@ -315,7 +295,7 @@ def test_accumulation(student, name, reference):
 # ============================================================================= engine.retain_graph
 
 def _retain_program(seed):
-    rng = rng_for("retain", seed)
+    rng = case_rng("retain", seed)
     program = {"leaves": [leaf("a", rng.standard_normal((2, 3))), leaf("b", rng.uniform(0.5, 2, 3))],
                "steps": [("mul", v(0), v(1)), ("exp", v(2)), ("pow", v(3), 2), ("sum", v(4), None, False)]}
     return program, 5
@@ -366,7 +346,7 @@ def test_retain_graph(student, name, reference):
     program, output, want = reference
     calls = _plan_text(plan)
     context = f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; then {'; '.join(calls)}"
-    got = run_or_fail(student, context, drivers.retain_graph, program, output, plan)
+    got = call_or_fail(lambda: student.run(drivers.retain_graph, program, output, plan), text=context)
     for k, ((status, payload), (want_status, want_payload)) in enumerate(zip(got, want)):
         where = f"{context}: call {k + 1} ({calls[k]})"
         if want_status == "raised":
@@ -414,7 +394,7 @@ def _torch_leaf_scenario(a_data, b_data):
 
 def leaf_reference(a_shape, b_shape):
     """The case's a and b, and PyTorch's account of the scenario on them."""
-    rng = rng_for("leaf", a_shape, b_shape)
+    rng = case_rng("leaf", a_shape, b_shape)
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
     return a, b, _torch_leaf_scenario(a, b)
 
@@ -427,7 +407,8 @@ LEAF_STORY = ("a = Tensor(.., requires_grad=True); b = Tensor(..); x = a * b; y 
 @cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference, send_ahead=True)
 def test_is_leaf_and_grad_fn(student, a_shape, b_shape, reference):
     a, b, want = reference
-    got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
+    got = call_or_fail(lambda: student.run(drivers.leaf_and_grad_fn, a, b),
+                       text=f"While running {LEAF_STORY}; L.backward()")
     for stage in ("before", "after"):
         when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
         for name, expected in want[stage].items():
@@ -445,18 +426,15 @@ def test_is_leaf_and_grad_fn(student, a_shape, b_shape, reference):
 @cases("a_shape, b_shape", LEAF_CASES, ids=shape_text, reference=leaf_reference, send_ahead=True)
 def test_which_tensors_keep_grad(student, a_shape, b_shape, reference):
     a, b, want = reference
-    got = run_or_fail(student, f"While running {LEAF_STORY}; L.backward()", drivers.leaf_and_grad_fn, a, b)
+    got = call_or_fail(lambda: student.run(drivers.leaf_and_grad_fn, a, b),
+                       text=f"While running {LEAF_STORY}; L.backward()")
     for stage in ("before", "after"):
         when = f"{LEAF_STORY}{'; L.backward()' if stage == 'after' else ''}"
         for name, expected in want[stage].items():
             grad = got[stage][name]["grad"]
             if expected["grad"] is None:
                 if grad is not None:
-                    if name in ("x", "L"):
-                        why = (f"{name} was made by an op (it is not a leaf) and retain_grad() was not called on "
-                               "it: only leaves keep .grad; intermediate gradients are passed on, not stored.")
-                    else:
-                        why = f"{name} does not require grad."
+                    why = diagnoses.note("engine.leaf_and_grad_fn", name=name, made_by_an_op=name in ("x", "L"))
                     fail(f"After {when}: {name}.grad is not None; expected None. Likely mistake: {why}")
                 continue
             if grad is None:
@@ -514,7 +492,7 @@ def _torch_no_grad(a_data, b_data, scenario):
 
 def no_grad_reference(scenario):
     """The case's a and b, and PyTorch's account of the scenario on them."""
-    rng = rng_for("no_grad", scenario)
+    rng = case_rng("no_grad", scenario)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
     return a, b, _torch_no_grad(a, b, scenario)
 
@@ -524,7 +502,7 @@ def no_grad_reference(scenario):
 def test_no_grad_and_detach(student, scenario, reference):
     a, b, want = reference
     story = f"a = Tensor(.., requires_grad=True); b = Tensor(..); {NO_GRAD_SCENARIOS[scenario]}"
-    got = run_or_fail(student, f"While running {story}", drivers.no_grad_scenario, a, b, scenario)
+    got = call_or_fail(lambda: student.run(drivers.no_grad_scenario, a, b, scenario), text=f"While running {story}")
     for key, expected in want.items():
         if key == "a_grad":
             check_array(got[key], expected, "a.grad", f"After {story}",
@@ -580,7 +558,7 @@ def _torch_zero_grad(a_data, b_data, mode):
 
 def zero_grad_reference(mode):
     """The case's a and b, and PyTorch's grads at each stage of the scenario."""
-    rng = rng_for("zero_grad", mode)
+    rng = case_rng("zero_grad", mode)
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
     return a, b, _torch_zero_grad(a, b, mode)
 
@@ -591,7 +569,7 @@ def test_zero_grad(student, mode, reference):
     a, b, want = reference
     story = (f"a, b, c = Tensor(.., requires_grad=True) x3; (a * b * c).exp().sum().backward(); "
              f"{ZERO_GRAD_MODES[mode]}")
-    got = run_or_fail(student, f"While running {story}", drivers.zero_grad_scenario, a, b, mode)
+    got = call_or_fail(lambda: student.run(drivers.zero_grad_scenario, a, b, mode), text=f"While running {story}")
     for stage in ("after", "again"):
         if stage not in want:
             continue
@@ -617,7 +595,7 @@ def test_zero_grad(student, mode, reference):
 # ============================================================================= engine.backward_args
 
 def _args_cases():
-    rng = rng_for("backward_args")
+    rng = case_rng("backward_args")
     a, b = rng.standard_normal((2, 3)), rng.standard_normal(3)
     base = [leaf("a", a), leaf("b", b)]
     one_element = {"leaves": base, "steps": [("mul", v(0), v(1)), ("tanh", v(2)), ("sum", v(3), None, True)]}
@@ -657,7 +635,7 @@ def test_backward_args(student, name, reference):
     call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
             f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
     context = f"After {drivers.describe(program)}; {call}"
-    got = run_or_fail(student, context, drivers.backward_args, program, output, case, grad)
+    got = call_or_fail(lambda: student.run(drivers.backward_args, program, output, case, grad), text=context)
     want, out_requires_grad = reference
     status, payload = got
     if want[0] == "raised":
@@ -686,7 +664,7 @@ RECURSION_LIMIT = 1_000
 def _chain_ops(seed, use_w):
     """CHAIN_LENGTH ops; with use_w the leaf w joins once, near the start, so its gradient has to
     travel back through (almost) the whole chain."""
-    rng = rng_for("chain", seed)
+    rng = case_rng("chain", seed)
     choices = [("add_c", 0.1), ("mul_c", 1.001), ("sub_c", 1.0), ("div_c", 1.002), ("neg",)]
     ops = [choices[int(rng.integers(len(choices)))] for _ in range(CHAIN_LENGTH)]
     if use_w:
@@ -704,7 +682,7 @@ def _torch_chain(x_data, w_data, ops):
 
 def _deep_chain_case(use_w):
     """(x_data, w_data, ops, PyTorch's (loss, grads)) of one deep chain."""
-    rng = rng_for("chain_data", use_w)
+    rng = case_rng("chain_data", use_w)
     x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
     ops = _chain_ops(int(use_w), use_w)
     return x_data, w_data, ops, _torch_chain(x_data, w_data, ops)
@@ -723,26 +701,12 @@ def test_deep_chain(student, use_w):
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              f"recursion limit of {RECURSION_LIMIT:,}")
-    got = run_or_fail(student, f"While running {story}:", drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT,
-                      hint=_deep_chain_hint)
+    got = call_or_fail(lambda: student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT),
+                       text=f"While running {story}:",
+                       mistake=diagnoses.raised_hint("engine.deep_chain", limit=RECURSION_LIMIT))
     if got.get("limit_raised"):
         fail(f"While running {story}: your code raised Python's recursion limit, which this check holds at "
-             f"{RECURSION_LIMIT:,}. {EXPLICIT_STACK}")
+             f"{RECURSION_LIMIT:,}. {diagnoses.EXPLICIT_STACK}")
     check_array(got["loss"], loss, "L.data", f"After {story}")
     program = {"leaves": [leaf("x", x_data), leaf("w", w_data)]}
     check_leaf_grads(got["grads"], grads, program, f"After {story}")
-
-
-EXPLICIT_STACK = ("Walk the graph without recursion: a topological order built with an explicit stack (a "
-                  "list you push to and pop from), then one loop over it in reverse. A graph can be far deeper "
-                  "than any recursion limit.")
-
-
-def _deep_chain_hint(error):
-    """Why a deep chain failed, where the student's exception says it (else None)."""
-    if isinstance(error, StudentRaised):
-        if error.is_a(RecursionError):
-            return f"Likely mistake: backward recurses once per node. {EXPLICIT_STACK}"
-        if "recursion limit" in error.message:
-            return f"The recursion limit is held at {RECURSION_LIMIT:,} here. {EXPLICIT_STACK}"
-    return None

@@ -8,7 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from checks.suite import StudentFault, StudentRaised, allclose, fail, grading_devices
+from checks.suite import fail, grading_devices, public_module
+
+# The likely mistakes: one table, read by the public checks too (assignments/03_mlp/tests/diagnoses.py).
+diagnoses = public_module(__file__, "diagnoses")
+diagnosis = diagnoses.diagnosis
 
 torch.backends.cuda.matmul.allow_tf32 = False  # references in full float32 precision
 torch.backends.cudnn.allow_tf32 = False
@@ -82,33 +86,6 @@ def tolerance(device, dtype_name):
     return TOLERANCES[(torch.device(device).type, dtype_name)]
 
 
-def describe(student, text):
-    """Say in the feedback what was run, in the student's terms rather than the driver's."""
-    try:
-        student.last_call = text
-    except AttributeError:
-        pass
-
-
-def call_student(student, text, function, *args, hint=None, **kwargs):
-    """Call `function` (a student function, e.g. student.numpy_mlp.forward, or student.run with a
-    driver) with feedback that names `text` (the call in the student's terms) instead of the
-    arguments' raw summary. `hint(raised)` may add a sentence when the student's code raised."""
-    try:
-        result = function(*args, **kwargs)
-    except StudentFault as fault:
-        detail = f" {fault.outcome}"
-        extra = hint(fault) if hint is not None and isinstance(fault, StudentRaised) else None
-        fail(f"{text}{detail}" + (f"\n  Likely mistake: {extra}" if extra else ""))
-    describe(student, text)
-    return result
-
-
-def run_driver(student, text, driver, *args, hint=None, **kwargs):
-    """student.run(driver, ...) with feedback that names `text` (see call_student)."""
-    return call_student(student, text, student.run, driver, *args, hint=hint, **kwargs)
-
-
 def as_floats(value):
     """`value` as a float64 array, or None when it is not numeric (anything may come back)."""
     if value is None:
@@ -117,21 +94,6 @@ def as_floats(value):
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
         return None
-
-
-def is_close(got, expected, rtol=1e-6, atol=1e-9):
-    got, expected = as_floats(got), as_floats(expected)
-    if got is None or expected is None or got.shape != expected.shape:
-        return False
-    return allclose(got, expected, rtol=rtol, atol=atol)
-
-
-def first_match(got, candidates, rtol=1e-6, atol=1e-9):
-    """The message of the first (expected_value, message) pair that `got` matches."""
-    for value, message in candidates:
-        if value is not None and is_close(got, value, rtol, atol):
-            return message
-    return None
 
 
 def number(got, what):

@@ -12,9 +12,8 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import cases, expect_close, expect_equal, fail, question
-from reference import (DEVICES, RefMLP, describe, first_match, load_ref, mlp_state, per_device, run_driver,
-                       tolerance)
+from checks.suite import call_or_fail, case_rng, cases, expect_close, expect_equal, fail, name_call, question
+from reference import DEVICES, RefMLP, diagnoses, diagnosis, load_ref, mlp_state, per_device, tolerance
 
 
 # ------------------------------------------------------------------------ structure
@@ -31,7 +30,7 @@ def _state_shapes(sizes):
 def test_mlp_structure(student, sizes, reference):
     expected_state = reference
     call = "MLP()" if sizes is None else f"MLP{sizes}"
-    got = run_driver(student, call, drivers.mlp_structure, sizes)
+    got = call_or_fail(lambda: student.run(drivers.mlp_structure, sizes), text=call)
     for name in ("fc1", "fc2"):
         if name not in got["children"]:
             fail(f"{call} has children {sorted(got['children']) or 'none'}; expected two nn.Linear "
@@ -42,10 +41,9 @@ def test_mlp_structure(student, sizes, reference):
         fail(f"{call}.state_dict() has keys {sorted(got['state'])}; expected {sorted(expected_state)}.")
     for key, shape in expected_state.items():
         if tuple(got["state"][key]) != shape:
-            hint = ""
-            if tuple(got["state"][key]) == tuple(reversed(shape)):
-                hint = " nn.Linear(in_features, out_features) stores its weight as (out, in): check the argument order."
-            fail(f"{call}.state_dict()[{key!r}] has shape {tuple(got['state'][key])}; expected {shape}.{hint}")
+            hint = diagnosis("torch_mlp.MLP", part="state_shape", expected_shape=shape)(tuple(got["state"][key]))
+            fail(f"{call}.state_dict()[{key!r}] has shape {tuple(got['state'][key])}; expected {shape}."
+                 + (f" Likely mistake: {hint}." if hint else ""))
 
 
 # ------------------------------------------------------------------------ forward and backward
@@ -60,7 +58,7 @@ DTYPE_NAMES = ["float32", "float64"]
 
 def _draw(sizes, batch, shape):
     """The state_dict, the input x and the gradient grad_out of the output for one input form."""
-    rng = np.random.default_rng([12, batch, *shape])
+    rng = case_rng(12, batch, *shape)
     x = rng.uniform(-1.0, 1.0, size=(batch, *shape))
     return mlp_state(sizes, seed=11), x, rng.normal(size=(batch, sizes[2]))
 
@@ -95,21 +93,9 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
     dtype = getattr(torch, dtype_name)
     call = f"MLP{sizes} loaded with a state_dict, .to({device!r}, torch.{dtype_name}), forward on x of shape {x.shape}"
 
-    def hint(raised):
-        message = raised.message.lower()
-        if device == "meta" and ("device" in message or "meta" in message):
-            return ("on the meta device this usually means forward creates a tensor on a fixed device "
-                    "(torch.zeros(...), torch.tensor(...), .to('cpu'), .numpy()): make new tensors with "
-                    "device=x.device, or avoid them")
-        if dtype_name == "float64" and ("dtype" in message or ("type" in message and "float" in message)):
-            return ("with a float64 model, the input and every tensor forward creates must stay float64: "
-                    "do not call .float() or hard-code a dtype")
-        if "shape" in message and sizes[0] != 784:
-            return "is 784 hard-coded somewhere? Use d_in, or torch.flatten(x, 1)"
-        return None
-
-    got = run_driver(student, call, drivers.mlp_forward_backward, sizes, state, x, grad_out, device, dtype_name,
-                     hint=hint)
+    got = call_or_fail(lambda: student.run(drivers.mlp_forward_backward, sizes, state, x, grad_out, device, dtype_name),
+                       text=call, mistake=diagnoses.raised_hint("torch_mlp.MLP", device=device, dtype_name=dtype_name,
+                                                                d_in=sizes[0]))
 
     expected_shape = (batch, sizes[2])
     if tuple(got["shape"]) != expected_shape:
@@ -125,17 +111,12 @@ def test_mlp_forward_backward(student, device, dtype_name, form):
     rtol, atol = tolerance(device, dtype_name)
     expected = FORWARD_BACKWARD(form, dtype_name, device=device)
 
-    def no_relu(value):
-        w = {k: torch.tensor(v, dtype=torch.float64) for k, v in state.items()}
-        flat = torch.tensor(x).reshape(batch, -1)
-        linear = (flat @ w["fc1.weight"].T + w["fc1.bias"]) @ w["fc2.weight"].T + w["fc2.bias"]
-        return first_match(value, [(linear.numpy(), "there is no ReLU between fc1 and fc2")], rtol=1e-4, atol=1e-5)
-
-    expect_close(got["out"], expected["out"], rtol=rtol, atol=atol, what="logits", diagnose=no_relu)
-    describe(student, f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
+    expect_close(got["out"], expected["out"], rtol=rtol, atol=atol, what="logits",
+                 diagnose=diagnosis("torch_mlp.MLP", part="out", state=state, x=x))
+    name_call(f"{call}, then backward of (out * g).sum(): the gradient w.r.t. x")
     expect_close(got["grad_x"], expected["grad_x"], rtol=rtol, atol=atol, what="entries of x.grad")
     for name, grad in expected["grads"].items():
-        describe(student, f"{call}, then backward of (out * g).sum(): {name}.grad")
+        name_call(f"{call}, then backward of (out * g).sum(): {name}.grad")
         if name not in got["grads"]:
             fail(f"{call}: the model has no parameter {name}.")
         expect_close(got["grads"][name], grad, rtol=rtol, atol=atol, what=f"entries of {name}.grad")
@@ -183,19 +164,10 @@ def _counts(case):
 @cases("case", sorted(COUNT_SPECS), reference=_counts, send_ahead=True)
 def test_count_parameters(student, case, reference):
     spec = COUNT_SPECS[case]
-    got = run_driver(student, f"count_parameters({_words(spec)})", drivers.count_parameters_of, spec)
+    got = call_or_fail(lambda: student.run(drivers.count_parameters_of, spec),
+                       text=f"count_parameters({_words(spec)})")
 
-    def diagnose(value):
-        return first_match(value, [
-            (reference["every"], "frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
-            (reference["with_buffers"], "buffers such as BatchNorm's running statistics were counted: count "
-                                        "model.parameters(), not the state_dict"),
-            (reference["state_total"], "buffers such as BatchNorm's running statistics were counted: count "
-                                       "model.parameters(), not the state_dict"),
-            (reference["tensors"], "that is the number of parameter TENSORS: add up p.numel() instead"),
-            (reference["per_layer"] if case == "tied" else None,
-             "a layer used twice was counted twice: its parameters are shared, count them once "
-             "(model.parameters() lists each parameter once)"),
-        ])
-
+    diagnose = diagnosis("torch_mlp.count_parameters", every=reference["every"],
+                         with_buffers=reference["with_buffers"], state_total=reference["state_total"],
+                         tensors=reference["tensors"], counted_twice=reference["per_layer"] if case == "tied" else None)
     expect_equal(got, int(reference["expected"]), diagnose=diagnose)

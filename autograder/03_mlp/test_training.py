@@ -20,9 +20,10 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import cases, expect_close, expect_equal, expect_raises, fail, question
-from reference import (VALUE_DEVICES, RefMLP, call_student, describe, first_match, grid, is_close, load_ref,
-                       mlp_state, number, per_device, precomputed, run_driver, tolerance)
+from checks.suite import (call_or_fail, case_rng, cases, expect_close, expect_equal, expect_raises, fail, is_close,
+                          name_call, question)
+from reference import (VALUE_DEVICES, RefMLP, diagnoses, diagnosis, grid, load_ref, mlp_state, number, per_device,
+                       precomputed, tolerance)
 
 
 # ------------------------------------------------------------------------ SGD
@@ -33,7 +34,7 @@ SGD_SHAPES = ((3, 4), (4,), (2, 2, 3))
 
 @functools.cache
 def _sgd_data(seed, shapes=SGD_SHAPES, steps=SGD_STEPS):
-    rng = np.random.default_rng([21, seed])
+    rng = case_rng(21, seed)
     init = [rng.normal(size=shape) for shape in shapes]
     targets = [[rng.normal(size=shape) * 2.0 for shape in shapes] for _ in range(steps)]
     return init, targets
@@ -88,43 +89,12 @@ def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=
     return trajectory
 
 
-SGD_MISTAKES = {
-    "decay_subtracted": "weight decay was subtracted from the gradient: torch.optim.SGD uses grad + weight_decay * p",
-    "decay_after_momentum": "weight decay was added after the momentum buffer: add weight_decay * p to the "
-                            "gradient first, then update the buffer with that",
-    "dampening": "the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * grad): torch.optim.SGD "
-                 "uses buf = momentum * buf + grad, starting from buf = grad on the first step",
-    "dampening_after_first": "the momentum buffer is damped (buf = momentum * buf + (1 - momentum) * grad): "
-                             "torch.optim.SGD (no dampening) uses buf = momentum * buf + grad",
-    "nesterov": "that is Nesterov momentum: the course's SGD steps by the buffer itself",
-    "no_momentum": "momentum is ignored: keep one buffer per parameter, buf = momentum * buf + grad",
-    "no_weight_decay": "weight_decay is ignored: add weight_decay * p to the gradient",
-}
-
-
-def _sgd_diagnose(trajectory, init, targets, lr, momentum, weight_decay, set_to_none, idle=()):
-    if all(np.array_equal(np.asarray(p), a) for step in trajectory for p, a in zip(step, init)):
-        return ("the parameters never changed: step() must update them in place (p.add_, p.sub_ or "
-                "p.data) under torch.no_grad(), and __init__ should keep list(params), since params may be a "
-                "generator that runs out after one pass")
-    for variant, message in SGD_MISTAKES.items():
-        needs_decay = variant in ("decay_subtracted", "decay_after_momentum", "no_weight_decay")
-        needs_momentum = variant in ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov",
-                                     "no_momentum")
-        if (needs_decay and not weight_decay) or (needs_momentum and not momentum):
-            continue
-        expected = _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle, variant)
-        if all(is_close(p, e, rtol=1e-9, atol=1e-12) for step, ref in zip(trajectory, expected)
-               for p, e in zip(step, ref)):
-            return message
-    return None
-
-
 def _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none, **extra):
     how = "SGD(a generator of params" if extra.get("as_generator") else "SGD(params"
     call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
             f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
-    got = run_driver(student, call, drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none, **extra)
+    got = call_or_fail(lambda: student.run(drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none,
+                                           **extra), text=call)
     if got["torch_optim"]:
         fail(f"training.SGD used {got['torch_optim'][0]}: write the update yourself, without torch.optim.")
     return got
@@ -140,12 +110,13 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
             if is_close(p, e, rtol=1e-9, atol=1e-12):
                 continue
             if hint is None:
-                hint = _sgd_diagnose(got["trajectory"], init, targets, lr, momentum, weight_decay, set_to_none, idle)
-                if hint is None and got["grad_changed"]:
-                    hint = ("step() changed p.grad (in place); if the momentum buffer IS the .grad "
-                            "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
+                variants = {name: lambda name: _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none,
+                                                              idle, name)
+                            for name in diagnoses.sgd_variants(momentum, weight_decay)}
+                hint = diagnosis("training.SGD", init=init, variants=variants,
+                                 grad_changed=got["grad_changed"])(got["trajectory"])
             extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
-            describe(student, f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
+            name_call(f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
             expect_close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
 
 
@@ -226,7 +197,8 @@ ZERO_GRADS = precomputed(_torch_zero_grad, [(None,), (True,), (False,)], backwar
 def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
     call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
-    got = run_driver(student, f"SGD(params, lr=0.1), backward, then {call}", drivers.sgd_zero_grad, init, set_to_none)
+    got = call_or_fail(lambda: student.run(drivers.sgd_zero_grad, init, set_to_none),
+                       text=f"SGD(params, lr=0.1), backward, then {call}")
     if got["torch_optim"]:
         fail(f"training.SGD used {got['torch_optim'][0]}: write it yourself, without torch.optim.")
     for i, (expected, g) in enumerate(zip(ZERO_GRADS(set_to_none), got["grads"])):
@@ -238,7 +210,7 @@ def test_sgd_zero_grad(student, set_to_none):
             if g is None:
                 fail(f"after {call}, parameter {i}'s .grad is None; expected a tensor of zeros "
                      "(set_to_none=False zeroes the gradient instead of dropping it).")
-            describe(student, f"after {call}, parameter {i}'s .grad")
+            name_call(f"after {call}, parameter {i}'s .grad")
             expect_close(g, expected, rtol=0, atol=0, what="entries")
 
 
@@ -256,19 +228,11 @@ def _torch_steps(n, batch_size, drop_last):
 @cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True)
 def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
     expected = reference
-    got = call_student(student, f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})",
-                       student.training.steps_per_epoch, n, batch_size, drop_last=drop_last)
+    got = call_or_fail(lambda: student.training.steps_per_epoch(n, batch_size, drop_last=drop_last),
+                       text=f"steps_per_epoch({n}, {batch_size}, drop_last={drop_last})")
 
-    def diagnose(value):
-        if isinstance(value, float):
-            return "a float came back: use integer arithmetic (// and a ceiling), the count is an int"
-        if not drop_last and value == n // batch_size:
-            return "rounded down: without drop_last the last, partial batch is one more step"
-        if drop_last and value == -(-n // batch_size):
-            return "with drop_last=True the last, partial batch is dropped: round down"
-        return None
-
-    expect_equal(got, expected, diagnose=diagnose)
+    expect_equal(got, expected, diagnose=diagnosis("training.steps_per_epoch", n=n, batch_size=batch_size,
+                                                   drop_last=drop_last))
 
 
 def _refused_by_pytorch(*batch_sizes):
@@ -301,7 +265,7 @@ BATCHINGS = {
 
 @functools.cache
 def _epoch_data(n, seed=31):
-    rng = np.random.default_rng([seed, n])
+    rng = case_rng(seed, n)
     X = rng.normal(size=(n, EPOCH_SIZES[0])).astype(np.float32)
     Y = rng.integers(0, EPOCH_SIZES[2], size=n).astype(np.int64)
     return X, Y
@@ -337,31 +301,9 @@ def _run_epoch(student, device, batching, momentum):
     call = (f"train_epoch(MLP{EPOCH_SIZES}, a loader of {n} examples in batches of {batch_size}"
             f"{', shuffled' if seed is not None else ''}, SGD(lr={EPOCH_LR}, momentum={momentum}), "
             f"CrossEntropyLoss(), {device!r})")
-    got = run_driver(student, call, drivers.train_epoch_run, EPOCH_SIZES, EPOCH_STATE, X, Y, batch_size, seed,
-                     EPOCH_LR, momentum, device)
+    got = call_or_fail(lambda: student.run(drivers.train_epoch_run, EPOCH_SIZES, EPOCH_STATE, X, Y, batch_size, seed,
+                                           EPOCH_LR, momentum, device), text=call)
     return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
-
-
-def _loop_mistake(events, batches, device):
-    """Name what is wrong with the order of calls in the student's loop, if anything."""
-    steps, zeros = events.count("step"), events.count("zero_grad")
-    forwards = [e for e in events if e.startswith("forward:")]
-    if any(e != f"forward:{torch.device(device).type}" for e in forwards):
-        return f"the batches were not moved to the device: x.to(device), y.to(device) (the model is on {device})"
-    if steps != batches:
-        return f"optimizer.step() ran {steps} times for {batches} batches: one step per batch"
-    if zeros == 0:
-        return ("optimizer.zero_grad() is never called: every batch's gradients are added to the previous "
-                "ones'. Call it once per batch, before loss.backward()")
-    first_step, first_backward = events.index("step"), events.index("backward") if "backward" in events else None
-    if first_backward is None or first_step < first_backward:
-        return "optimizer.step() ran before loss.backward(): each step used stale (or no) gradients"
-    for b, event in enumerate(events):
-        if event == "backward" and "step" in events[b:]:
-            s = events.index("step", b)
-            if "zero_grad" in events[b:s]:
-                return "zero_grad() ran between backward() and step(): the step saw no gradients"
-    return None
 
 
 @question("training.train_epoch", points=6, use_reference=("torch_mlp.py",))
@@ -370,14 +312,14 @@ def _loop_mistake(events, batches, device):
 @pytest.mark.parametrize("batching", sorted(BATCHINGS))
 def test_train_epoch_parameters(student, device, momentum, batching):
     got, (snapshots, _, _), call = _run_epoch(student, device, batching, momentum)
-    mistake = _loop_mistake(got["events"], len(snapshots), device)
+    mistake = diagnosis("training.train_epoch", batches=len(snapshots), device=device, events=got["events"])(None)
     if len(got["snapshots"]) != len(snapshots):
         fail(f"{call}: optimizer.step() was called {len(got['snapshots'])} times; expected {len(snapshots)}, "
              "once per batch." + (f" Likely mistake: {mistake}." if mistake else ""))
     rtol, atol = tolerance(device, "float32")
     for k, (mine, ref) in enumerate(zip(got["snapshots"], snapshots)):
         for key, value in ref.items():
-            describe(student, f"{call}: {key} after step {k + 1}")
+            name_call(f"{call}: {key} after step {k + 1}")
             expect_close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
 
 
@@ -393,18 +335,10 @@ def test_train_epoch_loss(student, device, batching):
     value = number(returned, f"{call} returned {returned!r}")
     batch_losses = torch.tensor(losses, dtype=torch.float64)
     expected = batch_losses.mean().item()
-    weighted = (batch_losses * torch.tensor(sizes, dtype=torch.float64)).sum().item() / sum(sizes)
     if np.isclose(value, expected, rtol=1e-5, atol=1e-7):
         return
-    hint = first_match(value, [
-        (batch_losses.sum().item(), "that is the SUM of the batch losses: divide by the number of batches"),
-        (losses[-1], "that is the last batch's loss only: average over all batches"),
-        (weighted if sizes[-1] != sizes[0] else None,
-         "that weighs each batch by its size: return the plain mean of the batch losses"),
-        (losses[0], "that is the first batch's loss only: average over all batches"),
-    ], rtol=1e-5, atol=1e-7)
-    if hint is None:
-        hint = _loop_mistake(got["events"], len(losses), device)
+    hint = diagnosis("training.train_epoch", batches=len(losses), device=device, events=got["events"],
+                     losses=losses, sizes=sizes)(value)
     fail(f"{call} returned {value:.8g}; expected {expected:.8g}, the mean of the {len(losses)} batch losses."
          + (f" Likely mistake: {hint}." if hint else ""))
 
@@ -428,7 +362,7 @@ def _eval_case(batching, device):
     """Inputs X, labels Y (about a third disagree with the probe's predictions on `device`) and
     the number of correct predictions."""
     n, _ = EVAL_BATCHINGS[batching]
-    rng = np.random.default_rng([42, n])
+    rng = case_rng(42, n)
     X = rng.normal(size=(n, PROBE_SIZES[0])).astype(np.float32)
     reference = load_ref(drivers.Probe, PROBE_SIZES, PROBE_STATE, device, torch.float32).eval()
     with torch.no_grad():
@@ -447,8 +381,8 @@ def _run_eval(student, device, batching, start_training):
     X, Y, correct = EVAL_CASES(batching, device=device)
     call = (f"evaluate(a model in {'train' if start_training else 'eval'} mode, a loader of {n} examples "
             f"in batches of {batch_size}, {device!r})")
-    got = run_driver(student, call, drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
-                     start_training, device)
+    got = call_or_fail(lambda: student.run(drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
+                                           start_training, device), text=call)
     return got, call, n, batch_size, correct
 
 
@@ -464,16 +398,7 @@ def test_evaluate_accuracy(student, device, batching, start_training):
     expected = correct / n
     if np.isclose(value, expected, rtol=1e-6, atol=1e-6):
         return
-    batches = -(-n // batch_size)
-    hint = first_match(value, [
-        (correct, "that is the number of correct predictions: divide by the number of examples"),
-        (expected * 100, "that is a percentage: return a fraction in [0, 1]"),
-        (correct / batches, "divided by the number of batches: divide by the number of examples"),
-        (correct / (batches * batch_size) if n % batch_size else None,
-         "divided by batches * batch_size, but the last batch is smaller: count the examples (y.numel())"),
-    ], rtol=1e-6, atol=1e-6)
-    if hint is None and any(c["training"] for c in got["calls"]):
-        hint = "the model ran in train mode (its dropout was active): call model.eval() first"
+    hint = diagnosis("training.evaluate", correct=correct, n=n, batch_size=batch_size, calls=got["calls"])(value)
     fail(f"{call} returned {value:.6g}; expected {expected:.6g} ({correct} of {n} correct)."
          + (f" Likely mistake: {hint}." if hint else ""))
 

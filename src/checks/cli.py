@@ -286,6 +286,7 @@ def _parser() -> argparse.ArgumentParser:
                              "notebook (nbgrader: DIR/submitted/<name>/ASSIGNMENT/ASSIGNMENT.ipynb; otter: "
                              "DIR/submissions/<name>.ipynb)")
     export.set_defaults(run=_export, without_course=True)  # csv needs none; the others ask for one
+    _server_commands(commands, assignment_help)
 
     from checks import policy_commands  # the course-policy commands (policy, extension, grace)
 
@@ -294,6 +295,95 @@ def _parser() -> argparse.ArgumentParser:
 
     lti_commands.add_commands(commands, _command)
     return parser
+
+
+def _server_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
+    """serve, roster, staff (staff's side: the `serve` extra) and login, submit, fetch (the student's)."""
+    serve_cmd = _command(commands, "serve", "run the course server: students submit, staff watch the class",
+                         "Serve a course folder (course.toml, a roster, the assignments) over HTTP: students "
+                         "submit from `checks submit`, a notebook or the web page and read their feedback; staff "
+                         "watch the class, regrade and download the gradebook. Storage is SQLite under the "
+                         "course folder; grading uses warm pools (or a Dask cluster with --scheduler). Listens "
+                         "on 127.0.0.1 unless --host says otherwise: put it behind a reverse proxy with TLS to "
+                         "open it to a class (docs/server-operators.md).",
+                         "  checks serve examples/course\n"
+                         "  checks serve examples/course --port 8080 --jobs 4\n"
+                         "  checks serve ~/course --scheduler tcp://head:8786",
+                         runs_student_code=True)
+    serve_cmd.add_argument("folder", type=Path, metavar="COURSE", help="the course folder (with course.toml)")
+    serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve_cmd.add_argument("--port", type=_positive_int, default=8000, help="port (default: 8000)")
+    serve_cmd.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                           help="submissions graded at once (default: course.toml's jobs)")
+    serve_cmd.add_argument("--proxy-headers", action="store_true",
+                           help="behind a reverse proxy on this machine: take the client's address from the "
+                                "X-Forwarded-For and X-Forwarded-Proto headers it sets (trusted from 127.0.0.1 only)")
+    serve_cmd.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                           help="grade on this Dask scheduler's workers (the `cluster` extra)")
+    serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
+                           help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
+    serve_cmd.set_defaults(run=_serve, without_course=True)
+
+    roster = _command(commands, "roster", "import the class roster into a course server",
+                      "Import students from a CSV with the columns student_id, name, email (and optionally "
+                      "role: student, ta or instructor). Each new account gets a token; only its hash is "
+                      "stored, and the tokens are written once, to a CSV (0600) for you to hand out. "
+                      "Importing again adds new students and keeps the others' tokens (--reissue replaces them).",
+                      "  checks roster import examples/course/roster.csv\n"
+                      "  checks roster import roster.csv --server ~/course --tokens ~/tokens.csv")
+    roster.add_argument("action", choices=["import"], help="what to do")
+    roster.add_argument("csv", type=Path, metavar="ROSTER.CSV", help="the roster")
+    roster.add_argument("--server", type=Path, metavar="COURSE", default=None,
+                        help="the served course folder (default: the roster's folder when it has course.toml, "
+                             "else the current folder)")
+    roster.add_argument("--tokens", type=Path, metavar="CSV", default=None,
+                        help="where to write the new tokens (default: COURSE/data/tokens-DATE.csv)")
+    roster.add_argument("--reissue", action="store_true", help="new tokens for everyone listed (old ones stop working)")
+    roster.set_defaults(run=_roster, without_course=True)
+
+    staff = _command(commands, "staff", "add a staff account to a course server",
+                     "Add (or give a new token to) a staff account: a TA or an instructor, who signs in on the "
+                     "web page with the login and the token printed here, once.",
+                     "  checks staff add alice --role instructor --server examples/course")
+    staff.add_argument("action", choices=["add"], help="what to do")
+    staff.add_argument("login", help="the staff member's login")
+    staff.add_argument("--name", default="", help="their name")
+    staff.add_argument("--email", default="", help="their email")
+    staff.add_argument("--role", choices=["ta", "instructor"], default="ta", help="their role (default: ta)")
+    staff.add_argument("--server", type=Path, metavar="COURSE", default=Path("."),
+                       help="the served course folder (default: the current folder)")
+    staff.set_defaults(run=_staff, without_course=True)
+
+    login = _command(commands, "login", "sign in to your course's server",
+                     "Check your token with the course server and keep it (with the URL) in your config folder "
+                     "($XDG_CONFIG_HOME/checks, else ~/.config/checks; readable by you only), for `checks "
+                     "submit` and `checks fetch`. The token is asked for (not echoed), or read from standard "
+                     "input when it is not a terminal.",
+                     "  checks login https://checks.example.edu\n  echo \"$TOKEN\" | checks login http://127.0.0.1:8000")
+    login.add_argument("url", help="the server, http(s)://HOST[:PORT]")
+    login.set_defaults(run=_login, without_course=True)
+
+    submit = _command(commands, "submit", "submit your work to the course server and show the feedback",
+                      "Pack your folder as `checks pack` does, upload it, wait for the grader and print the "
+                      "feedback with your score (or, while the hidden checks are not released, say so). "
+                      "--no-wait prints the submission's id and returns at once.",
+                      "  checks submit                         # in your copy of an assignment\n"
+                      "  checks submit 01_tensors ~/my-copy\n  checks submit 01_tensors --no-wait",
+                      usage="checks submit [ASSIGNMENT] [FOLDER] [options]")
+    submit.add_argument("words", nargs="*", metavar="ASSIGNMENT FOLDER",
+                        help=f"{assignment_help} (default: the copy the current folder is in); FOLDER: your folder "
+                             "(default: as for `checks pack`)")
+    submit.add_argument("--no-wait", action="store_true", help="print the submission id and return")
+    submit.set_defaults(run=_submit, run_name="submit", without_course=True)
+
+    fetch = _command(commands, "fetch", "download an assignment from your course's server",
+                     "Download the student release of an assignment (stubs, public checks, quiz.toml, "
+                     "notebook) once the course has opened it, into a new folder.",
+                     "  checks fetch 01_tensors\n  checks fetch 01_tensors --out ~/work/01_tensors")
+    fetch.add_argument("assignment", help="the assignment's name")
+    fetch.add_argument("--out", type=Path, metavar="DIR", default=None,
+                       help="the folder to create (default: ./ASSIGNMENT)")
+    fetch.set_defaults(run=_fetch, without_course=True)
 
 
 def _positive_int(text: str) -> int:
@@ -704,6 +794,185 @@ def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
                        f"{assignment.name}-autograder_*.zip NOTEBOOK"))
     return 0
 
+
+
+# ---------------------------------------------------------------------------- the course server
+
+def _serve(root: Path | None, args: argparse.Namespace) -> int:
+    try:
+        from checks.server.config import load_config
+        from checks.server.queue import LocalPools
+        from checks.server.run import dask_grader, serve
+    except ImportError as error:
+        raise CourseError(f"`checks serve` needs the `serve` extra ({error}): "
+                          "pip install -c constraints.txt -e '.[serve]'") from None
+
+    config = load_config(args.folder)
+    jobs = args.jobs or config.jobs
+    with contextlib.ExitStack() as stack:
+        make = None
+        if args.scheduler or args.scheduler_file:
+            make = dask_grader(args.scheduler, args.scheduler_file, stack)
+        where = "on the Dask cluster" if make else f"{jobs} warm grading pool(s) per assignment"
+        console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) from "
+                            f"{config.folder} at http://{args.host}:{args.port}/ ; storage {config.storage_url}; "
+                            f"grading: {where}. Ctrl-C stops it."), soft_wrap=True)
+        serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers, make_grader=make or (
+            lambda: LocalPools(args.settings.device, args.settings.isolation_level)))
+    return 0
+
+
+def _server_storage(folder: Path):  # noqa: ANN202 - the server's types are imported here only
+    try:
+        from checks.server.config import load_config
+        from checks.server.storage import Storage
+    except ImportError as error:
+        raise CourseError(f"this command needs the `serve` extra ({error}): "
+                          "pip install -c constraints.txt -e '.[serve]'") from None
+    config = load_config(folder)
+    return config, Storage(config.storage_url)
+
+
+def _roster(root: Path | None, args: argparse.Namespace) -> int:
+    import time
+
+    from checks.server.roster import import_roster, read_roster, write_tokens
+
+    folder = args.server or (args.csv.parent if (args.csv.parent / "course.toml").is_file() else Path.cwd())
+    config, storage = _server_storage(folder)
+    people = read_roster(args.csv)
+    tokens = args.tokens or config.data_dir / f"tokens-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+    if tokens.exists():
+        raise CourseError(f"{tokens} exists: the tokens are written once; name another file with --tokens")
+    issued, kept = import_roster(storage, people, reissue=args.reissue)
+    if issued:
+        tokens.parent.mkdir(parents=True, exist_ok=True)
+        write_tokens(tokens, issued)
+    console.print(plain(f"roster of {config.title}: {len(issued)} token(s) issued, {kept} account(s) already there "
+                        f"kept theirs" + (f"; the new tokens are in {tokens} (readable by you only): hand each "
+                                          "student theirs, then delete the file" if issued else "")), soft_wrap=True)
+    return 0
+
+
+def _staff(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.server.roster import add_user
+    from checks.server.storage import User
+
+    if not args.login or not all(c.isalnum() or c in "._@-" for c in args.login):
+        raise CourseError("a staff login is letters, digits and . _ @ - only")
+    config, storage = _server_storage(args.server)
+    issued = add_user(storage, User(args.login, args.name, args.email, args.role))
+    console.print(plain(f"{args.role} {args.login} of {config.title}: sign in on the web page with this login and "
+                        f"token (shown once): {issued.token}"), soft_wrap=True)
+    return 0
+
+
+def _login(root: Path | None, args: argparse.Namespace) -> int:
+    import getpass
+
+    from checks.server.client import ServerError, login
+
+    token = getpass.getpass("token: ") if sys.stdin.isatty() else sys.stdin.readline()
+    if not token.strip():
+        raise CourseError("no token given: paste the token the course staff gave you")
+    try:
+        credentials, path = login(args.url, token)
+    except ServerError as error:
+        console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
+        return 1
+    console.print(plain(f"signed in to {credentials.url} as {credentials.user}; kept in {path} (readable by you only)"),
+                  soft_wrap=True)
+    return 0
+
+
+def _submit(root: Path | None, args: argparse.Namespace) -> int:
+    import tempfile
+
+    from checks.pack import pack
+    from checks.server import client
+
+    if _read_words(root, args):
+        raise CourseError("`checks submit` submits the whole assignment: name the assignment and your folder only")
+    assignment, folder = _student_assignment(root, args)
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder: `checks submit` packs the folder you worked in")
+    with tempfile.TemporaryDirectory(prefix="checks-submit-") as temp:
+        out = Path(temp) / f"{assignment.name}.zip"
+        packing = pack(assignment, folder, out)
+        if packing.problems:
+            console.print(plain(f"nothing was submitted: fix these in {folder} first"), style="red")
+            for problem in packing.problems:
+                console.print(Text("  ") + plain(problem))
+            return 1
+        data = out.read_bytes()
+    try:
+        credentials = client.load_credentials()
+        reply = client.submit(assignment.name, data, credentials)
+        console.print(plain(f"submitted {assignment.name} ({len(packing.files)} files from {folder}) to "
+                            f"{credentials.url}: id {reply['id']}"
+                            + (f", number {reply['position']} in the queue" if reply.get("position") else "")),
+                      soft_wrap=True)
+        if args.no_wait:
+            console.print(reply["id"])
+            return 0
+        reply = client.wait(reply["id"], credentials)
+    except client.ServerError as error:
+        console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
+        if error.retry_after:
+            console.print(plain(f"the next try is allowed in {error.retry_after:g} s"))
+        return 1
+    return show_submission(reply, credentials.url)
+
+
+def show_submission(reply: dict, url: str) -> int:
+    """The feedback of a graded submission, as `checks test` prints it, with the score."""
+    if reply.get("message"):
+        console.print(Text(reply["message"], style="red"), soft_wrap=True)
+        return 1
+    result = SubmissionResult.from_dict(reply["result"]) if reply.get("result") else None
+    if result is None:
+        console.print(plain(f"status: {reply['status']}"))
+        return 1
+    for warning in result.warnings:
+        console.print(Text.assemble(("warning: ", "yellow"), plain(warning)))
+    if result.questions:
+        console.print(question_table(result, show_points=True))
+        print_failures(console, result)
+        console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
+    if not reply.get("hidden_shown", True) or not result.questions:
+        console.print(plain(reply.get("visibility", "")), soft_wrap=True)
+    console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
+    if not result.questions:  # graded, its scores not released yet
+        return 0
+    return 0 if result.score >= result.max_score else 1
+
+
+def _fetch(root: Path | None, args: argparse.Namespace) -> int:
+    import io
+    import zipfile
+
+    from checks.server import client
+
+    out = (args.out or Path(args.assignment)).resolve()
+    if out.exists():
+        raise CourseError(f"{out} exists: `checks fetch` writes a new folder (name another with --out)")
+    try:
+        data = client.fetch(args.assignment)
+    except client.ServerError as error:
+        console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
+        return 1
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        prefix = f"{args.assignment}/"
+        for info in archive.infolist():
+            relative = Path(info.filename.removeprefix(prefix))
+            if info.is_dir() or relative.is_absolute() or ".." in relative.parts or not info.filename.startswith(prefix):
+                continue
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(info))
+    console.print(plain(f"wrote {out}: {args.assignment} as released; `checks test` there runs its public checks"),
+                  soft_wrap=True)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

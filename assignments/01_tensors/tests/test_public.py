@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import StudentRaised, as_index_tuple, expect_equal, expect_raises, fail, question
+from checks.suite import as_index_tuple, call_or_fail, expect_equal, expect_raises, fail, question
 from diagnoses import REFUSED, diagnosis  # the likely mistakes: the same table as the grader's
 
 
@@ -127,13 +127,9 @@ def test_view(student, t, new_shape):
     v = t.view(new_shape)
     diagnose = diagnosis("strides.view", shape=tuple(t.shape), strides=t.stride(), new_shape=new_shape,
                          expected=layout(v))
-    try:
-        got = student.strides.view(tuple(t.shape), t.stride(), new_shape)
-    except StudentRaised as raised:
-        hint = diagnose(REFUSED) if raised.type_name == "ValueError" else None
-        if hint is None:
-            raise
-        fail(f"{raised}\nPyTorch accepts this view. Likely mistake: {hint}")
+    got = call_or_fail(lambda: student.strides.view(tuple(t.shape), t.stride(), new_shape),
+                       expected=lambda: f"strides {v.stride()}", because="PyTorch accepts this view",
+                       mistake=lambda raised: diagnose(REFUSED) if raised.is_a(ValueError) else None)
     expect_strides(student, got, v.stride(), tuple(v.shape), diagnose=diagnose)
 
 
@@ -169,14 +165,11 @@ def test_gather(student, shape, strides, storage_offset):
 @pytest.mark.parametrize("shapes", [((2, 1), (3,)), ((64, 1), (768,)), ((5, 1, 4), (3, 1), ())], ids=repr)
 def test_broadcast_shape(student, shapes):
     expected = tuple(torch.broadcast_tensors(*(torch.empty(s) for s in shapes))[0].shape)
-    try:
-        got = student.broadcasting.broadcast_shape(*shapes)
-    except StudentRaised as raised:
-        if raised.type_name != "ValueError":
-            raise
-        hint = diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected)(REFUSED)
-        fail(f"{raised}\nThese shapes do broadcast, to {expected}." + (f" Likely mistake: {hint}" if hint else
-                                                                         " Line them up from the RIGHT."))
+    refused = diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected)(REFUSED)
+    got = call_or_fail(lambda: student.broadcasting.broadcast_shape(*shapes), expected=expected,
+                       because="these shapes do broadcast",
+                       mistake=lambda raised: (refused or "line them up from the RIGHT.") if raised.is_a(ValueError)
+                       else None)
     expect_equal(got, expected, diagnose=diagnosis("broadcasting.broadcast_shape", shapes=shapes, expected=expected))
 
 

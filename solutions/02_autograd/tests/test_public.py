@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import expect_close, expect_equal, fail, question
+from checks.suite import call_or_fail, expect_close, expect_equal, fail, question
 
 import public_drivers
+from diagnoses import EXPLICIT_STACK, mistakes, note, raised_hint, shape_hint  # the same table as the grader's
 
 NO_TORCH = ("torch",)
 
@@ -27,16 +28,16 @@ def torch_vjp(fn, inputs, grad):
     return [g.numpy() for g in torch.autograd.grad(fn(*tensors), tensors, t64(grad))]
 
 
-def check_rule(student, got, expected, inputs):
-    """A tuple with one gradient per input, each of its input's shape and close to PyTorch's."""
+def check_rule(student, qid, got, expected, **case):
+    """A tuple with one gradient per input, each of its input's shape and close to PyTorch's; where it
+    is not, the likely mistake from the table the grader reads too (diagnoses.py)."""
     if not isinstance(got, (tuple, list)) or len(got) != len(expected):
         fail(f"{student.last_call} returned {type(got).__name__}; expected a tuple of {len(expected)} "
              f"gradient(s), one per input, e.g. (grad_a,) or (grad_a, grad_b).")
-    for name, item, want, x in zip("ab", got, expected, inputs):
-        if np.shape(item) != np.shape(x):
-            fail(f"{student.last_call}: grad for {name} has shape {np.shape(item)} but {name} has shape "
-                 f"{np.shape(x)}; sum over the dimensions broadcasting added (see sum_to_shape).")
-        expect_close(item, want)
+    known = mistakes(qid, expected=expected, **case)
+    for k, (name, item, want) in enumerate(zip("ab", got, expected)):
+        expect_close(item, want, subject=f"{student.last_call}: grad for {name}", alternatives=known.get(k, ()),
+                     shape_hint=shape_hint(qid, k, expected=expected, **case), note=note(qid, **case) or "")
 
 
 rng = np.random.default_rng(2024)
@@ -48,7 +49,10 @@ rng = np.random.default_rng(2024)
 @pytest.mark.parametrize("grad_shape, shape", [((2, 3), (3,)), ((2, 3), (2, 1)), ((4, 2, 3), ())], ids=repr)
 def test_sum_to_shape(student, grad_shape, shape):
     grad = rng.standard_normal(grad_shape)
-    expect_close(student.rules.sum_to_shape(grad, shape), t64(grad).sum_to_size(shape).numpy())
+    expected = t64(grad).sum_to_size(shape).numpy()
+    case = dict(grad=grad, shape=shape, expected=expected)
+    expect_close(student.rules.sum_to_shape(grad, shape), expected, shape_hint=shape_hint("rules.sum_to_shape", **case),
+                 alternatives=mistakes("rules.sum_to_shape", **case)[0])
 
 
 PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((), (2, 1))]
@@ -59,7 +63,7 @@ def _binary(student, op, a_shape, b_shape):
     grad = rng.standard_normal(np.broadcast_shapes(a_shape, b_shape))
     fn = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[op]
     got = getattr(student.rules, f"{op}_backward")(grad, a, b)
-    check_rule(student, got, torch_vjp(fn, [a, b], grad), [a, b])
+    check_rule(student, f"rules.{op}_backward", got, torch_vjp(fn, [a, b], grad), op=op, a=a, b=b, grad=grad)
 
 
 @question("rules.add_backward", points=2, block_imports=NO_TORCH)
@@ -94,7 +98,7 @@ def _unary(student, op):
     fn = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "relu": torch.relu, "tanh": torch.tanh,
           "sigmoid": torch.sigmoid}[op]
     got = getattr(student.rules, f"{op}_backward")(grad, a)
-    check_rule(student, got, torch_vjp(fn, [a], grad), [a])
+    check_rule(student, f"rules.{op}_backward", got, torch_vjp(fn, [a], grad), op=op, a=a, grad=grad)
 
 
 @question("rules.neg_backward", points=1, block_imports=NO_TORCH)
@@ -131,7 +135,8 @@ def test_sigmoid_backward(student):
 @pytest.mark.parametrize("p", [2, 3, 0.5, -1])
 def test_pow_backward(student, p):
     a, grad = rng.uniform(0.5, 2.0, 4), rng.standard_normal(4)
-    check_rule(student, student.rules.pow_backward(grad, a, p), torch_vjp(lambda x: x ** p, [a], grad), [a])
+    check_rule(student, "rules.pow_backward", student.rules.pow_backward(grad, a, p),
+               torch_vjp(lambda x: x ** p, [a], grad), a=a, p=p, grad=grad)
 
 
 @question("rules.matmul_backward", points=7, block_imports=NO_TORCH)
@@ -140,7 +145,7 @@ def test_matmul_backward(student, a_shape, b_shape):
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
     grad = rng.standard_normal(tuple(torch.matmul(t64(a), t64(b)).shape))
     got = student.rules.matmul_backward(grad, a, b)
-    check_rule(student, got, torch_vjp(torch.matmul, [a, b], grad), [a, b])
+    check_rule(student, "rules.matmul_backward", got, torch_vjp(torch.matmul, [a, b], grad), a=a, b=b, grad=grad)
 
 
 REDUCTIONS = [(None, False), (1, False), ((0, 2), True)]
@@ -153,8 +158,10 @@ def _reduction(student, op, axis, keepdims):
         return getattr(x, op)() if axis is None else getattr(x, op)(dim=axis, keepdim=keepdims)
 
     grad = rng.standard_normal(tuple(fn(t64(a)).shape))
-    got = getattr(student.rules, f"{op}_backward")(grad, a, axis=axis, keepdims=keepdims)
-    check_rule(student, got, torch_vjp(fn, [a], grad), [a])
+    qid, case = f"rules.{op}_backward", dict(op=op, a=a, axis=axis, keepdims=keepdims, grad=grad)
+    got = call_or_fail(lambda: getattr(student.rules, f"{op}_backward")(grad, a, axis=axis, keepdims=keepdims),
+                       mistake=raised_hint(qid, **case))
+    check_rule(student, qid, got, torch_vjp(fn, [a], grad), **case)
 
 
 @question("rules.sum_backward", points=4, block_imports=NO_TORCH)
@@ -169,25 +176,28 @@ def test_mean_backward(student, axis, keepdims):
     _reduction(student, "mean", axis, keepdims)
 
 
-def _view(student, rule, forward, *args):
+def _view(student, rule, forward, *args, **case):
+    """`case`: the view's own arguments, by name, for the table of likely mistakes."""
     a = rng.standard_normal((2, 3, 4))
     grad = rng.standard_normal(tuple(forward(t64(a)).shape))
-    check_rule(student, getattr(student.rules, rule)(grad, a, *args), torch_vjp(forward, [a], grad), [a])
+    qid, case = f"rules.{rule}", dict(a=a, grad=grad, **case)
+    got = call_or_fail(lambda: getattr(student.rules, rule)(grad, a, *args), mistake=raised_hint(qid, **case))
+    check_rule(student, qid, got, torch_vjp(forward, [a], grad), **case)
 
 
 @question("rules.reshape_backward", points=2, block_imports=NO_TORCH)
 def test_reshape_backward(student):
-    _view(student, "reshape_backward", lambda x: x.reshape(4, -1), (4, -1))
+    _view(student, "reshape_backward", lambda x: x.reshape(4, -1), (4, -1), shape=(4, -1))
 
 
 @question("rules.transpose_backward", points=2, block_imports=NO_TORCH)
 def test_transpose_backward(student):
-    _view(student, "transpose_backward", lambda x: x.transpose(0, 2), 0, 2)
+    _view(student, "transpose_backward", lambda x: x.transpose(0, 2), 0, 2, dim0=0, dim1=2)
 
 
 @question("rules.permute_backward", points=3, block_imports=NO_TORCH)
 def test_permute_backward(student):
-    _view(student, "permute_backward", lambda x: x.permute(2, 0, 1), (2, 0, 1))
+    _view(student, "permute_backward", lambda x: x.permute(2, 0, 1), (2, 0, 1), dims=(2, 0, 1))
 
 
 @question("rules.expand_backward", points=4, block_imports=NO_TORCH)
@@ -196,7 +206,8 @@ def test_expand_backward(student, a_shape, shape):
     a = rng.standard_normal(a_shape)
     grad = rng.standard_normal(tuple(t64(a).expand(*shape).shape))
     got = student.rules.expand_backward(grad, a, shape)
-    check_rule(student, got, torch_vjp(lambda x: x.expand(*shape), [a], grad), [a])
+    check_rule(student, "rules.expand_backward", got, torch_vjp(lambda x: x.expand(*shape), [a], grad), a=a, grad=grad,
+               shape=shape)
 
 
 @question("rules.getitem_backward", points=4, block_imports=NO_TORCH)
@@ -206,7 +217,8 @@ def test_getitem_backward(student, index):
     torch_index = torch.as_tensor(index) if isinstance(index, np.ndarray) else index
     grad = rng.standard_normal(tuple(t64(a)[torch_index].shape))
     got = student.rules.getitem_backward(grad, a, index)
-    check_rule(student, got, torch_vjp(lambda x: x[torch_index], [a], grad), [a])
+    check_rule(student, "rules.getitem_backward", got, torch_vjp(lambda x: x[torch_index], [a], grad), a=a,
+               grad=grad, index=index)
 
 
 # ---- engine.py --------------------------------------------------------------------------------
@@ -236,8 +248,11 @@ def test_ops_forward(student):
     for name, expected in want.items():
         have = np.asarray(got[name])
         if have.shape != tuple(expected.shape) or not np.allclose(have, expected.numpy()):
+            reduced = ("sum(" in name or "mean(" in name) and "keepdims=True" not in name
+            hint = shape_hint("engine.ops_forward", want_shape=tuple(expected.shape),
+                              reduction_without_keepdims=reduced)(have.shape)
             fail(f"{name} with x of shape (2, 3) and y of shape (3,): .data is {have!r}; "
-                 f"expected {expected.numpy()!r}.")
+                 f"expected {expected.numpy()!r}." + (f" Likely mistake: {hint}" if hint else ""))
 
 
 @question("engine.backward_graphs", points=3, block_imports=NO_TORCH)
@@ -259,7 +274,7 @@ def test_diamond(student):
     p = at.exp()
     (p + p * 2.0).sum().backward()
     expect_close(student.run(public_drivers.diamond, a), at.grad.numpy(),
-                 diagnose=lambda got: "p = a.exp() feeds two ops: its gradient is the SUM over both paths.")
+                 note=note("engine.backward_graphs", reused=["p = a.exp()"]))
 
 
 @question("engine.backward_graphs", points=2, block_imports=NO_TORCH)
@@ -279,9 +294,10 @@ def test_accumulation(student):
     at, bt = t64(a, True), t64(b, True)
     (at * bt).sum().backward()
     expect_close(got["first"], at.grad.numpy())
+    second_alone = 2 * a  # the gradient of (a * a).sum() alone: what a .grad that is overwritten holds
     (at * at).sum().backward()
     expect_close(got["second"], at.grad.numpy(),
-                 diagnose=lambda got: "a leaf ADDS each backward pass's gradient into .grad.")
+                 alternatives=mistakes("engine.accumulation", second_alone=[second_alone])[0])
 
 
 @question("engine.retain_graph", points=3, block_imports=NO_TORCH)
@@ -310,7 +326,8 @@ def test_leaf_and_retain_grad(student):
     expect_equal(got["c.is_leaf"], False)
     expect_equal(got["c.grad_fn is None"], False)
     if got["c.grad"] is not None:
-        fail("c = a * b is not a leaf: after backward its .grad must stay None (no retain_grad()).")
+        fail("c = a * b: after backward its .grad is not None; expected None. Likely mistake: "
+             + note("engine.leaf_and_grad_fn", name="c", made_by_an_op=True))
     a = rng.standard_normal(3)
     got = student.run(public_drivers.retained_and_zeroed, a)
     at = t64(a, True)
@@ -360,18 +377,18 @@ def test_views(student):
     (out * torch.arange(6.0, dtype=torch.float64).reshape(2, 3)).sum().backward()
     expect_close(got["out"], out.detach().numpy())
     if got["x.grad"] is None:
-        fail("x.grad is None after backward through views: each view must be a recorded op (a grad_fn "
-             "whose rule moves the gradient back).")
-    expect_close(got["x.grad"], xt.grad.numpy())
+        fail(f"x.grad is None after backward through views. {note('engine.views')}")
+    expect_close(got["x.grad"], xt.grad.numpy(), note=note("engine.views"))
 
 
 @question("engine.deep_chain", points=3, block_imports=NO_TORCH, timeout=60.0)
 def test_deep_chain(student):
     a, n = rng.standard_normal(3), 1_500
-    got = student.run(public_drivers.long_chain, a, n)
+    got = call_or_fail(lambda: student.run(public_drivers.long_chain, a, n),
+                       text=f"x = Tensor(a, requires_grad=True); {n:,} ops in a row; x.sum().backward()",
+                       mistake=raised_hint("engine.deep_chain", limit=1_000))
     if got["limit raised"]:
-        fail("backward raised Python's recursion limit; the grader holds it at 1000. Walk the graph with an "
-             "explicit stack instead of recursion.")
+        fail(f"backward raised Python's recursion limit; the grader holds it at 1000. {EXPLICIT_STACK}")
     x0 = t64(a, True)
     x = x0
     for k in range(n):

@@ -11,16 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import public_drivers
-from checks.suite import StudentRaised, expect_close, expect_equal, fail, question
-
-
-def _run(student, text, driver, *args):
-    """student.run(driver, ...), reported as `text` (what it does) if your code raises."""
-    try:
-        return student.run(driver, *args)
-    except StudentRaised as raised:
-        message = str(raised)
-        fail(text + message[len(raised.call):] if message.startswith(raised.call) else message)
+from checks.suite import call_or_fail, expect_close, expect_equal, fail, question
+from diagnoses import diagnosis, grads_without_relu, sgd_variants  # the likely mistakes: the same table as the grader's
 
 
 def _t(array, grad=False):
@@ -39,7 +31,9 @@ def _params(d_in, d_hidden, d_out, seed=0):
 def test_linear_forward(student):
     rng = np.random.default_rng(1)
     X, W, b = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
-    expect_close(student.numpy_mlp.linear_forward(X, W, b), (_t(X) @ _t(W) + _t(b)).numpy())
+    expected = (_t(X) @ _t(W) + _t(b)).numpy()
+    expect_close(student.numpy_mlp.linear_forward(X, W, b), expected,
+                 diagnose=diagnosis("numpy_mlp.linear_forward", X=X, W=W, expected=expected))
 
 
 @question("numpy_mlp.linear_backward", points=8, block_imports=("torch",))
@@ -48,10 +42,11 @@ def test_linear_backward(student):
     X, W, b, grad_Y = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2), rng.normal(size=(4, 2))
     Xt, Wt, bt = _t(X, True), _t(W, True), _t(b, True)
     (Xt @ Wt + bt).backward(_t(grad_Y))
-    grad_X, grad_W, grad_b = student.numpy_mlp.linear_backward(X, W, grad_Y)
-    expect_close(grad_X, Xt.grad.numpy(), what="entries of grad_X")
-    expect_close(grad_W, Wt.grad.numpy(), what="entries of grad_W")
-    expect_close(grad_b, bt.grad.numpy(), what="entries of grad_b")
+    got = student.numpy_mlp.linear_backward(X, W, grad_Y)
+    for part, value, expected in zip(("grad_X", "grad_W", "grad_b"), got, (Xt.grad, Wt.grad, bt.grad)):
+        expect_close(value, expected.numpy(), what=f"entries of {part}",
+                     diagnose=diagnosis("numpy_mlp.linear_backward", part=part, X=X, W=W, grad_Y=grad_Y,
+                                        expected=expected.numpy()))
 
 
 @question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=("torch",))
@@ -63,8 +58,11 @@ def test_softmax_cross_entropy(student, scale):
     loss_t = F.cross_entropy(logits_t, torch.tensor(y))
     loss_t.backward()
     loss, grad = student.numpy_mlp.softmax_cross_entropy(logits, y)
-    expect_close(loss, loss_t.item(), what="loss")
-    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits")
+    expect_close(loss, loss_t.item(), what="loss", diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="loss",
+                                                                      logits=logits, y=y, expected=loss_t.item()))
+    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits",
+                 diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="grad_logits", logits=logits, y=y,
+                                    expected=logits_t.grad.numpy()))
 
 
 @question("numpy_mlp.forward", points=6, block_imports=("torch",))
@@ -73,8 +71,10 @@ def test_forward_images(student):
     X = np.random.default_rng(4).uniform(size=(3, 1, 28, 28))
     t = {key: _t(value) for key, value in params.items()}
     logits_t = torch.relu(_t(X).reshape(3, -1) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
-    logits = _run(student, "forward(params, X of shape (3, 1, 28, 28))", public_drivers.forward_logits, params, X)
-    expect_close(logits, logits_t.numpy(), what="logits")
+    logits = call_or_fail(lambda: student.run(public_drivers.forward_logits, params, X),
+                          text="forward(params, X of shape (3, 1, 28, 28))")
+    expect_close(logits, logits_t.numpy(), what="logits",
+                 diagnose=diagnosis("numpy_mlp.forward", params=params, X=X, expected=logits_t.numpy()))
 
 
 @question("numpy_mlp.backward", points=10, block_imports=("torch",))
@@ -84,12 +84,16 @@ def test_backward(student):
     t = {key: _t(value, True) for key, value in params.items()}
     logits_t = torch.relu(_t(X) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
     (logits_t * _t(grad_logits)).sum().backward()
-    _, grads = _run(student, "backward(params, cache, grad_logits) after forward(params, X)",
-                     public_drivers.forward_then_backward, params, X, grad_logits)
+    _, grads = call_or_fail(lambda: student.run(public_drivers.forward_then_backward, params, X, grad_logits),
+                            text="backward(params, cache, grad_logits) after forward(params, X)")
+    without_relu = grads_without_relu(params, X, grad_logits)
     for key in params:
         if key not in grads:
             fail(f"backward returned keys {sorted(grads)}; expected {sorted(params)}.")
-        expect_close(grads[key], t[key].grad.numpy(), what=f"entries of grad {key}")
+        expected = t[key].grad.numpy()
+        expect_close(grads[key], expected, what=f"entries of grad {key}",
+                     diagnose=diagnosis("numpy_mlp.backward", key=key, expected=expected, batch=X.shape[0],
+                                        without_relu=without_relu[key]))
 
 
 @question("numpy_mlp.sgd_update", points=4, block_imports=("torch",))
@@ -97,7 +101,8 @@ def test_sgd_update(student):
     params, grads = _params(3, 2, 2, seed=8), _params(3, 2, 2, seed=9)
     new = student.numpy_mlp.sgd_update(params, grads, 0.1)
     for key in params:
-        expect_close(new[key], (_t(params[key]) - 0.1 * _t(grads[key])).numpy(), what=f"entries of {key}")
+        expect_close(new[key], (_t(params[key]) - 0.1 * _t(grads[key])).numpy(), what=f"entries of {key}",
+                     diagnose=diagnosis("numpy_mlp.sgd_update", params=params, grads=grads, lr=0.1, key=key))
 
 
 # ------------------------------------------------------------------------ torch_mlp
@@ -112,10 +117,12 @@ def test_mlp_matches_reference(student):
     grad_out = torch.randn(2, 10, dtype=torch.float64)
     out = reference(x)
     (out * grad_out).sum().backward()
-    got = _run(student, "MLP(784, 16, 10) with a state_dict loaded, forward and backward",
-               public_drivers.mlp_run, (784, 16, 10), state, x.numpy(), grad_out.numpy())
+    got = call_or_fail(lambda: student.run(public_drivers.mlp_run, (784, 16, 10), state, x.numpy(),
+                                           grad_out.numpy()),
+                       text="MLP(784, 16, 10) with a state_dict loaded, forward and backward")
     expect_equal(got["keys"], sorted(names))
-    expect_close(got["out"], out.detach().numpy(), what="logits")
+    expect_close(got["out"], out.detach().numpy(), what="logits",
+                 diagnose=diagnosis("torch_mlp.MLP", part="out", state=state, x=x.numpy()))
     for name, ref in names.items():
         expect_close(got["grads"][name], dict(reference.named_parameters())[ref].grad.numpy(),
                      what=f"entries of {name}.grad")
@@ -125,12 +132,28 @@ def test_mlp_matches_reference(student):
 def test_count_parameters_frozen_layer(student):
     model = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5))
     model[0].requires_grad_(False)
-    expect_equal(_run(student, "count_parameters(Linear(30, 20) frozen, ReLU, Linear(20, 5))",
-                      public_drivers.count_frozen, 30, 20, 5),
-                 sum(p.numel() for p in model.parameters() if p.requires_grad))
+    expect_equal(call_or_fail(lambda: student.run(public_drivers.count_frozen, 30, 20, 5),
+                              text="count_parameters(Linear(30, 20) frozen, ReLU, Linear(20, 5))"),
+                 sum(p.numel() for p in model.parameters() if p.requires_grad),
+                 diagnose=diagnosis("torch_mlp.count_parameters", every=sum(p.numel() for p in model.parameters()),
+                                    tensors=sum(1 for p in model.parameters() if p.requires_grad)))
 
 
 # ------------------------------------------------------------------------ training
+
+def _torch_sgd(init, grads, lr, momentum, weight_decay, nesterov=False):
+    """torch.optim.SGD's parameters after each step, each step's gradients given."""
+    params = [_t(a, True) for a in init]
+    optimizer = torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+    trajectory = []
+    for step_grads in grads:
+        optimizer.zero_grad()
+        for p, g in zip(params, step_grads):
+            p.grad = _t(g)
+        optimizer.step()
+        trajectory.append([p.detach().numpy().copy() for p in params])
+    return trajectory
+
 
 @question("training.SGD", points=14)
 @pytest.mark.parametrize("momentum,weight_decay", [(0.0, 0.0), (0.9, 0.1)])
@@ -138,20 +161,19 @@ def test_sgd_matches_torch(student, momentum, weight_decay):
     rng = np.random.default_rng(10)
     init = [rng.normal(size=(3, 2)), rng.normal(size=2)]
     grads = [[rng.normal(size=a.shape) for a in init] for _ in range(3)]
-    params = [_t(a, True) for a in init]
-    optimizer = torch.optim.SGD(params, lr=0.1, momentum=momentum, weight_decay=weight_decay)
-    expected = []
-    for step_grads in grads:
-        optimizer.zero_grad()
-        for p, g in zip(params, step_grads):
-            p.grad = _t(g)
-        optimizer.step()
-        expected.append([p.detach().numpy().copy() for p in params])
-    got = _run(student, f"SGD(params, lr=0.1, momentum={momentum}, weight_decay={weight_decay}), 3 steps",
-               public_drivers.sgd_steps, init, grads, 0.1, momentum, weight_decay)
+    expected = _torch_sgd(init, grads, 0.1, momentum, weight_decay)
+    # the mistakes torch.optim.SGD itself can make, for the table to recognise
+    variants = {"nesterov": lambda _: _torch_sgd(init, grads, 0.1, momentum, weight_decay, nesterov=True),
+                "no_momentum": lambda _: _torch_sgd(init, grads, 0.1, 0.0, weight_decay),
+                "no_weight_decay": lambda _: _torch_sgd(init, grads, 0.1, momentum, 0.0)}
+    variants = {name: variants[name] for name in sgd_variants(momentum, weight_decay) if name in variants}
+    got = call_or_fail(lambda: student.run(public_drivers.sgd_steps, init, grads, 0.1, momentum, weight_decay),
+                       text=f"SGD(params, lr=0.1, momentum={momentum}, weight_decay={weight_decay}), 3 steps")
+    diagnose = diagnosis("training.SGD", init=init, variants=variants)
     for k, (step, ref) in enumerate(zip(got["trajectory"], expected)):
         for p, e in zip(step, ref):
-            expect_close(p, e, what=f"parameter entries after step {k + 1}")
+            expect_close(p, e, what=f"parameter entries after step {k + 1}",
+                         diagnose=lambda _: diagnose(got["trajectory"]))
     expect_equal(got["grads_after_zero_grad"], [True, True])
 
 
@@ -159,7 +181,8 @@ def test_sgd_matches_torch(student, momentum, weight_decay):
 @pytest.mark.parametrize("n,batch_size,drop_last", [(100, 32, False), (100, 32, True)])
 def test_steps_per_epoch(student, n, batch_size, drop_last):
     loader = torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last)
-    expect_equal(student.training.steps_per_epoch(n, batch_size, drop_last=drop_last), len(loader))
+    expect_equal(student.training.steps_per_epoch(n, batch_size, drop_last=drop_last), len(loader),
+                 diagnose=diagnosis("training.steps_per_epoch", n=n, batch_size=batch_size, drop_last=drop_last))
 
 
 def _train_case():
@@ -181,15 +204,17 @@ def _train_case():
     after = {key: value.numpy().copy() for key, value in model.state_dict().items()}
     with torch.no_grad():
         accuracy = (model(torch.tensor(X)).argmax(1) == torch.tensor(Y)).double().mean().item()
-    return X, Y, state, sum(losses) / len(losses), after, accuracy
+    return X, Y, state, losses, after, accuracy
 
 
 @question("training.train_epoch", points=10)
 def test_train_epoch(student):
-    X, Y, state, mean_loss, after, _ = _train_case()
-    got = _run(student, "train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)",
-               public_drivers.train_once, state, X, Y, 10, 0.1)
-    expect_close(got["loss"], mean_loss, rtol=1e-5, atol=1e-6, what="mean batch loss")
+    X, Y, state, losses, after, _ = _train_case()
+    got = call_or_fail(lambda: student.run(public_drivers.train_once, state, X, Y, 10, 0.1),
+                       text="train_epoch(a 20-16-4 MLP, 40 examples in batches of 10, SGD(lr=0.1), ...)")
+    expect_close(got["loss"], sum(losses) / len(losses), rtol=1e-5, atol=1e-6, what="mean batch loss",
+                 diagnose=diagnosis("training.train_epoch", batches=len(losses), losses=losses,
+                                    sizes=[10] * len(losses)))
     for key, value in after.items():
         expect_close(got["state"][key], value, rtol=1e-5, atol=1e-6, what=f"entries of {key} after the epoch")
 
@@ -197,7 +222,8 @@ def test_train_epoch(student):
 @question("training.evaluate", points=6)
 def test_evaluate(student):
     X, Y, _, _, after, accuracy = _train_case()
-    got = _run(student, "evaluate(a model in train mode, 40 examples in batches of 16, cpu)",
-               public_drivers.evaluate_once, after, X, Y, 16)
-    expect_close(got["accuracy"], accuracy, rtol=1e-6, atol=1e-6, what="accuracy")
+    got = call_or_fail(lambda: student.run(public_drivers.evaluate_once, after, X, Y, 16),
+                       text="evaluate(a model in train mode, 40 examples in batches of 16, cpu)")
+    expect_close(got["accuracy"], accuracy, rtol=1e-6, atol=1e-6, what="accuracy",
+                 diagnose=diagnosis("training.evaluate", correct=round(accuracy * len(Y)), n=len(Y), batch_size=16))
     expect_equal(got["training_after"], True)

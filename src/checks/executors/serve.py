@@ -1,6 +1,7 @@
 """A warm grading pool as a process of its own: `python -m checks.executors.serve COURSE ASSIGNMENT`.
 
-A Dask worker starts one per assignment and keeps it (worker.py). It is the same warm parent as
+A Dask worker starts one per assignment and keeps it (worker.py), and so does the course server
+(server/queue.py); WarmPool is their handle on one. It is the same warm parent as
 the local grader's (grading.session.WarmGrader: sandbox zygote first, torch imported, one pytest
 session collecting the hidden suite once), but it grades submissions as they arrive on stdin instead of a list known up front:
 one JSON line in (name, files as base64, the driver's warnings or why it could not read the
@@ -18,17 +19,77 @@ import fcntl
 import json
 import os
 import stat
+import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from checks.config.settings import DEVICES, Settings
+from checks.sandbox import jail
 from checks.course.assignment import Assignment, load_assignment
 from checks.course.submissions import Submission, SubmissionError
 from checks.grading.pool import ChildFailed
 from checks.grading.session import Source, WarmGrader
 from checks.sandbox.zygote import die_with_parent
+
+
+class PoolFailed(Exception):
+    """The warm pool could not start or died; str() says why."""
+
+
+class WarmPool:
+    """A serve.py process for one assignment, and the one request it is grading at a time."""
+
+    def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor, *,
+                 isolation: str | None = None) -> None:
+        """`isolation`: the level the pool's front end asked for (None: the pool's own environment's,
+        as on a Dask worker)."""
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment, "--device", device]
+        command += ["--isolation", isolation] if isolation else []
+        # started from a thread that lives as long as the worker: the pool dies with that thread
+        self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=self._stderr).result()
+        ready = self._read()
+        if not ready.get("ready"):
+            raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))
+
+    def grade(self, request: dict) -> dict:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(request).encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError:
+            raise PoolFailed(self._why_gone()) from None
+        reply = self._read()
+        if "failed" in reply:
+            raise PoolFailed(reply["failed"])
+        return reply
+
+    def _read(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise PoolFailed(self._why_gone())
+        return json.loads(line)
+
+    def _why_gone(self) -> str:
+        code = self.process.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace").strip()[-1000:]
+        return f"the warm grading pool exited ({code})" + (f": {tail}" if tail else "")
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()  # the pool ends its session and sandbox on end of input
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
 
 
 def request_for(name: str, load: Callable[[], Submission]) -> dict:
@@ -108,12 +169,13 @@ def _requests(fd: int) -> Iterator[Source]:
 
 
 def main(argv: list[str]) -> int:
-    """The pool process's front end: its settings are the worker machine's environment (its
-    CHECKS_ISOLATION), and the driver's --device."""
+    """The pool process's front end: its settings are the options its starter gave (the driver's
+    --device; `checks serve`'s --isolation), else its own environment (a Dask worker's CHECKS_ISOLATION)."""
     parser = argparse.ArgumentParser(prog="python -m checks.executors.serve")
     parser.add_argument("course", type=Path)
     parser.add_argument("assignment")
     parser.add_argument("--device", choices=DEVICES, default=None)
+    parser.add_argument("--isolation", choices=jail.LEVELS, default=None)
     options = parser.parse_args(argv)
     die_with_parent(os.getppid(), status=1)  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
@@ -128,7 +190,7 @@ def main(argv: list[str]) -> int:
         replies.flush()
 
     try:
-        settings = Settings.from_environment(device=options.device)
+        settings = Settings.from_environment(device=options.device, isolation=options.isolation)
         serve(load_assignment(options.course, options.assignment), requests, reply, settings)
     except BrokenPipeError:  # the worker went away
         return 0

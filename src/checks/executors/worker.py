@@ -1,6 +1,6 @@
 """On each Dask worker: a plugin that keeps a warm grading pool (serve.py) per assignment.
 
-A pool starts with the first submission of its assignment that reaches the worker and then
+A pool (serve.WarmPool) starts with the first submission of its assignment that reaches the worker and then
 grades every later one (one pool per task running at once on the worker: start workers with
 `--nthreads 1` and one worker per core). The course arrives from the driver as a bundle
 (course.py), unpacked once per worker; a changed suite is a new bundle and new pools.
@@ -8,10 +8,7 @@ grades every later one (one pool per task running at once on the worker: start w
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,61 +19,9 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from checks.executors.course import CourseBundle
+from checks.executors.serve import PoolFailed, WarmPool
 
 PLUGIN_NAME = "checks-grading"
-
-
-class PoolFailed(Exception):
-    """The warm pool could not start or died; str() says why."""
-
-
-class WarmPool:
-    """A serve.py process for one assignment, and the one request it is grading at a time."""
-
-    def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor) -> None:
-        self._stderr = tempfile.TemporaryFile()
-        command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment, "--device", device]
-        # started from a thread that lives as long as the worker: the pool dies with that thread
-        self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=self._stderr).result()
-        ready = self._read()
-        if not ready.get("ready"):
-            raise PoolFailed(ready.get("failed", "the warm grading pool did not start"))
-
-    def grade(self, request: dict) -> dict:
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
-            self.process.stdin.flush()
-        except OSError:
-            raise PoolFailed(self._why_gone()) from None
-        reply = self._read()
-        if "failed" in reply:
-            raise PoolFailed(reply["failed"])
-        return reply
-
-    def _read(self) -> dict:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise PoolFailed(self._why_gone())
-        return json.loads(line)
-
-    def _why_gone(self) -> str:
-        code = self.process.wait()
-        self._stderr.seek(0)
-        tail = self._stderr.read().decode(errors="replace").strip()[-1000:]
-        return f"the warm grading pool exited ({code})" + (f": {tail}" if tail else "")
-
-    def close(self) -> None:
-        if self.process.stdin:
-            self.process.stdin.close()  # the pool ends its session and sandbox on end of input
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._stderr.close()
 
 
 class GradingPlugin(WorkerPlugin):

@@ -1,6 +1,7 @@
 """The IPython extension: `%load_ext checks`, then `%checks test [ASSIGNMENT] [QUESTION...]` (as
 `checks test` reads them: `%checks test`, `%checks test 01_tensors`, `%checks test strides.offset`),
-and `%%checks file NAME`, the first line of an answer cell in an exported notebook (nbgrader, otter).
+`%checks submit [ASSIGNMENT]` (`checks submit` on the notebook's folder, to the course server the
+student signed in to with `checks login`), and `%%checks file NAME`, the first line of an answer cell in an exported notebook (nbgrader, otter).
 
 The checks run in a child process (runner.py) on the notebook's folder, the kernel's working
 folder, through the same engine as `checks test`; the kernel only waits for it (with a time
@@ -32,6 +33,7 @@ from checks.notebooks.display import ChecksReport
 from checks.course.answer_cells import ANSWER_LINE
 
 USAGE = ("usage: %checks test [ASSIGNMENT] [QUESTION...]   (all questions, or those named, such as strides.offset)\n"
+         "       %checks submit [ASSIGNMENT]   (submit this folder to the course server: `checks login URL` first)\n"
          f"       {ANSWER_LINE.format(name='NAME')}   (first line of an answer cell: the rest is the file NAME)")
 ANSWERS: dict[str, str] = {}  # file name -> the source of its answer cell, as last run in this kernel
 # the whole run, start-up included; each student call has its own, much shorter, limit inside
@@ -55,10 +57,30 @@ def checks_magic(line: str, cell: str | None = None) -> None:
             return
         run_answer_cell(words[1], cell)
         return
+    if words and words[0] == "submit":
+        print(run_submit(Path.cwd(), words[1:], timeout=Settings.from_environment().notebook_timeout))
+        return
     if not words or words[0] != "test":
         print(USAGE)
         return
     display(run_checks(Path.cwd(), words[1:], timeout=Settings.from_environment().notebook_timeout))
+
+
+def run_submit(folder: Path, words: Sequence[str] = (), *, timeout: float | None = None) -> str:
+    """`checks submit [ASSIGNMENT]` on `folder`, in a child process (the same command, packing and
+    feedback as in a terminal); what it printed, as plain text."""
+    timeout = timeout or NOTEBOOK_TIMEOUT_S
+    environment = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
+    environment.pop("FORCE_COLOR", None)
+    child = subprocess.Popen([sys.executable, "-m", "checks", "submit", *words], cwd=folder,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env=environment, start_new_session=True)
+    try:
+        output, _ = child.communicate(timeout=timeout)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        _kill_group(child)
+        return f"the submission did not finish in {timeout:g} s and was stopped; `checks submit` says more"
+    return output.decode("utf-8", errors="replace").rstrip()
 
 
 def run_answer_cell(name: str, code: str, namespace: dict | None = None) -> types.ModuleType | None:

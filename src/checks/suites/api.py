@@ -29,8 +29,8 @@ from checks.suites.student import (MissingFunction, Student, StudentCrashed, Stu
 
 __all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
            "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
-           "expect_close", "expect_equal", "expect_raises", "fail", "grading_devices", "public_module", "question",
-           "question_defaults", "reference_or_refusal"]
+           "expect_close", "expect_equal", "expect_raises", "fail", "first_match", "grading_devices", "is_close",
+           "public_module", "question", "question_defaults", "reference_or_refusal"]
 
 Diagnose = Callable[[Any], "str | None"]
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
@@ -385,6 +385,36 @@ def allclose(a: np.ndarray, b: np.ndarray, *, rtol: float, atol: float, equal_na
         if (difference <= atol + rtol * np.abs(b)).all() and np.isfinite(difference).all():
             return True  # each pair finite and within the tolerance: exactly where np.isclose holds too
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def is_close(got: Any, expected: Any, *, rtol: float = 1e-6, atol: float = 1e-9) -> bool:
+    """Whether `got` (whatever came back: an array, a tensor, a number, None, a string) has
+    `expected`'s shape and values within the tolerance; False for anything not numeric, so that a
+    suite may ask it of any answer without guarding it first."""
+    have, want = _as_floats(got), _as_floats(expected)
+    if have is None or want is None or have.shape != want.shape:
+        return False
+    return allclose(have, want, rtol=rtol, atol=atol)
+
+
+def first_match(got: Any, mistakes: Iterable[tuple[Any, str]], *, rtol: float = 1e-6,
+                atol: float = 1e-9) -> str | None:
+    """The sentence of the first (value, sentence) pair in `mistakes` whose value `got` is close
+    to (is_close), else None: a `diagnose` from what known mistakes would return. A value of None
+    is skipped (a mistake that cannot happen in this case). expect_close's `alternatives` do the
+    same inside one check; this is for a diagnosis a suite writes itself."""
+    for value, sentence in mistakes:
+        if value is not None and is_close(got, value, rtol=rtol, atol=atol):
+            return sentence
+    return None
+
+
+def _as_floats(value: Any) -> np.ndarray | None:
+    """`value` as a float64 array, or None when it is not numeric."""
+    array = _as_array(value)
+    if array is None or array.dtype.kind not in "biuf":
+        return None
+    return array.astype(np.float64)
 
 
 def _difference(have: np.ndarray, want: np.ndarray, rtol: float, atol: float, what: str) -> str:

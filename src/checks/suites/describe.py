@@ -31,9 +31,9 @@ def elide_arguments(message: str, shortest: int = 20) -> str:
 def failed_how(message: str) -> str:
     """What a failure says happened, without what was run: cases whose failures give the same
     are alike (one cause, such as a stub or a missing module). `f(<arguments>) raised X` gives
-    `f(...) raised X`; a scenario on a line of its own, then a fault (a suite's `run_or_fail`:
-    "While running t = Tensor(...):\nraised ModuleNotFoundError: ..."), gives the fault and what
-    follows it. Anything else is its own: a wrong value names the case it is wrong for."""
+    `f(...) raised X`; a scenario on a line of its own, then a fault (`call_or_fail` with a
+    `text`: "While running t = Tensor(...):\nraised ModuleNotFoundError: ..."), gives the fault
+    and what follows it. Anything else is its own: a wrong value names the case it is wrong for."""
     _, newline, rest = message.partition("\n")
     if newline and _FAULT.match(rest):
         return rest

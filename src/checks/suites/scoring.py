@@ -130,9 +130,11 @@ class SubmissionResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "SubmissionResult":
-        questions = [QuestionResult(**q) for q in data.pop("questions")]
-        adjustments = [Adjustment(**a) for a in data.pop("adjustments", [])]
-        return cls(questions=questions, adjustments=adjustments, **data)
+        """The result `to_dict` gave (`data` is left as it was: the server keeps and reads it again)."""
+        questions = [QuestionResult(**q) for q in data["questions"]]
+        adjustments = [Adjustment(**a) for a in data.get("adjustments", [])]
+        return cls(questions=questions, adjustments=adjustments,
+                   **{key: value for key, value in data.items() if key not in ("questions", "adjustments")})
 
 
 def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:

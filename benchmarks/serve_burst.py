@@ -1,0 +1,164 @@
+"""The course server under a deadline burst, against `checks grade` on the same submissions.
+
+In one run, on one machine:
+1. `checks grade 01_tensors` on N submission folders (the example students, the reference and the
+   stubs, in turn), --jobs J: its wall time, start-up included.
+2. `checks serve` on a course with S students, J grading slots, warm before the burst: S clients
+   at once on loopback upload the same N submissions (N/S each, one after another, each waiting
+   for its feedback before the next) through the JSON API: the time from the first upload to
+   the last feedback (each client waits with a long poll, as `checks submit` does), and its ratio to (1).
+3. On the idle server: M submissions one at a time, upload to feedback (p50, p95), beside the
+   server's own overhead per request: the upload's acknowledgement, a status request, and the
+   feedback latency less the grader's own time for that submission (p50, p95).
+
+    python benchmarks/serve_burst.py                  # 300 submissions, 50 clients, 2 slots
+    python benchmarks/serve_burst.py -n 60 --clients 10 --idle 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from serving import course_folder, folder_zip, start_server  # noqa: E402
+
+EXAMPLES = ROOT / "examples" / "01_tensors"
+KINDS = ("ada_lovelace", "ben_bitdiddle", "cy_dee", "reference", "stubs")
+
+
+def submissions(folder: Path, n: int) -> list[Path]:
+    paths = []
+    for i in range(n):
+        path = folder / f"s{i:03}"
+        path.mkdir(parents=True)
+        for name in ("strides.py", "broadcasting.py", "quiz.toml"):
+            shutil.copy(EXAMPLES / KINDS[i % len(KINDS)] / name, path / name)
+        paths.append(path)
+    return paths
+
+
+def grade_baseline(paths: list[Path], out: Path, jobs: int) -> float:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "checks", "--course", str(ROOT), "grade", "01_tensors", *map(str, paths),
+                    "--out", str(out), "--jobs", str(jobs)], check=True, env=environment, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def tokens_of(folder: Path) -> list[str]:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    subprocess.run([sys.executable, "-m", "checks", "roster", "import", str(folder / "roster.csv"), "--tokens",
+                    str(folder / "tokens.csv")], check=True, env=environment, stdout=subprocess.DEVNULL)
+    return [row["token"] for row in csv.DictReader((folder / "tokens.csv").open())]
+
+
+def upload_and_wait(http: httpx.Client, data: bytes, timings: dict[str, list[float]] | None = None) -> dict:
+    started = time.perf_counter()
+    reply = http.post("/api/assignments/01_tensors/submissions", files={"files": ("01_tensors.zip", data)})
+    acknowledged = time.perf_counter()
+    reply.raise_for_status()
+    submission_id = reply.json()["id"]
+    while True:  # as `checks submit` waits: a long poll, answered when the result is recorded
+        status = http.get(f"/api/submissions/{submission_id}", params={"wait": 25}).json()
+        if status["status"] not in ("queued", "grading"):
+            break
+    done = time.perf_counter()
+    if timings is not None:
+        asked = time.perf_counter()
+        http.get(f"/api/submissions/{submission_id}").raise_for_status()
+        timings["status"].append(time.perf_counter() - asked)
+        timings["ack"].append(acknowledged - started)
+        timings["feedback"].append(done - started)
+        timings["overhead"].append(done - started - status["result"]["seconds"])
+    return status
+
+
+def burst(server, tokens: list[str], zips: list[bytes]) -> float:
+    per_client = [zips[i::len(tokens)] for i in range(len(tokens))]
+    failures: list[str] = []
+    barrier = threading.Barrier(len(tokens) + 1)
+
+    def client(token: str, mine: list[bytes]) -> None:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as http:
+            barrier.wait()
+            for data in mine:
+                status = upload_and_wait(http, data)
+                if status["status"] != "done":
+                    failures.append(status["status"])
+
+    threads = [threading.Thread(target=client, args=pair) for pair in zip(tokens, per_client)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise SystemExit(f"{len(failures)} submissions were not graded: {failures[:5]}")
+    return elapsed
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", type=int, default=300, help="submissions in the burst (default 300)")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent clients (default 50)")
+    parser.add_argument("--jobs", type=int, default=2, help="grading slots, and checks grade --jobs (default 2)")
+    parser.add_argument("--idle", type=int, default=20, help="submissions timed one at a time (default 20)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="checks-serve-bench-") as temp:
+        temp_path = Path(temp)
+        paths = submissions(temp_path / "subs", args.n)
+        baseline = grade_baseline(paths, temp_path / "grades", args.jobs)
+        print(f"checks grade: {args.n} submissions of 01_tensors, --jobs {args.jobs}: {baseline:.1f} s "
+              "(start-up included)", flush=True)
+
+        roster = [(f"s{i:03}", f"Student {i}", f"s{i}@example.edu") for i in range(args.clients)]
+        folder = course_folder(temp_path, roster=roster, extra="[rate]\nsubmissions = 1000\n")
+        text = (folder / "course.toml").read_text().replace("jobs = 1\n", f"jobs = {args.jobs}\n", 1)
+        (folder / "course.toml").write_text(text)
+        tokens = tokens_of(folder)
+        server = start_server(folder)
+        try:
+            zips = [folder_zip(path) for path in paths]
+            elapsed = burst(server, tokens, zips)
+            print(f"burst: {args.n} submissions from {args.clients} concurrent clients, {args.jobs} grading slots: "
+                  f"last feedback after {elapsed:.1f} s; ratio to checks grade {elapsed / baseline:.2f}", flush=True)
+            timings: dict[str, list[float]] = {"ack": [], "status": [], "feedback": [], "overhead": []}
+            reference = folder_zip(EXAMPLES / "reference")
+            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tokens[0]}"},
+                              timeout=600) as http:
+                upload_and_wait(http, reference)  # the first after a burst: not timed
+                for _ in range(args.idle):
+                    upload_and_wait(http, reference, timings)
+            def p(key: str) -> str:
+                return (f"p50 {statistics.median(timings[key]) * 1000:.0f} ms, "
+                        f"p95 {percentile(timings[key], 0.95) * 1000:.0f} ms")
+            print(f"idle server, {args.idle} submissions one at a time (each waited for with a long poll):")
+            print(f"  upload to feedback: {p('feedback')}")
+            print(f"  server overhead: upload acknowledged {p('ack')}; status request {p('status')}; "
+                  f"feedback less the grader's own time {p('overhead')}")
+        finally:
+            server.kill(15)
+
+
+if __name__ == "__main__":
+    main()

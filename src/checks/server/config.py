@@ -1,0 +1,152 @@
+"""A course server's configuration: `course.toml` in the course folder, read once and checked.
+
+Every key has a default, so that a folder with only a roster can be served; a wrong key or value
+is refused with its name and what it should be, before the server starts.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from checks.course.assignment import CourseError, list_assignments
+
+CONFIG_FILE = "course.toml"
+DATA_DIR = "data"  # the database and stored uploads, under the course folder by default
+HIDDEN_WHEN = ("visible", "after_due")  # when hidden checks' scores and feedback are shown
+
+
+@dataclass(frozen=True)
+class AssignmentPolicy:
+    """What the server does for one assignment: whether it is open, when it is due, what students see."""
+
+    name: str
+    released: bool = True  # students may fetch and submit it
+    due: datetime | None = None
+    hidden: str = "visible"  # "after_due": hidden checks' results wait for the due date (or staff)
+
+    def hidden_shown(self, now: datetime, released_by_staff: bool) -> bool:
+        """Whether students see the hidden checks' scores and feedback now."""
+        if self.hidden == "visible" or released_by_staff:
+            return True
+        return self.due is not None and now >= self.due
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The server's settings for one course folder (`course.toml`)."""
+
+    folder: Path  # where course.toml is
+    course_root: Path  # where assignments/ and autograder/ are
+    title: str = "checks course"
+    storage_url: str = ""
+    data_dir: Path = Path()
+    jobs: int = 1
+    assignments: dict[str, AssignmentPolicy] = field(default_factory=dict)
+    upload_bytes: int = 5 * 2**20  # a request's body
+    unpacked_bytes: int = 20 * 2**20  # all files of a submission, unpacked
+    max_files: int = 50
+    rate_count: int = 10  # submissions per student per assignment per window
+    rate_window: float = 600.0
+    login_free_failures: int = 3  # failed logins before the backoff starts
+    login_backoff: float = 2.0  # seconds after the first counted failure, doubling, at most 15 min
+    secure_cookies: bool = False  # set behind TLS (a reverse proxy): cookies only over HTTPS
+
+
+def load_config(folder: Path) -> ServerConfig:
+    """The configuration of the course in `folder`; CourseError says what is wrong."""
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise CourseError(f"{folder} is not a folder: name a course folder (with {CONFIG_FILE}, or assignments/)")
+    path = folder / CONFIG_FILE
+    table: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise CourseError(f"{path} cannot be read: {error}") from None
+    known = {"title", "course", "storage", "data", "jobs", "limits", "rate", "login", "secure_cookies", "assignment",
+             "roster", "policy", "grace", "lti"}  # the last four: the course policy's and LTI's (checks.policy, checks.lti)
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise CourseError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    root = (folder / _text(table, "course", ".", path)).resolve()
+    if not (root / "assignments").is_dir() and not (root / "autograder").is_dir():
+        raise CourseError(f"{path}: course = {str(root)!r} holds neither assignments/ nor autograder/")
+    data_dir = (folder / _text(table, "data", DATA_DIR, path)).resolve()
+    storage = _text(table, "storage", "", path) or f"sqlite:///{data_dir / 'checks.sqlite'}"
+    limits, rate, login = (_table(table, key, path) for key in ("limits", "rate", "login"))
+    policies = _policies(table, root, path)
+    return ServerConfig(
+        folder=folder, course_root=root, title=_text(table, "title", "checks course", path), storage_url=storage,
+        data_dir=data_dir, jobs=_number(table, "jobs", 1, path, whole=True), assignments=policies,
+        upload_bytes=int(_number(limits, "upload_mib", 5, path) * 2**20),
+        unpacked_bytes=int(_number(limits, "unpacked_mib", 20, path) * 2**20),
+        max_files=_number(limits, "files", 50, path, whole=True),
+        rate_count=_number(rate, "submissions", 10, path, whole=True),
+        rate_window=float(_number(rate, "window_seconds", 600, path)),
+        login_free_failures=_number(login, "free_failures", 3, path, whole=True),
+        login_backoff=float(_number(login, "backoff_seconds", 2, path)),
+        secure_cookies=bool(table.get("secure_cookies", False)))
+
+
+def _policies(table: dict, root: Path, path: Path) -> dict[str, AssignmentPolicy]:
+    """Each assignment's policy: those course.toml names, else every assignment of the course."""
+    given = _table(table, "assignment", path)
+    # a served course needs the hidden suites, not solutions/ (an exported course has none)
+    available = {p.name for p in (root / "autograder").iterdir() if p.is_dir()} if (root / "autograder").is_dir() \
+        else set(list_assignments(root))
+    names = list(given) or sorted(available)
+    policies = {}
+    for name in names:
+        if name not in available:
+            raise CourseError(f"{path}: [assignment.{name}]: the course has no hidden suite autograder/{name}/")
+        entry = given.get(name, {})
+        if not isinstance(entry, dict):
+            raise CourseError(f"{path}: assignment.{name} must be a table ([assignment.{name}])")
+        extra = sorted(set(entry) - {"released", "due", "hidden"})
+        if extra:
+            raise CourseError(f"{path}: [assignment.{name}]: unknown key {', '.join(extra)} (known: due, hidden, released)")
+        hidden = entry.get("hidden", "visible")
+        if hidden not in HIDDEN_WHEN:
+            raise CourseError(f"{path}: [assignment.{name}] hidden must be one of {', '.join(HIDDEN_WHEN)}")
+        policies[name] = AssignmentPolicy(name, released=bool(entry.get("released", True)),
+                                          due=_when(entry.get("due"), f"[assignment.{name}] due", path), hidden=hidden)
+    return policies
+
+
+def _when(value: Any, what: str, path: Path) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise CourseError(f"{path}: {what} must be a date and time such as 2030-01-31T23:59:00+00:00") from None
+    if not isinstance(value, datetime):
+        raise CourseError(f"{path}: {what} must be a date and time such as 2030-01-31T23:59:00+00:00")
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _table(table: dict, key: str, path: Path) -> dict:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise CourseError(f"{path}: {key} must be a table ([{key}])")
+    return value
+
+
+def _text(table: dict, key: str, default: str, path: Path) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise CourseError(f"{path}: {key} must be a string")
+    return value
+
+
+def _number(table: dict, key: str, default: float, path: Path, *, whole: bool = False) -> Any:
+    value = table.get(key, default)
+    if type(value) not in ((int,) if whole else (int, float)) or value <= 0:
+        raise CourseError(f"{path}: {key} must be a {'whole ' if whole else ''}number greater than 0")
+    return value

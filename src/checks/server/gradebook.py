@@ -1,0 +1,64 @@
+"""The server's gradebook, in every format `checks grade` writes: each student's latest graded
+submission (a grader failure stays a row with no score), rendered by the same code into a
+temporary output folder: gradebook.csv, report.html, gradebook.sqlite, or all of it as a zip
+(results.json, feedback.md and feedback.html per student beside them).
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from checks import __version__
+from checks.course.assignment import Assignment
+from checks.grading.batch import publish
+from checks.reports.gradebook import DB_FILE, Graded, Gradebook
+from checks.reports.html import REPORT_FILE
+from checks.reports.render import GRADEBOOK_FILE
+from checks.server.storage import DONE, FAILED, Storage
+from checks.suites.scoring import SubmissionResult
+
+FORMATS = {"csv": GRADEBOOK_FILE, "html": REPORT_FILE, "sqlite": DB_FILE, "zip": "grades.zip"}
+MEDIA = {"csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8",
+         "sqlite": "application/vnd.sqlite3", "zip": "application/zip"}
+
+
+def counted(storage: Storage, assignment: str) -> list[Graded]:
+    """Each student's latest submission the grader finished (graded, or failed on), by student id."""
+    latest: dict[str, Graded] = {}
+    for row in storage.submissions(assignment=assignment):  # newest first
+        if row.user_id in latest or row.status not in (DONE, FAILED):
+            continue
+        if row.result is not None:
+            result = SubmissionResult.from_dict(row.result)
+        else:
+            result = SubmissionResult(row.user_id, assignment)
+        result.name, result.student_id = row.user_id, row.user_id
+        if row.status == FAILED:
+            result.error = row.error or "the grader failed"
+        stamp = datetime.fromtimestamp(row.finished or row.created, timezone.utc).isoformat(timespec="seconds")
+        latest[row.user_id] = Graded(result, __version__, stamp.replace("+00:00", "Z"), source=row.id,
+                                     fingerprint=row.sha256)
+    return [latest[name] for name in sorted(latest)]
+
+
+def gradebook_file(storage: Storage, assignment: Assignment, fmt: str) -> tuple[bytes, str]:
+    """(the file's bytes, its media type) for `fmt` in FORMATS."""
+    records = counted(storage, assignment.name)
+    with tempfile.TemporaryDirectory(prefix="checks-gradebook-") as temp:
+        folder = Path(temp) / assignment.name
+        book = Gradebook(folder / DB_FILE, assignment.name)
+        for record in records:
+            book.record(record)
+        publish(folder, records, assignment=assignment)
+        if fmt != "zip":
+            return (folder / FORMATS[fmt]).read_bytes(), MEDIA[fmt]
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and not path.name.endswith(("-wal", "-shm")):
+                    archive.write(path, f"{assignment.name}/{path.relative_to(folder).as_posix()}")
+        return buffer.getvalue(), MEDIA[fmt]

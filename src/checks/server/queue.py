@@ -1,0 +1,187 @@
+"""The graders behind the server: threads that claim queued submissions from the database and
+hand each to a warm pool, then write the result back.
+
+The web process never forks: each grading slot keeps, per assignment, a warm pool in a process of
+its own (executors/serve.py, started by exec), or sends the submission to a Dask cluster
+(`--scheduler`). A claim holds a lease; the result is written only by the claim's holder
+(storage.complete). A pool that dies gives the submission back to the queue (up to MAX_ATTEMPTS
+tries); a failure of the grader itself is recorded for staff, never as the student's score.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable, Protocol
+
+from checks.course.assignment import Assignment
+from checks.course.submissions import Submission, read_submission
+from checks.executors.serve import PoolFailed, WarmPool, request_for
+from checks.grading.session import Source, named_files
+from checks.server.storage import Storage, SubmissionRow
+from checks.suites.scoring import SubmissionResult
+
+log = logging.getLogger("checks.server")
+MAX_ATTEMPTS = 3  # tries of a submission whose pool died under it, before staff are told
+LEASE_MARGIN = 120.0  # seconds a claim outlives the submission's own time budget
+
+
+class Grader(Protocol):
+    """Grades one submission for one slot: (the result as plain data, or None; the grader's error or "")."""
+
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]: ...
+
+    def warm(self, assignment: Assignment) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalPools:
+    """One slot's warm pools (executors/serve.py), one per assignment, started on first use."""
+
+    def __init__(self, device: str = "auto", isolation: str | None = None) -> None:
+        self.device, self.isolation = device, isolation
+        self.pools: dict[str, WarmPool] = {}
+        # pools are started from this thread, which lives as long as the slot: a pool dies with it
+        self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
+
+    def warm(self, assignment: Assignment) -> None:
+        if assignment.name not in self.pools:
+            self.pools[assignment.name] = WarmPool(assignment.root, assignment.name, self.device, self._launcher,
+                                                     isolation=self.isolation)
+
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]:
+        self.warm(assignment)
+        try:
+            reply = self.pools[assignment.name].grade(request_for(name, load))
+        except PoolFailed:
+            self.pools.pop(assignment.name).close()
+            raise
+        return reply.get("value"), (reply.get("error") or "").strip()
+
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        self.pools.clear()
+        self._launcher.shutdown()
+
+
+class DaskPools:
+    """Every slot's submissions graded on a Dask cluster (executors/dask_grader.py)."""
+
+    def __init__(self, grader: Callable) -> None:
+        self.grader = grader
+
+    def warm(self, assignment: Assignment) -> None:
+        pass  # the workers start their pools with the first submission
+
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]:
+        (result,) = list(self.grader(assignment, [Source(name, load)]))
+        if result.error and not result.questions:
+            return None, result.error
+        return result.to_dict(), ""
+
+    def close(self) -> None:
+        pass
+
+
+class GradingQueue:
+    """`jobs` grading threads over the database's queue, woken when a submission arrives."""
+
+    def __init__(self, storage: Storage, data_dir: Path, assignments: dict[str, Assignment], jobs: int,
+                 make_grader: Callable[[], Grader]) -> None:
+        self.storage, self.data_dir, self.assignments = storage, data_dir, assignments
+        self.jobs, self.make_grader = jobs, make_grader
+        self.instance = uuid.uuid4().hex[:12]
+        self._stop = threading.Event()
+        self._arrived = threading.Condition()
+        self._generation = 0
+        self._threads: list[threading.Thread] = []
+        self.ready = threading.Event()  # every slot's pools are warm
+        self._warm = 0
+        self.finished: list[Callable[[str], None]] = []  # called with each submission's id once recorded
+
+    def start(self) -> None:
+        for slot in range(self.jobs):
+            thread = threading.Thread(target=self._run, args=(f"{self.instance}-{slot}",), daemon=True,
+                                      name=f"checks-grader-{slot}")
+            thread.start()
+            self._threads.append(thread)
+
+    def notify(self) -> None:
+        """A submission was queued: wake the graders (others find it within a second anyway)."""
+        with self._arrived:
+            self._generation += 1
+            self._arrived.notify_all()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.notify()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def _run(self, worker: str) -> None:
+        grader = self.make_grader()
+        try:
+            for assignment in self.assignments.values():
+                if self._stop.is_set():
+                    return
+                try:
+                    grader.warm(assignment)
+                except PoolFailed as error:
+                    log.error("the warm pool of %s did not start: %s", assignment.name, error)
+            with self._arrived:
+                self._warm += 1
+                if self._warm == self.jobs:
+                    self.ready.set()
+            while not self._stop.is_set():
+                with self._arrived:
+                    seen = self._generation
+                row = self.storage.claim(worker, list(self.assignments), self._lease())
+                if row is None:
+                    with self._arrived:
+                        if self._generation == seen:
+                            self._arrived.wait(timeout=1.0)
+                    continue
+                self._grade(grader, worker, row)
+        finally:
+            grader.close()
+
+    def _lease(self) -> float:
+        return max(a.submission_seconds for a in self.assignments.values()) + LEASE_MARGIN
+
+    def _grade(self, grader: Grader, worker: str, row: SubmissionRow) -> None:
+        assignment = self.assignments[row.assignment]
+        path = self.data_dir / row.path
+        named = named_files(assignment)
+        try:
+            value, error = grader.grade(assignment, row.user_id, lambda: read_submission(path, named))
+        except PoolFailed as failure:
+            if row.attempts < MAX_ATTEMPTS:
+                log.warning("the pool died grading %s (try %d); queued again: %s", row.id, row.attempts, failure)
+                self.storage.release_claim(row.id, worker)
+                self.notify()
+            else:
+                self._record(row.id, worker, result=None, error=f"the grading pool died {row.attempts} "
+                             f"times on it: {failure}")
+            return
+        except Exception as failure:  # noqa: BLE001 - the grader's failure, for staff, never a score
+            self._record(row.id, worker, result=None, error=f"{type(failure).__name__}: {failure}")
+            return
+        if value is not None:
+            value = {**value, "student_id": row.user_id}
+            error = error or SubmissionResult.from_dict(value).error
+        self._record(row.id, worker, result=value, error=error or None)
+
+    def _record(self, submission_id: str, worker: str, *, result: dict | None, error: str | None) -> None:
+        if self.storage.complete(submission_id, worker, result=result, error=error):
+            for listener in self.finished:
+                listener(submission_id)
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)

@@ -1,0 +1,364 @@
+"""The server's database, behind one small interface (`Storage`): users, submissions and their
+queue, login failures, rate-limit buckets, staff releases.
+
+SQLAlchemy core, so that PostgreSQL can follow by URL; SQLite (WAL, synchronous=FULL) is the
+embedded default. Every state change is one transaction: a submission row is committed before
+the upload is acknowledged, a claim moves one queued row to `grading` under a lease in one
+statement, and a result is written only by the claim's holder, so that a killed server neither
+loses an acknowledged submission nor records one twice.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (Column, Float, Integer, MetaData, String, Table, Text, and_, case, create_engine, event, func,
+                        select, update)
+from sqlalchemy.engine import Connection, Engine
+
+QUEUED, GRADING, DONE, FAILED = "queued", "grading", "done", "failed"  # a submission's status
+STUDENT, TA, INSTRUCTOR = "student", "ta", "instructor"
+ROLES = (STUDENT, TA, INSTRUCTOR)
+
+metadata = MetaData()
+users = Table(
+    "users", metadata,
+    Column("id", String(200), primary_key=True),  # the roster's student id, or a staff login
+    Column("name", Text, nullable=False, default=""),
+    Column("email", Text, nullable=False, default=""),
+    Column("role", String(20), nullable=False),
+    Column("token_id", String(64), unique=True, nullable=False),  # the public half of the token
+    Column("token_hash", Text, nullable=False),  # argon2 of the secret half
+    Column("created", Float, nullable=False),
+)
+submissions = Table(
+    "submissions", metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),  # the queue's order
+    Column("id", String(64), unique=True, nullable=False),  # unguessable, what URLs carry
+    Column("user_id", String(200), nullable=False, index=True),
+    Column("assignment", String(200), nullable=False),
+    Column("created", Float, nullable=False),
+    Column("status", String(20), nullable=False, index=True),
+    Column("path", Text, nullable=False),  # the stored upload, relative to the data folder
+    Column("sha256", String(64), nullable=False),
+    Column("size", Integer, nullable=False),
+    Column("files", Text, nullable=False, default="[]"),  # JSON: the names in the upload
+    Column("claimed_by", String(100)),
+    Column("lease_until", Float),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("started", Float),
+    Column("finished", Float),
+    Column("result", Text),  # JSON: SubmissionResult.to_dict()
+    Column("error", Text),  # the grader's failure, for staff
+)
+login_failures = Table(
+    "login_failures", metadata,
+    Column("key", String(300), primary_key=True),  # "account:<id>" or "address:<ip>"
+    Column("failures", Integer, nullable=False),
+    Column("last", Float, nullable=False),
+)
+buckets = Table(
+    "rate_buckets", metadata,
+    Column("key", String(300), primary_key=True),
+    Column("tokens", Float, nullable=False),
+    Column("updated", Float, nullable=False),
+)
+releases = Table(
+    "releases", metadata,
+    Column("assignment", String(200), primary_key=True),
+    Column("released_at", Float, nullable=False),
+    Column("released_by", String(200), nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class User:
+    id: str
+    name: str
+    email: str
+    role: str
+    token_hash: str = ""
+
+    @property
+    def staff(self) -> bool:
+        return self.role in (TA, INSTRUCTOR)
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    seq: int
+    id: str
+    user_id: str
+    assignment: str
+    created: float
+    status: str
+    path: str
+    sha256: str
+    size: int
+    files: list[str]
+    attempts: int
+    started: float | None
+    finished: float | None
+    result: dict | None
+    error: str | None
+
+
+class Storage:
+    """The database of one course server. Thread-safe: every method opens its own connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = _engine(url)
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction, holding SQLite's write lock from its start (no upgrade deadlocks)."""
+        with self.engine.connect().execution_options(checks_write=True) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    # ------------------------------------------------------------------ users
+
+    def put_user(self, user: User, token_id: str) -> None:
+        """Add a user or replace one with the same id (a new token replaces the old)."""
+        row = {"id": user.id, "name": user.name, "email": user.email, "role": user.role, "token_id": token_id,
+               "token_hash": user.token_hash, "created": time.time()}
+        with self._write() as conn:
+            conn.execute(users.delete().where(users.c.id == user.id))
+            conn.execute(users.insert().values(**row))
+
+    def user(self, user_id: str) -> User | None:
+        with self._read() as conn:
+            row = conn.execute(select(users).where(users.c.id == user_id)).mappings().first()
+        return _user(row)
+
+    def user_by_token_id(self, token_id: str) -> User | None:
+        with self._read() as conn:
+            row = conn.execute(select(users).where(users.c.token_id == token_id)).mappings().first()
+        return _user(row)
+
+    def users(self, role: str | None = None) -> list[User]:
+        query = select(users).order_by(users.c.id)
+        if role is not None:
+            query = query.where(users.c.role == role)
+        with self._read() as conn:
+            return [_user(row) for row in conn.execute(query).mappings()]  # type: ignore[misc]
+
+    # ------------------------------------------------------------------ submissions and their queue
+
+    def add_submission(self, user_id: str, assignment: str, path: str, sha256: str, size: int,
+                       files: list[str], submission_id: str | None = None) -> SubmissionRow:
+        """Queue a stored upload; committed (synchronous=FULL) when this returns."""
+        submission_id = submission_id or new_id()
+        with self._write() as conn:
+            conn.execute(submissions.insert().values(
+                id=submission_id, user_id=user_id, assignment=assignment, created=time.time(), status=QUEUED,
+                path=path, sha256=sha256, size=size, files=json.dumps(files), attempts=0))
+        found = self.submission(submission_id)
+        assert found is not None
+        return found
+
+    def submission(self, submission_id: str) -> SubmissionRow | None:
+        with self._read() as conn:
+            row = conn.execute(select(submissions).where(submissions.c.id == submission_id)).mappings().first()
+        return _submission(row)
+
+    def submissions(self, *, user_id: str | None = None, assignment: str | None = None,
+                    since: float | None = None, limit: int | None = None) -> list[SubmissionRow]:
+        """Newest first."""
+        query = select(submissions).order_by(submissions.c.seq.desc())
+        if user_id is not None:
+            query = query.where(submissions.c.user_id == user_id)
+        if assignment is not None:
+            query = query.where(submissions.c.assignment == assignment)
+        if since is not None:
+            query = query.where(submissions.c.created >= since)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._read() as conn:
+            return [_submission(row) for row in conn.execute(query).mappings()]  # type: ignore[misc]
+
+    def claim(self, worker: str, assignments: Iterable[str], lease_seconds: float) -> SubmissionRow | None:
+        """Take the oldest queued submission of these assignments (or one whose lease ran out), in one
+        statement: two graders never hold the same one."""
+        now = time.time()
+        wanted = list(assignments)
+        oldest = (select(submissions.c.seq)
+                  .where(submissions.c.assignment.in_(wanted),
+                         (submissions.c.status == QUEUED)
+                         | and_(submissions.c.status == GRADING, submissions.c.lease_until < now))
+                  .order_by(submissions.c.seq).limit(1).scalar_subquery())
+        with self._write() as conn:
+            row = conn.execute(update(submissions).where(submissions.c.seq == oldest)
+                               .values(status=GRADING, claimed_by=worker, lease_until=now + lease_seconds,
+                                       attempts=submissions.c.attempts + 1, started=now)
+                               .returning(*submissions.c)).mappings().first()
+        return _submission(row)
+
+    def complete(self, submission_id: str, worker: str, *, result: dict | None, error: str | None) -> bool:
+        """Record the grader's result (DONE) or its failure (FAILED, for staff), only while `worker`
+        holds the claim; False when it no longer does (then nothing is written)."""
+        with self._write() as conn:
+            changed = conn.execute(update(submissions)
+                                   .where(submissions.c.id == submission_id, submissions.c.status == GRADING,
+                                          submissions.c.claimed_by == worker)
+                                   .values(status=FAILED if error else DONE, finished=time.time(),
+                                           result=None if result is None else json.dumps(result), error=error,
+                                           lease_until=None)).rowcount
+        return bool(changed)
+
+    def release_claim(self, submission_id: str, worker: str) -> None:
+        """Give a claimed submission back to the queue (its grader went away before grading it)."""
+        with self._write() as conn:
+            conn.execute(update(submissions).where(submissions.c.id == submission_id, submissions.c.status == GRADING,
+                                                   submissions.c.claimed_by == worker)
+                         .values(status=QUEUED, claimed_by=None, lease_until=None))
+
+    def requeue_orphans(self) -> int:
+        """Every submission left `grading` by a server that died: queued again. Only for a server
+        that holds the course alone (SQLite's lock file); several servers rely on leases instead."""
+        with self._write() as conn:
+            return conn.execute(update(submissions).where(submissions.c.status == GRADING)
+                                .values(status=QUEUED, claimed_by=None, lease_until=None)).rowcount
+
+    def requeue(self, submission_ids: Iterable[str]) -> int:
+        """Grade these again (staff's regrade); one being graded now is left to finish."""
+        ids = list(submission_ids)
+        with self._write() as conn:
+            return conn.execute(update(submissions).where(submissions.c.id.in_(ids), submissions.c.status != GRADING)
+                                .values(status=QUEUED, claimed_by=None, lease_until=None, result=None, error=None,
+                                        finished=None)).rowcount
+
+    def queue_position(self, row: SubmissionRow) -> int:
+        """1 for the next to be graded; 0 when it is not waiting."""
+        if row.status != QUEUED:
+            return 0
+        with self._read() as conn:
+            ahead = conn.execute(select(func.count()).select_from(submissions)
+                                 .where(submissions.c.status == QUEUED, submissions.c.seq < row.seq)).scalar_one()
+        return int(ahead) + 1
+
+    def queue_state(self) -> tuple[int, int, float | None]:
+        """(queued, being graded, when the oldest queued arrived)."""
+        with self._read() as conn:
+            counts = dict(conn.execute(select(submissions.c.status, func.count()).group_by(submissions.c.status)
+                                       .where(submissions.c.status.in_([QUEUED, GRADING]))).all())
+            oldest = conn.execute(select(func.min(submissions.c.created))
+                                  .where(submissions.c.status == QUEUED)).scalar_one()
+        return int(counts.get(QUEUED, 0)), int(counts.get(GRADING, 0)), oldest
+
+    # ------------------------------------------------------------------ login backoff and rate limits
+
+    def login_failures(self, key: str) -> tuple[int, float]:
+        """(failures counted, when the last was) for an account or an address."""
+        with self._read() as conn:
+            row = conn.execute(select(login_failures.c.failures, login_failures.c.last)
+                               .where(login_failures.c.key == key)).first()
+        return (int(row[0]), float(row[1])) if row else (0, 0.0)
+
+    def count_login_failure(self, key: str) -> None:
+        with self._write() as conn:
+            changed = conn.execute(update(login_failures).where(login_failures.c.key == key)
+                                   .values(failures=login_failures.c.failures + 1, last=time.time())).rowcount
+            if not changed:
+                conn.execute(login_failures.insert().values(key=key, failures=1, last=time.time()))
+
+    def clear_login_failures(self, key: str) -> None:
+        with self._write() as conn:
+            conn.execute(login_failures.delete().where(login_failures.c.key == key))
+
+    def take_token(self, key: str, capacity: int, window: float) -> float:
+        """Token bucket: `capacity` tokens, refilled evenly over `window` seconds. Takes one and
+        returns 0, or returns how many seconds until one is there (nothing taken)."""
+        rate = capacity / window
+        with self._write() as conn:
+            now = time.time()
+            row = conn.execute(select(buckets.c.tokens, buckets.c.updated).where(buckets.c.key == key)).first()
+            tokens = capacity if row is None else min(capacity, row[0] + (now - row[1]) * rate)
+            if tokens < 1:
+                return (1 - tokens) / rate
+            if row is None:
+                conn.execute(buckets.insert().values(key=key, tokens=tokens - 1, updated=now))
+            else:
+                conn.execute(update(buckets).where(buckets.c.key == key).values(tokens=tokens - 1, updated=now))
+            return 0.0
+
+    def give_back_token(self, key: str, capacity: int) -> None:
+        """Undo a take_token (the request it paid for was refused before anything was stored)."""
+        with self._write() as conn:
+            conn.execute(update(buckets).where(buckets.c.key == key)
+                         .values(tokens=case((buckets.c.tokens + 1 > capacity, capacity),
+                                             else_=buckets.c.tokens + 1)))
+
+    # ------------------------------------------------------------------ staff's release of hidden results
+
+    def release_hidden(self, assignment: str, by: str) -> None:
+        with self._write() as conn:
+            conn.execute(releases.delete().where(releases.c.assignment == assignment))
+            conn.execute(releases.insert().values(assignment=assignment, released_at=time.time(), released_by=by))
+
+    def hidden_released(self, assignment: str) -> bool:
+        with self._read() as conn:
+            return conn.execute(select(releases.c.assignment).where(releases.c.assignment == assignment)).first() \
+                is not None
+
+
+def new_id() -> str:
+    """A submission's id: 128 random bits, so that ids cannot be guessed (authorisation still decides)."""
+    return secrets.token_urlsafe(16)
+
+
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}
+                           if url.startswith("sqlite") else {})
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    """WAL (readers never wait for the writer), FULL sync (a commit survives a power cut), and our
+    own BEGIN (pysqlite's would start write transactions too late)."""
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("checks_write") else "BEGIN")
+
+
+def _user(row: Any) -> User | None:
+    if row is None:
+        return None
+    return User(row["id"], row["name"], row["email"], row["role"], row["token_hash"])
+
+
+def _submission(row: Any) -> SubmissionRow | None:
+    if row is None:
+        return None
+    return SubmissionRow(row["seq"], row["id"], row["user_id"], row["assignment"], row["created"], row["status"],
+                         row["path"], row["sha256"], row["size"], json.loads(row["files"] or "[]"), row["attempts"],
+                         row["started"], row["finished"], json.loads(row["result"]) if row["result"] else None,
+                         row["error"])

@@ -1,0 +1,66 @@
+"""The import rule of src/checks: a module imports only from its own layer or the ones below.
+
+Layers, lowest first, as each subpackage's docstring states. The top-level modules (cli,
+progress, the `checks.suite` facade) are the front ends: they may import anything, and nothing
+inside a subpackage may import them.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "checks"
+LAYERS = ["sandbox", "config", "course", "policy", "suites", "reports", "grading", "similarity", "executors", "notebooks",
+          "exports", "lti", "authoring", "server"]
+
+
+def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
+    """Every `checks...` module that `path` imports, relative imports resolved."""
+    found = set()
+    package = ["checks", *path.relative_to(package_dir).parent.parts]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == "checks" or name.startswith("checks.")}
+
+
+def layer_of(module: str) -> int | None:
+    """The layer index of a `checks.<sub>...` module; None for `checks` itself; len(LAYERS) for front ends."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else len(LAYERS)
+
+
+def upward_imports(path: Path, package_dir: Path = PACKAGE) -> list[str]:
+    own = layer_of(".".join(["checks", *path.relative_to(package_dir).with_suffix("").parts]))
+    return sorted(name for name in imported_modules(path, package_dir)
+                  if (layer := layer_of(name)) is not None and layer > own and name != "checks.__version__")
+
+
+def test_every_subpackage_is_a_known_layer():
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert subpackages == set(LAYERS)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*/*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_layer_above_its_own(path):
+    assert upward_imports(path) == [], f"{path.relative_to(PACKAGE)} imports from a layer above its own"
+
+
+def test_the_rule_catches_an_upward_import(tmp_path):
+    """The check itself can fail: a reports module that imports grading, directly or relatively, is caught."""
+    fake = tmp_path / "checks"
+    (fake / "reports").mkdir(parents=True)
+    module = fake / "reports" / "bad.py"
+    module.write_text("from checks.grading.batch import grade_to_folder\nfrom ..authoring import verify\n"
+                      "from ..suites import scoring\nfrom checks import __version__\n")
+    assert upward_imports(module, fake) == ["checks.authoring", "checks.authoring.verify", "checks.grading.batch",
+                                            "checks.grading.batch.grade_to_folder"]
