@@ -86,8 +86,8 @@ def _refuse_unknown_options(parser: argparse.ArgumentParser, argv: list[str]) ->
 def _course_root(args: argparse.Namespace) -> Path | None:
     """--course, else the course around the current folder; None where a command can do without one
     (a student's copy of an assignment folder) and none is found."""
-    if args.settings.course is not None:
-        return args.settings.course
+    if args.settings.course is not None:  # a course folder may name where its assignments are (course.toml)
+        return find_course_root(named=args.settings.course)
     try:
         return find_course_root()
     except CourseError:
@@ -196,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                        help="submissions graded at once (default: all cores)")
     grade.add_argument("--regrade", action="store_true", help="grade again what an earlier run already graded")
+    grade.add_argument("--submitted-at", metavar="CSV|mtime", default=None,
+                       help="when each submission was made, for the course's late policy: a CSV (submission or "
+                            "student_id, submitted_at) or `mtime` (the files' modification times); without it, a "
+                            "time is unknown and costs nothing (docs/policy.md)")
     grade.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                        help="grade on this running Dask scheduler's workers (needs the `cluster` extra); "
                             "the output folder is still written here")
@@ -252,6 +256,9 @@ def _parser() -> argparse.ArgumentParser:
                       "otter: DIR/<name>.ipynb, an otter-assign master notebook, and the hidden course files it ships. "
                       "csv: gradebook.csv again, from the gradebook.sqlite of a `checks grade` output folder, "
                       "grading nothing (into that folder, or to --out FILE). "
+                      "canvas, moodle: that folder's final scores as Canvas's gradebook import CSV or Moodle's grade "
+                      "import CSV (FOLDER/canvas.csv, FOLDER/moodle.csv, or --out FILE), students from the course "
+                      "roster. "
                       "student: DIR/ASSIGNMENT-student/ and its zip, what a student needs and nothing of the "
                       "staff's: the release (stubs, public checks, lesson notebook, quiz.toml without answers), "
                       "a wheel of checks and setup_env.py, which installs only the light runtime.",
@@ -260,10 +267,17 @@ def _parser() -> argparse.ArgumentParser:
                       "  checks export otter 01_tensors --out export/otter --fill submissions/*\n"
                       "  checks export csv grades/01_tensors                  # writes grades/01_tensors/gradebook.csv\n"
                       "  checks export csv grades/01_tensors --out 01_tensors.csv\n"
+                      "  checks --course examples/course export canvas grades/01_tensors --lms-assignment-id 4711\n"
+                      "  checks --course examples/course export moodle grades/01_tensors\n"
                       "  checks export student 01_tensors --out dist/          # dist/01_tensors-student(.zip)")
-    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv", "student"],
+    export.add_argument("tool", choices=["gradescope", "nbgrader", "otter", "csv", "student", "canvas", "moodle"],
                         help="the tool to export for (student: a bundle for students)")
-    export.add_argument("assignment", help=f"{assignment_help} (csv: the --out folder of `checks grade`)")
+    export.add_argument("assignment", help=f"{assignment_help} (csv, canvas, moodle: the --out folder of "
+                                           "`checks grade`)")
+    export.add_argument("--title", default=None,
+                        help="canvas, moodle: the assignment's name in the LMS (default: the assignment's)")
+    export.add_argument("--lms-assignment-id", default=None, metavar="ID",
+                        help="canvas: the id of the Canvas assignment to fill (default: Canvas makes a new one)")
     export.add_argument("--out", type=Path, metavar="DIR",
                         help="where to write the export (required but for csv: the CSV file, default "
                              "FOLDER/gradebook.csv)")
@@ -273,6 +287,13 @@ def _parser() -> argparse.ArgumentParser:
                              "DIR/submissions/<name>.ipynb)")
     export.set_defaults(run=_export, without_course=True)  # csv needs none; the others ask for one
     _server_commands(commands, assignment_help)
+
+    from checks import policy_commands  # the course-policy commands (policy, extension, grace)
+
+    policy_commands.add_commands(commands, _command, assignment_help)
+    from checks import lti_commands  # imports nothing of the `lms` extra until it runs
+
+    lti_commands.add_commands(commands, _command)
     return parser
 
 
@@ -516,7 +537,16 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.grading.batch import OutputFailed, check_out_dir, expand_submission_paths, grade_to_folder
     from checks.progress import GradeProgress, print_summary
 
+    from checks.policy.times import MTIME, SubmissionTimes, read_times
+    from checks.policy_commands import load as load_course
+
     assignment = load_assignment(root, args.assignment)
+    course = load_course(root, args)  # the whole policy checked now: a mistake changes nothing graded
+    times = None
+    if args.submitted_at == MTIME:
+        times = SubmissionTimes(from_files=True, zone=course.zone)
+    elif args.submitted_at:
+        times = read_times(Path(args.submitted_at), course.named_zone(assignment.name))
     settings = args.settings
     isolation = settings.isolation  # chosen here, once: for the header, and to refuse an impossible level early
     given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
@@ -535,13 +565,29 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                                       listener=GradeProgress(console, header=header), grader=grader,
-                                      settings=settings)
+                                      settings=settings, course=course, times=times)
         except OutputFailed as error:  # the run stopped part-way; the gradebook keeps what it graded
             console.print(Text("stopped: ", style="red") + plain(str(error), lines=True))
             return 1
     print_summary(console, summary)
+    _policy_lines(summary)
     console.print(Text(_grade_line(assignment.name, summary)), soft_wrap=True)  # one line, for scripts too
     return 1 if summary.failed else 0
+
+
+def _policy_lines(summary: BatchSummary) -> None:
+    """What the course policy did, where it did anything."""
+    applied = summary.applied
+    if applied is None:
+        return
+    if applied.late:
+        console.print(plain(f"late penalty: {', '.join(applied.late)} (report.html lists why)"), soft_wrap=True)
+    if applied.unknown_time:
+        console.print(plain(f"no submission time for {len(applied.unknown_time)} submission(s): no late penalty "
+                            "charged (give --submitted-at CSV, or mtime)"), soft_wrap=True)
+    if applied.unmatched:
+        console.print(plain(f"not on the roster: {', '.join(applied.unmatched)} (no extension or regrade applies)"),
+                      soft_wrap=True)
 
 
 def _similarity(root: Path, args: argparse.Namespace) -> int:
@@ -596,7 +642,7 @@ def _grade_line(name: str, summary: BatchSummary) -> str:
     graded = [r for r in summary.results if not r.error]
     line = f"grade {name}: {len(summary.graded)} graded now, {len(summary.skipped)} already graded"
     if graded:
-        line += (f"; mean {sum(r.score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
+        line += (f"; mean {sum(r.final_score for r in graded) / len(graded):.1f} of {graded[0].max_score:g} "
                  f"over {len(graded)}")
     if summary.failed:  # the exit status is 1 then: this says how many, and that none of them is a score
         count = len(summary.failed)
@@ -642,6 +688,8 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
 def _export(root: Path | None, args: argparse.Namespace) -> int:
     if args.tool == "csv":
         return _export_csv(args)
+    if args.tool in ("canvas", "moodle"):
+        return _export_lms(root, args)
     if args.out is None:
         raise CourseError(f"`checks export {args.tool}` needs --out DIR: where to write the export")
     assignment = load_assignment(root or find_course_root(), args.assignment)
@@ -693,6 +741,29 @@ def _export_csv(args: argparse.Namespace) -> int:
     questions = question_names([r for r in results if not r.error])
     console.print(plain(f"wrote {path}: {len(results)} submission(s), {len(questions)} question(s), from "
                         f"{folder / 'gradebook.sqlite'} (nothing graded)"), soft_wrap=True)
+    return 0
+
+
+def _export_lms(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.exports.lms_csv import export_lms_csv
+    from checks.policy_commands import load as load_course
+    from checks.reports.gradebook import DB_FILE, Gradebook
+
+    if args.fill:
+        raise CourseError("--fill is for the nbgrader and otter exports")
+    course = load_course(root or find_course_root(), args)
+    roster = course.require_roster(f"`checks export {args.tool}`")
+    folder = Path(args.assignment)
+    held = Gradebook.existing(folder / DB_FILE).assignment if folder.is_dir() else ""
+    title = args.title or (load_assignment(course.root, held).title if held in course.policies else held)
+    export = export_lms_csv(folder, args.tool, roster, title=title, dest=args.out,
+                            assignment_id=args.lms_assignment_id or "")
+    console.print(plain(f"wrote {export.path}: {export.rows} student(s), final scores, from {folder / 'gradebook.sqlite'} "
+                        "(nothing graded)"), soft_wrap=True)
+    for why in export.left_out:
+        console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+    console.print("Canvas: Grades > Import. " if args.tool == "canvas" else
+                  "Moodle: Grades > Import > CSV file; map from Email address to useremail.")
     return 0
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "checks"
-LAYERS = ["sandbox", "config", "course", "suites", "reports", "grading", "similarity", "executors", "notebooks", "exports",
-          "authoring", "server"]
+LAYERS = ["sandbox", "config", "course", "policy", "suites", "reports", "grading", "similarity", "executors", "notebooks",
+          "exports", "lti", "authoring", "server"]
 
 
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:

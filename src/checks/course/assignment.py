@@ -111,7 +111,7 @@ def find_course_root(start: Path | None = None, *, named: Path | None = None) ->
     """`named` (--course or CHECKS_COURSE, from the settings), else the nearest folder at or above
     `start` with assignments/ or solutions/."""
     if named is not None:
-        return named.resolve()
+        return _course_of_folder(named.resolve())
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "assignments").is_dir() or (folder / "solutions").is_dir():
@@ -119,6 +119,19 @@ def find_course_root(start: Path | None = None, *, named: Path | None = None) ->
     raise CourseError(f"no course found: neither {here} nor a folder above it has assignments/ or solutions/ "
                       f"or is a copy of an assignment (with its {MARKER_FILE}); run from the course repository or "
                       "your copy of the assignment folder, or name the course with --course DIR or CHECKS_COURSE")
+
+
+def _course_of_folder(folder: Path) -> Path:
+    """A course folder (course.toml, a roster, records: checks.policy, `checks serve`) may keep the
+    assignments elsewhere, naming them with `course = "../.."`: that folder is the course root."""
+    config = folder / "course.toml"
+    if any((folder / sub).is_dir() for sub in ("assignments", "solutions", "autograder")) or not config.is_file():
+        return folder
+    try:
+        pointed = tomllib.loads(config.read_text(encoding="utf-8")).get("course")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return folder  # said with the file and key where the course's policy is read (checks.policy)
+    return (folder / pointed).resolve() if isinstance(pointed, str) else folder
 
 
 MARKER_FILE = ".checks.toml"

@@ -8,6 +8,7 @@ table below: a new key is one line.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import math
 from dataclasses import dataclass
@@ -64,6 +65,31 @@ TABLE = Kind("a table", lambda value: type(value) is dict)
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 VISIBILITY = Kind(" or ".join(f'"{v}"' for v in VISIBILITIES), lambda value: value in VISIBILITIES)
 
+# course policy (checks.policy reads these, and checks each date's time zone and order there)
+DATE_TIME = Kind("a date and time, such as 2030-06-30T23:59:00+02:00",
+                 lambda value: type(value) in (datetime.datetime, str))
+PERCENT = Kind("a percentage from 0 to 100", lambda value: _is_number(value) and 0 <= value <= 100)
+LATE_KINDS = ("none", "per_day", "per_hour")
+LATE_KIND = Kind(" or ".join(f'"{v}"' for v in LATE_KINDS), lambda value: value in LATE_KINDS)
+COUNTS = ("last", "best", "last_before_due")  # which of a student's submissions counts
+COUNTS_KIND = Kind(" or ".join(f'"{v}"' for v in COUNTS), lambda value: value in COUNTS)
+
+LATE_TABLE: Schema = {
+    "kind": Key(LATE_KIND),
+    "percent": Key(PERCENT),  # taken per started day or hour late, of the score earned
+    "cap": Key(PERCENT),  # the most taken in all
+    "close": Key(DATE_TIME),  # the hard close: nothing is accepted after it
+}
+
+POLICY_TABLE: Schema = {
+    "time_zone": Key(Kind('an IANA time zone name, such as "Europe/Zurich"', lambda value: type(value) is str)),
+    "release": Key(DATE_TIME),
+    "due": Key(DATE_TIME),
+    "counts": Key(COUNTS_KIND),
+    "hidden_before_due": Key(BOOLEAN),
+    "late": Key(TABLE, fields=LATE_TABLE),
+}
+
 QUIZ_ENTRY: Schema = {
     "answer": Key(ANSWER, required=True),
     "points": Key(POINTS, required=True),
@@ -87,6 +113,7 @@ ASSIGNMENT_TOML: Schema = {
     "quiz": Key(TABLES, entries=QUIZ_ENTRY),
     "hidden_only": Key(QUESTION_IDS),  # read by `checks verify`: questions with no public check, on purpose
     "gradescope": Key(TABLE, fields=GRADESCOPE_TABLE),  # read by exports/gradescope.py
+    "policy": Key(TABLE, fields=POLICY_TABLE),  # read by policy/config.py: this assignment's dates and late policy
 }
 
 MUTANT_ENTRY: Schema = {
@@ -115,8 +142,8 @@ def problems(table: Mapping[str, Any], schema: Schema, within: str = "") -> list
                                                          else f" (known: {', '.join(schema)})"))
         elif not spec.kind.accepts(value):
             found.append(f"`{key}`{where} must be {spec.kind.words}, not {_describe(value)}")
-        elif spec.fields is not None:
-            found += problems(value, spec.fields, f"[{key}]")
+        elif spec.fields is not None:  # a table within a table is named in full: [policy.late]
+            found += problems(value, spec.fields, f"[{within.strip('[]')}.{key}]" if within else f"[{key}]")
         elif spec.values is not None:
             label = f"[{within.strip('[]')}.{key}]" if within else f"[{key}]"
             found += [f"`{name}` in {label} must be {spec.values.words}, not {_describe(item)}"

@@ -24,6 +24,7 @@ import stat
 import time
 import zipfile
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -46,6 +47,9 @@ from checks.course.digest import suite_fingerprint
 from checks.course.submissions import (JUNK_FILES, NOTEBOOK_SUFFIX, READ_ERRORS, Found, SubmissionError, is_skipped_dir,
                                        list_folder, zip_entries)
 from checks.grading.names import as_found, batch_names
+from checks.grading.adjust import Applied, apply_policy, submission_times
+from checks.policy.config import Course
+from checks.policy.times import SubmissionTimes
 
 # why a submission is graded in this run (None in Planned.reason: already graded, skipped)
 NEW, REGRADE, CHANGED, RETRY = ("new", "--regrade", "changed since it was graded",
@@ -81,6 +85,7 @@ class BatchSummary:
     skipped: list[str] = field(default_factory=list)  # already graded by an earlier run
     records: list[Graded] = field(default_factory=list)  # the whole gradebook after this run, by name
     seconds: float = 0.0
+    applied: Applied | None = None  # what the course policy did (None: no course policy was applied)
 
     @property
     def failed(self) -> list[SubmissionResult]:
@@ -367,9 +372,13 @@ def plan_batch(paths: list[Path | Found], held: dict[str, Entry], *, regrade: bo
 
 def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None = None,
                     regrade: bool = False, listener: BatchListener | None = None,
-                    grader: Grader | None = None, settings: Settings | None = None) -> BatchSummary:
+                    grader: Grader | None = None, settings: Settings | None = None, course: Course | None = None,
+                    times: SubmissionTimes | None = None, now: datetime | None = None) -> BatchSummary:
     """Grade what is not graded yet into out_dir (see the module's docstring); `grader` defaults to
-    grading.grade_sources, in the jail and on the device `settings` name."""
+    grading.grade_sources, in the jail and on the device `settings` name. With `course` (its policy,
+    loaded and checked before this is called), the policy is applied before the folder is
+    published (grading/adjust.py): `times` says when each submission was made, `now` is the clock
+    of the records it writes."""
     if jobs is not None and jobs < 1:
         raise UsageError(f"jobs must be at least 1, not {jobs}")
     check_submission_paths(paths)
@@ -379,7 +388,8 @@ def grade_to_folder(assignment: Assignment, paths: list[Path | Found], out_dir: 
     with lock_folder(out_dir):
         listener.locked()
         return _grade_locked(assignment, paths, out_dir, jobs=jobs, regrade=regrade, listener=listener,
-                             grader=grader or _local_grader(settings or Settings()))
+                             grader=grader or _local_grader(settings or Settings()),
+                             policy=None if course is None else (course, times, now or datetime.now(timezone.utc)))
 
 
 def _local_grader(settings: Settings) -> Grader:
@@ -387,7 +397,8 @@ def _local_grader(settings: Settings) -> Grader:
 
 
 def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Path, *, jobs: int | None, regrade: bool,
-                  listener: BatchListener, grader: Grader) -> BatchSummary:
+                  listener: BatchListener, grader: Grader,
+                  policy: tuple[Course, SubmissionTimes | None, datetime] | None = None) -> BatchSummary:
     """grade_to_folder, while this run holds the folder's lock."""
     started = time.monotonic()
     summary = BatchSummary(out_dir)
@@ -437,6 +448,11 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     listener.stopped()
     with _stop_if_unwritable(out_dir):
         gradebook.finish_run(run_id, graded=len(summary.graded))
+        if policy is not None:
+            course, times, now = policy
+            found = {p.name: p.source for p in plan}
+            summary.applied = apply_policy(course, assignment.name, gradebook,
+                                           submission_times(times, found, course), now=now)
         summary.records = gradebook.load()
         publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded())
     summary.seconds = time.monotonic() - started

@@ -29,11 +29,12 @@ from typing import Callable, Iterator
 
 from checks.config.errors import UsageError
 from checks.course import inert
-from checks.suites.scoring import QuestionResult, SubmissionResult
+from checks.suites.scoring import Adjustment, QuestionResult, SubmissionResult
 
 DB_FILE = "gradebook.sqlite"
 LOCK_FILE = "gradebook.lock"  # held by the run that writes the folder
-SCHEMA_VERSION = 2  # 2: questions.diagnoses and .not_started, submissions.suite_fingerprint, superseded
+SCHEMA_VERSION = 3  # 2: questions.diagnoses and .not_started, submissions.suite_fingerprint, superseded;
+# 3: submissions.submitted_at, adjustments (the raw score, the late penalty and manual adjustments kept apart)
 GRADED, GRADER_ERROR = "graded", "grader_error"
 
 SCHEMA = """
@@ -72,7 +73,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     suite_fingerprint TEXT,                    -- of the hidden suite it was graded with; NULL before schema 2
     grader_version TEXT NOT NULL,
     graded_at      TEXT NOT NULL,              -- UTC, ISO 8601
-    run_id         INTEGER REFERENCES runs(id)
+    run_id         INTEGER REFERENCES runs(id),
+    submitted_at   TEXT                        -- UTC, ISO 8601, as the run was told (--submitted-at); NULL unknown
 );
 CREATE TABLE IF NOT EXISTS questions (
     submission     TEXT NOT NULL REFERENCES submissions(name) ON DELETE CASCADE,
@@ -89,6 +91,18 @@ CREATE TABLE IF NOT EXISTS questions (
     PRIMARY KEY (submission, position)
 );
 CREATE INDEX IF NOT EXISTS questions_by_qid ON questions (qid);
+-- what changed a submission's raw score (its `score`), each with its reason: the late penalty the
+-- course policy decided, staff's manual adjustments; final score = max(0, score + sum(points))
+CREATE TABLE IF NOT EXISTS adjustments (
+    submission     TEXT NOT NULL REFERENCES submissions(name) ON DELETE CASCADE,
+    position       INTEGER NOT NULL,
+    kind           TEXT NOT NULL CHECK (kind IN ('late', 'manual')),
+    points         REAL NOT NULL,              -- added to the raw score: a penalty is negative
+    reason         TEXT NOT NULL,
+    decided_by     TEXT NOT NULL,              -- "policy", or the staff member
+    decided_at     TEXT NOT NULL,              -- UTC, ISO 8601
+    PRIMARY KEY (submission, position)
+);
 -- a submission's grade as it was before a later run graded it again: what a regrade changed
 CREATE TABLE IF NOT EXISTS superseded (
     name           TEXT NOT NULL,
@@ -204,7 +218,7 @@ def _refuse_foreign_tables(path: Path, db: sqlite3.Connection, version: int) -> 
 # columns added since schema 1, each with its definition: an older gradebook gets them, NULL where
 # the older run did not know the value (the readers say "unknown" then)
 _ADDED_COLUMNS = {("submissions", "suite_fingerprint"): "TEXT", ("questions", "diagnoses"): "TEXT",
-                  ("questions", "not_started"): "INTEGER"}
+                  ("questions", "not_started"): "INTEGER", ("submissions", "submitted_at"): "TEXT"}
 
 
 def _add_missing_columns(db: sqlite3.Connection) -> None:
@@ -356,7 +370,13 @@ class Gradebook:
             db.execute("BEGIN IMMEDIATE")
             if graded.run_id is not None:
                 _supersede(db, inert.mend(r.name), graded.run_id)
+            # the course policy's record of it outlives a regrade: the time it was submitted, and
+            # the adjustments (set_policy brings them up to date before the run publishes)
+            kept = db.execute("SELECT submitted_at FROM submissions WHERE name = ?", _mended((r.name,))).fetchone()
+            held_adjustments = db.execute("SELECT position, kind, points, reason, decided_by, decided_at FROM adjustments"
+                                          " WHERE submission = ?", _mended((r.name,))).fetchall()
             db.execute("DELETE FROM questions WHERE submission = ?", _mended((r.name,)))
+            db.execute("DELETE FROM adjustments WHERE submission = ?", _mended((r.name,)))
             db.execute("INSERT OR REPLACE INTO submissions (name, assignment, status, score, max_score, error, warnings,"
                        " devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint, suite_fingerprint,"
                        " grader_version, graded_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -370,6 +390,12 @@ class Gradebook:
                                      q.total_cases, q.feedback,
                                      None if q.diagnoses is None else json.dumps([inert.mend(d) for d in q.diagnoses]),
                                      int(q.not_started))) for position, q in enumerate(r.questions)])
+            submitted_at = r.submitted_at or (kept[0] if kept else None)
+            db.execute("UPDATE submissions SET submitted_at = ? WHERE name = ?", _mended((submitted_at, r.name)))
+            adjustments = [(position, a.kind, a.points, a.reason, a.by, a.at)
+                           for position, a in enumerate(r.adjustments)] if r.adjustments else held_adjustments
+            db.executemany("INSERT INTO adjustments (submission, position, kind, points, reason, decided_by, decided_at)"
+                           " VALUES (?, ?, ?, ?, ?, ?, ?)", [_mended((r.name, *row)) for row in adjustments])
             db.execute("COMMIT")
             # into the database file now: a checkpoint that fails (a full disk, RLIMIT_FSIZE) raises here
             # instead of failing unseen when the connection closes, and the run stops at this submission
@@ -385,8 +411,13 @@ class Gradebook:
         """Every submission held, by name."""
         with self._connect() as db:
             rows = db.execute("SELECT name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra,"
-                              " source, fingerprint, grader_version, graded_at, run_id, suite_fingerprint"
+                              " source, fingerprint, grader_version, graded_at, run_id, suite_fingerprint, submitted_at"
                               " FROM submissions ORDER BY name").fetchall()
+            adjustments: dict[str, list[Adjustment]] = {}
+            for name, kind, points, reason, by, at in db.execute(
+                    "SELECT submission, kind, points, reason, decided_by, decided_at FROM adjustments"
+                    " ORDER BY submission, position"):
+                adjustments.setdefault(name, []).append(Adjustment(kind, points, reason, by, at))
             questions: dict[str, list[QuestionResult]] = {}
             for name, qid, score, max_score, feedback, passed_cases, total_cases, diagnoses, not_started in db.execute(
                     "SELECT submission, qid, score, max_score, feedback, passed_cases, total_cases, diagnoses,"
@@ -398,15 +429,32 @@ class Gradebook:
         known = {f.name for f in dataclasses.fields(SubmissionResult)}
         graded = []
         for (name, assignment, error, warnings, devices, sandbox, sandbox_uid, seconds, extra, source, fingerprint,
-             version, graded_at, run_id, suite_fingerprint) in rows:
+             version, graded_at, run_id, suite_fingerprint, submitted_at) in rows:
             others = {key: value for key, value in json.loads(extra).items()
                       if key in known and key not in _RESULT_COLUMNS}
             result = SubmissionResult(name=name, assignment=assignment, questions=questions.get(name, []),
                                       devices=devices.split(",") if devices else [], sandbox=sandbox,
                                       sandbox_uid=sandbox_uid, seconds=seconds, warnings=json.loads(warnings),
-                                      error=error, **others)
+                                      error=error, submitted_at=submitted_at or "",
+                                      adjustments=adjustments.get(name, []), **others)
             graded.append(Graded(result, version, graded_at, source, fingerprint, run_id, suite_fingerprint))
         return graded
+
+    def set_policy(self, submitted_at: dict[str, str | None], adjustments: dict[str, list[Adjustment]]) -> None:
+        """The course policy's record, in one transaction: the submission times given (name: UTC
+        ISO 8601; the names not given keep theirs), and every adjustment of the submissions named
+        in `adjustments` (replacing theirs; an empty list removes them)."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany("UPDATE submissions SET submitted_at = ? WHERE name = ?",
+                           [_mended((when, name)) for name, when in submitted_at.items()])
+            for name, items in adjustments.items():
+                db.execute("DELETE FROM adjustments WHERE submission = ?", _mended((name,)))
+                db.executemany("INSERT INTO adjustments (submission, position, kind, points, reason, decided_by,"
+                               " decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               [_mended((name, position, a.kind, a.points, a.reason, a.by, a.at))
+                                for position, a in enumerate(items)])
+            db.execute("COMMIT")
 
     def superseded(self) -> tuple[Run | None, list[Superseded]]:
         """The latest run that graded again what an earlier run had graded, and the grades it
@@ -468,4 +516,4 @@ def _mended(row: tuple) -> tuple:
 
 # fields of SubmissionResult with a column of their own; any other goes to `extra`
 _RESULT_COLUMNS = {"name", "assignment", "questions", "devices", "sandbox", "sandbox_uid", "seconds", "warnings",
-                   "error"}
+                   "error", "submitted_at", "adjustments"}

@@ -105,7 +105,7 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "",
     analytics = class_analytics(assignment, records)
     graded = [r for r in results if not r.error]
     max_score = max((r.max_score for r in graded), default=0.0)
-    totals = [r.score for r in graded]
+    totals = [r.final_score for r in graded]
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                      finalize=_inert)
@@ -123,7 +123,9 @@ def render_report(assignment: str, records: list[Graded], *, title: str = "",
         max_score=max_score,
         mean=statistics.fmean(totals) if totals else None,
         median=statistics.median(totals) if totals else None,
-        histogram=histogram([r.score / r.max_score if r.max_score else 0.0 for r in graded]),
+        histogram=histogram([r.final_score / r.max_score if r.max_score else 0.0 for r in graded]),
+        adjusted=[g for g in sorted(records, key=lambda g: g.name) if g.ok and (g.result.adjustments
+                                                                                 or g.result.submitted_at)],
         versions=sorted({g.grader_version for g in records}),
         devices=sorted({d for r in results for d in r.devices}),
         last_graded=max((g.graded_at for g in records), default=""),

@@ -10,6 +10,7 @@ in every one of them; course/inert.py says how.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import io
 import json
@@ -28,7 +29,7 @@ from checks import __version__
 from checks.course import inert
 from checks.reports.gradebook import DB_FILE, Gradebook, GradebookError, lock_folder, refuse_unless_regular
 from checks.suites.quiz import AnswerForm
-from checks.suites.scoring import SubmissionResult
+from checks.suites.scoring import Adjustment, SubmissionResult
 
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
@@ -91,16 +92,22 @@ def gradescope_results(result: SubmissionResult, *, grader_version: str = __vers
     tests = [{"name": q.qid, "score": q.score, "max_score": q.max_score,
               "status": "passed" if q.passed else "failed", "output": q.feedback, "visibility": "visible"}
              for q in result.questions]
-    overview = [f"{result.score:g} / {result.max_score:g} points."] + result.warnings
+    overview = [f"{result.final_score:g} / {result.max_score:g} points."]
+    if result.adjustments:
+        overview += [f"The checks gave {result.score:g}; then:"] + [adjustment_line(a) for a in result.adjustments]
+    overview += result.warnings
     if result.error:
         overview.append(f"The grader could not grade this submission: {result.error}")
     extra = {"assignment": result.assignment, "submission": result.name, "devices": result.devices,
              "grader_version": grader_version, "sandbox": result.sandbox, "error": result.error,
              "warnings": result.warnings}
+    if result.adjustments or result.submitted_at:  # the course policy's part, apart from the checks' score
+        extra |= {"raw_score": result.score, "submitted_at": result.submitted_at,
+                  "adjustments": [dataclasses.asdict(a) for a in result.adjustments]}
     if graded_at:
         extra["graded_at"] = graded_at
     return inert.visible_tree({
-        "score": result.score,
+        "score": result.final_score,
         "output": "\n".join(overview),
         "execution_time": result.seconds,
         "tests": tests,
@@ -114,8 +121,11 @@ def feedback_markdown(result: SubmissionResult, *, grader_version: str = __versi
     passed = [q for q in result.questions if q.passed]
     lines = [f"# {result.assignment}: feedback for {inert.markdown(result.name)}", ""]
     if result.questions:
-        lines += [f"**Score: {result.score:g} / {result.max_score:g}** "
+        lines += [f"**Score: {result.final_score:g} / {result.max_score:g}** "
                   f"({len(passed)} of {len(result.questions)} questions with full marks)", ""]
+    if result.adjustments:
+        lines += [f"The checks gave {result.score:g}; then:", ""]
+        lines += [f"- {inert.markdown_line(adjustment_line(a))}" for a in result.adjustments] + [""]
     if result.error:
         lines += ["> **The grader itself could not finish grading this submission.** This is not your mistake: "
                   "the course staff see it in their report and will grade it again."
@@ -138,6 +148,17 @@ def feedback_markdown(result: SubmissionResult, *, grader_version: str = __versi
     stamp = f"Checked on {', '.join(result.devices) or 'cpu'} by checks {grader_version}"
     lines += [stamp + (f", {graded_at}." if graded_at else "."), ""]
     return "\n".join(lines)
+
+
+def adjustment_line(adjustment: Adjustment) -> str:
+    """An adjustment in one line, as a student and staff read it."""
+    points = f"{adjustment.points:+g} point{'s' if abs(adjustment.points) != 1 else ''}" if adjustment.points \
+        else "no points"
+    who = "late policy" if adjustment.by == POLICY else f"staff ({adjustment.by})"
+    return f"{who}, {points}: {adjustment.reason}"  # never starts with a sign: a CSV cell shows it as it is
+
+
+POLICY = "policy"  # Adjustment.by of what the course policy decided
 
 
 def _feedback_block(feedback: str) -> str:
@@ -233,24 +254,36 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
     question, the total, and its status with the reason: graded, refused (unreadable, scored 0) or
     not graded (the grader failed: no score at all). The line below the header, POINTS_POSSIBLE,
     holds each question's maximum and the total's, as Canvas's gradebook export does; its status is
-    empty, so that keeping the rows whose status is `graded` leaves it out."""
+    empty, so that keeping the rows whose status is `graded` leaves it out.
+
+    Where the course policy had a say (a submission time known, or an adjustment), the columns
+    POLICY_COLUMNS come before the total: when it was submitted, the raw score of the checks, the
+    late penalty and the manual adjustment, apart; the total is then the final score, and the
+    reason names every adjustment."""
     graded = [r for r in results if not r.error]
     questions = question_names(graded)
     maxima = {s.qid: s.max_score for s in question_stats(results)}
+    policy = any(r.adjustments or r.submitted_at for r in results)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     def row(cells: list) -> None:  # names and reasons come from students: no cell is a formula
         writer.writerow([inert.csv_cell(cell) for cell in cells])
 
-    row([*_CSV_HEAD, *questions, *_CSV_TAIL])
-    row([POINTS_POSSIBLE, "", *(maxima[q] for q in questions), max((r.max_score for r in graded), default=""), "", ""])
+    row([*_CSV_HEAD, *questions, *(POLICY_COLUMNS if policy else ()), *_CSV_TAIL])
+    top = max((r.max_score for r in graded), default="")
+    row([POINTS_POSSIBLE, "", *(maxima[q] for q in questions), *(("", top, "", "") if policy else ()), top, "", ""])
     for result in sorted(results, key=lambda r: r.name):
         student = [result.name, result.student_id or result.name]
         if result.error:  # a grader failure is never a grade
-            row([*student, *("" for _ in questions), "", result.status, error_summary(result.error)])
+            row([*student, *("" for _ in questions), *(("", "", "", "") if policy else ()), "", result.status,
+                 error_summary(result.error)])
             continue
         scores = {q.qid: q.score for q in result.questions}
-        row([*student, *(scores.get(q, "") for q in questions), float(result.score), result.status, result.refused])
+        apart = (result.submitted_at, float(result.score), result.penalty, result.manual) if policy else ()
+        reasons = [result.refused] if result.refused else []
+        reasons += [adjustment_line(a) for a in result.adjustments]
+        row([*student, *(scores.get(q, "") for q in questions), *apart, float(result.final_score), result.status,
+             "; ".join(reasons)])
     return buffer.getvalue()
 
 
@@ -284,6 +317,7 @@ def plain(text: str, style: str = "", *, lines: bool = False) -> Text:
 # gradebook_csv's columns before and after the questions', and the label of its line of maxima
 _CSV_HEAD = ("submission", "student_id")
 _CSV_TAIL = ("total", "status", "reason")
+POLICY_COLUMNS = ("submitted_at", "raw", "penalty", "adjustment")  # where the course policy had a say
 POINTS_POSSIBLE = "Points Possible"
 
 
@@ -299,7 +333,7 @@ def check_gradebook_csv(path: Path, questions: Collection[str]) -> None:
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         rows, why = [], f"it cannot be read as the CSV checks writes ({error})"
     header = rows[0] if rows else []
-    unknown = [column for column in header if column not in {*_CSV_HEAD, *_CSV_TAIL, *questions}]
+    unknown = [column for column in header if column not in {*_CSV_HEAD, *POLICY_COLUMNS, *_CSV_TAIL, *questions}]
     if unknown and header[:1] == ["submission"]:
         why = f"it has columns checks never wrote here ({', '.join(unknown[:5])})"
     elif header[:1] == ["submission"] and header[-3:] == list(_CSV_TAIL) and not unknown:  # with student_id or not
@@ -350,7 +384,7 @@ def submissions_table(results: list[SubmissionResult]) -> Table:
         table.add_column(column, justify=justify, overflow="fold")
     for result in sorted(results, key=lambda r: r.name):
         lost = ", ".join(f"{q.qid} {q.score:g}/{q.max_score:g}" for q in result.questions if not q.passed)
-        score = Text("grader error", style="red") if result.error else f"{result.score:g}/{result.max_score:g}"
+        score = Text("grader error", style="red") if result.error else f"{result.final_score:g}/{result.max_score:g}"
         if result.refused:
             lost = f"refused: {result.refused}"
         table.add_row(plain(result.name), score, plain(lost or "-"))

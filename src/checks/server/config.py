@@ -68,7 +68,8 @@ def load_config(folder: Path) -> ServerConfig:
             table = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise CourseError(f"{path} cannot be read: {error}") from None
-    known = {"title", "course", "storage", "data", "jobs", "limits", "rate", "login", "secure_cookies", "assignment"}
+    known = {"title", "course", "storage", "data", "jobs", "limits", "rate", "login", "secure_cookies", "assignment",
+             "roster", "policy", "grace", "lti"}  # the last four: the course policy's and LTI's (checks.policy, checks.lti)
     unknown = sorted(set(table) - known)
     if unknown:
         raise CourseError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")

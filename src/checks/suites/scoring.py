@@ -58,6 +58,23 @@ class QuestionResult:
         return self.score >= self.max_score
 
 
+@dataclass(frozen=True)
+class Adjustment:
+    """A change to a submission's automatic (raw) score, kept apart from it with its reason: a
+    late penalty the course policy decided (kind LATE, by "policy"; 0 points where only an
+    extension or grace days are worth saying), or a staff member's manual adjustment (MANUAL, from
+    an answered regrade request). `points` is added to the raw score (a penalty is negative)."""
+
+    kind: str
+    points: float
+    reason: str
+    by: str
+    at: str  # UTC, ISO 8601
+
+
+LATE, MANUAL = "late", "manual"  # Adjustment.kind
+
+
 @dataclass
 class SubmissionResult:
     name: str
@@ -71,6 +88,10 @@ class SubmissionResult:
     error: str = ""  # set when the grader could not grade the submission at all
     refused: str = ""  # why the submission could not be read at all (graded 0: the student's doing)
     student_id: str = ""  # the LMS's id of the student, where the batch found one (Canvas, Moodle)
+    # the course policy's view (reports/gradebook.py keeps both): when it was submitted (UTC ISO
+    # 8601; "" unknown), and every adjustment to its raw score, with the reason
+    submitted_at: str = ""
+    adjustments: list[Adjustment] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -85,6 +106,22 @@ class SubmissionResult:
     def max_score(self) -> float:
         return round(sum(q.max_score for q in self.questions), 2)
 
+    @property
+    def penalty(self) -> float:
+        """Points the course's late policy took (0 or more)."""
+        return round(-sum(a.points for a in self.adjustments if a.kind == LATE), 6) + 0.0  # never -0.0
+
+    @property
+    def manual(self) -> float:
+        """Points staff added (or took) by hand, kept apart from the automatic score."""
+        return round(sum(a.points for a in self.adjustments if a.kind == MANUAL), 6) + 0.0
+
+    @property
+    def final_score(self) -> float:
+        """The score that counts, and the one every export carries: the raw score, less the late
+        penalty, plus manual adjustments; never below 0."""
+        return round(max(0.0, self.score + sum(a.points for a in self.adjustments)), 2)
+
     def question(self, qid: str) -> QuestionResult:
         return next(q for q in self.questions if q.qid == qid)
 
@@ -95,7 +132,9 @@ class SubmissionResult:
     def from_dict(cls, data: dict) -> "SubmissionResult":
         """The result `to_dict` gave (`data` is left as it was: the server keeps and reads it again)."""
         questions = [QuestionResult(**q) for q in data["questions"]]
-        return cls(questions=questions, **{key: value for key, value in data.items() if key != "questions"})
+        adjustments = [Adjustment(**a) for a in data.get("adjustments", [])]
+        return cls(questions=questions, adjustments=adjustments,
+                   **{key: value for key, value in data.items() if key not in ("questions", "adjustments")})
 
 
 def score_cases(cases: list[CaseResult]) -> list[QuestionResult]:

@@ -1,0 +1,95 @@
+"""`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line (a front
+end, beside cli.py, over checks.lti; needs the `lms` extra). `key` makes the tool's key pair in
+the course folder (once) and prints its public JWKS for the LMS's tool registration; `roster`
+adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
+final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
+[lti] memberships_url and lineitems_url (a launch carries them; the course server keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.text import Text
+
+from checks.course.assignment import CourseError
+from checks.reports.render import plain
+
+Adder = Callable[..., argparse.ArgumentParser]
+
+
+def add_commands(commands: argparse._SubParsersAction, command: Adder) -> None:
+    lti = command(commands, "lti", "LTI 1.3: the tool's key, the roster from the LMS, scores to the LMS",
+                  "key: make the tool's key pair in the course folder (lti/tool-private.pem, readable by you only; "
+                  "never over an existing one) and print the public JWKS to register the tool with. roster: add the "
+                  "LMS's active learners to the roster (Names and Role Provisioning). post: send the final scores of a "
+                  "`checks grade` output folder to the LMS's gradebook (Assignment and Grade Services; a line item per "
+                  "assignment). Needs the `lms` extra and course.toml's [lti] (docs/policy.md).",
+                  "  checks --course examples/course lti key\n  checks --course examples/course lti roster\n"
+                  "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
+    lti.add_argument("action", choices=["key", "roster", "post"])
+    lti.add_argument("folder", nargs="?", type=Path, help="post: the --out folder of `checks grade`")
+    lti.add_argument("--label", default=None, help="post: the line item's name in the LMS (default: the assignment's "
+                                                   "title)")
+    lti.set_defaults(run=_lti)
+
+
+def _lti(root: Path, args: argparse.Namespace) -> int:
+    try:
+        from checks.lti.config import load_registration
+        from checks.lti.keys import tool_key
+    except ImportError as error:
+        raise CourseError(f"`checks lti` needs the lms extra ({error.name} is missing): "
+                          "pip install -c constraints.txt -e '.[lms]'") from None
+    from checks.policy_commands import load
+
+    console = Console(highlight=False)
+    course = load(root, args)
+    if args.action == "key":
+        existed = (course.folder / "lti").exists()
+        key = tool_key(course.folder, create=True)
+        console.print(plain(f"{'the' if existed else 'made the'} tool's key: {key.path} (mode 600; it never leaves "
+                            "this folder). Register this public key set with the LMS:"))
+        console.print(Text(json.dumps(key.jwks(), indent=2)))
+        return 0
+    registration = load_registration(course.folder)
+    config = registration.config
+    if args.action == "roster":
+        from checks.lti.services import import_roster
+
+        if not config.memberships_url:
+            raise CourseError(f"{course.config_file}: [lti] has no memberships_url (the Names and Role Provisioning "
+                              "endpoint a launch names)")
+        roster = course.roster.path if course.roster else course.folder / "roster.csv"
+        done = import_roster(registration.conf, config.issuer, config.memberships_url, roster)
+        console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
+                            f"{len(done.skipped)} (not active learners)"))
+        return 0
+    from checks.lti.services import post_scores
+    from checks.reports.gradebook import DB_FILE, Gradebook
+
+    if args.folder is None:
+        raise CourseError("`checks lti post FOLDER`: the --out folder of `checks grade`")
+    if not config.lineitems_url:
+        raise CourseError(f"{course.config_file}: [lti] has no lineitems_url (the Assignment and Grade Services "
+                          "endpoint a launch names)")
+    book = Gradebook.existing(args.folder / DB_FILE)
+    roster = course.require_roster("`checks lti post`")
+    if args.label:
+        label = args.label
+    elif book.assignment in course.policies:
+        from checks.course.assignment import load_assignment
+
+        label = load_assignment(course.root, book.assignment).title
+    else:
+        label = book.assignment
+    done = post_scores(registration.conf, config.issuer, {"lineitems": config.lineitems_url}, book.load(), roster,
+                       assignment=book.assignment, label=label)
+    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"), soft_wrap=True)
+    for why in done.left_out:
+        console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+    return 0

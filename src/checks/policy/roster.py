@@ -1,0 +1,88 @@
+"""The class list: roster.csv in the course folder, one row per student.
+
+Columns: student_id, name, email (required, as `checks serve` reads them too), and optional ones
+that tie a student to what other tools call them: `submission` (the name `checks grade` gives
+their submission: their folder's or zip's name), `lms_id` (the id an LMS's bulk download and its
+gradebook use: Canvas's user id, Moodle's participant id), `sis_id` and `login` (Canvas's SIS User
+ID and SIS Login ID, Moodle's ID number and username), `role` (student, ta, instructor).
+Extensions and regrade requests name students by student_id; a grade is matched to a student by
+any of their names (match_student).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from checks.course import inert
+from checks.course.assignment import CourseError
+
+REQUIRED = ("student_id", "name", "email")
+OPTIONAL = ("submission", "lms_id", "sis_id", "login", "role")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
+
+
+@dataclass(frozen=True)
+class Student:
+    """One row of the roster."""
+
+    student_id: str
+    name: str
+    email: str
+    submission: str = ""
+    lms_id: str = ""
+    sis_id: str = ""
+    login: str = ""
+    role: str = "student"
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The students of a course, by student_id, and the file they were read from (for messages)."""
+
+    path: Path
+    students: dict[str, Student]
+
+    def __contains__(self, student_id: object) -> bool:
+        return student_id in self.students
+
+    def match(self, submission: str, lms_id: str = "") -> Student | None:
+        """The student a graded submission belongs to: by the LMS's id where the batch found one,
+        else by the submission's name as the roster's `submission` column or student_id gives it."""
+        for student in self.students.values():
+            if lms_id and lms_id in (student.lms_id, student.student_id):
+                return student
+        for student in self.students.values():
+            if submission and submission in (student.submission, student.student_id):
+                return student
+        return None
+
+
+def read_roster(path: Path) -> Roster:
+    """The roster at `path`; CourseError naming the file and line of a bad row."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CourseError(f"cannot read the roster {path}: {error}") from None
+    reader = csv.DictReader(io.StringIO(text))
+    header = [name.strip() for name in reader.fieldnames or []]
+    missing = [name for name in REQUIRED if name not in header]
+    if missing:
+        raise CourseError(f"{path}: the header must name {', '.join(REQUIRED)} (missing {', '.join(missing)})")
+    students: dict[str, Student] = {}
+    for line, row in enumerate(reader, start=2):
+        cells = {key.strip(): (value or "").strip() for key, value in row.items() if key is not None}
+        student_id = cells["student_id"]
+        if not _ID.fullmatch(student_id):
+            raise CourseError(f"{path}, line {line}: student_id {inert.visible(student_id, keep='')!r} must be 1 to "
+                              "100 letters, digits or . _ @ - (starting with a letter or digit)")
+        if student_id in students:
+            raise CourseError(f"{path}, line {line}: student_id {student_id} is there twice")
+        students[student_id] = Student(student_id, cells["name"], cells["email"],
+                                       **{key: cells[key] for key in OPTIONAL if cells.get(key)})
+    if not students:
+        raise CourseError(f"{path} lists no students")
+    return Roster(path, students)

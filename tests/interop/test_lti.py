@@ -1,0 +1,224 @@
+"""LTI 1.3 against a simulated platform on 127.0.0.1 (tests/lti_platform.py): the OIDC login and
+launch, the refusals (a signature by another key, an expired id_token, a replayed nonce, another
+audience, a lost state), the roster from Names and Role Provisioning, the final scores posted with
+Assignment and Grade Services, and the tool's private key, which never leaves the course folder."""
+
+from __future__ import annotations
+
+import html.parser
+import os
+import re
+
+import pytest
+import requests
+
+pytest.importorskip("pylti1p3", reason="the `lms` extra (PyLTI1p3) is not installed")
+
+from checks import cli  # noqa: E402
+from checks.course.assignment import CourseError  # noqa: E402
+from checks.lti.config import load_registration, read_lti  # noqa: E402
+from checks.lti.keys import key_path, tool_key  # noqa: E402
+from checks.lti.launch import LtiError, launch, login, store_for  # noqa: E402
+from checks.lti.services import import_roster, post_scores  # noqa: E402
+from checks.policy.roster import read_roster  # noqa: E402
+from checks.reports.gradebook import DB_FILE, Graded, Gradebook  # noqa: E402
+from checks.suites.scoring import LATE, Adjustment, QuestionResult, SubmissionResult  # noqa: E402
+
+from lti_platform import CLIENT_ID, DEPLOYMENT, running  # noqa: E402
+
+LAUNCH_URL = "https://checks.example.edu/lti/launch"
+
+
+class _Form(html.parser.HTMLParser):
+    """What a browser would post: the hidden inputs of the platform's auto-submitted form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: dict[str, str] = {}
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        attrs = dict(attrs)
+        if tag == "input":
+            self.fields[attrs["name"]] = attrs["value"]
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course folder with a tool key, registered with a running platform."""
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "roster.csv").write_text("student_id,name,email,lms_id\ns1,Ann Lee,ann@example.edu,u-ann\n")
+    key = tool_key(folder, create=True)
+    with running(key.jwks(), LAUNCH_URL) as platform:
+        (folder / "course.toml").write_text(f"""roster = "roster.csv"
+[lti]
+issuer = "{platform.issuer}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT}"]
+auth_login_url = "{platform.url}/auth"
+auth_token_url = "{platform.url}/token"
+key_set_url = "{platform.url}/jwks"
+launch_url = "{LAUNCH_URL}"
+memberships_url = "{platform.url}/nrps"
+lineitems_url = "{platform.url}/lineitems"
+""")
+        yield folder, platform
+
+
+def browse(folder, platform, user: str = "u-ann") -> tuple[dict, dict]:
+    """The browser's part: the platform's login request, the tool's redirect, the platform's form."""
+    registration = load_registration(folder)
+    redirect = login(registration.conf, {"iss": platform.issuer, "login_hint": user, "target_link_uri": LAUNCH_URL,
+                                         "client_id": CLIENT_ID, "lti_message_hint": "rl-1"},
+                     store_for(folder), launch_url=LAUNCH_URL)
+    assert redirect.url.startswith(f"{platform.url}/auth?")
+    page = requests.get(redirect.url, timeout=10)
+    assert page.status_code == 200, page.text
+    form = _Form()
+    form.feed(page.text)
+    return form.fields, redirect.cookies
+
+
+def test_a_launch_is_checked_and_says_who_and_which_services(course):
+    folder, platform = course
+    fields, cookies = browse(folder, platform)
+    done = launch(load_registration(folder).conf, fields, cookies, store_for(folder))
+    assert (done.user_id, done.name, done.email, done.context_id) == ("u-ann", "Ann Lee", "ann@example.edu", "course-1")
+    assert not done.staff and done.memberships_url == f"{platform.url}/nrps"
+    assert done.ags["lineitems"] == f"{platform.url}/lineitems"
+    fields, cookies = browse(folder, platform, "u-tina")
+    assert launch(load_registration(folder).conf, fields, cookies, store_for(folder)).staff
+
+
+@pytest.mark.parametrize("knob, value, says", [
+    ("sign_with_other_key", True, "Signature verification failed"),
+    ("expires_in", -30, "Signature has expired"),
+    ("audience", "another-tool", "Client id not registered for this issuer"),
+])
+def test_a_launch_is_refused_when_the_id_token_is_not_for_us_now(course, knob, value, says):
+    folder, platform = course
+    setattr(platform, knob, value)
+    fields, cookies = browse(folder, platform)
+    with pytest.raises(LtiError, match=says):
+        launch(load_registration(folder).conf, fields, cookies, store_for(folder))
+
+
+def test_a_replayed_id_token_is_refused(course):
+    folder, platform = course
+    fields, cookies = browse(folder, platform)
+    conf = load_registration(folder).conf
+    launch(conf, fields, cookies, store_for(folder))
+    with pytest.raises(LtiError, match="Invalid Nonce"):
+        launch(conf, fields, cookies, store_for(folder))
+
+
+def test_a_launch_without_the_browsers_state_is_refused(course):
+    folder, platform = course
+    fields, _ = browse(folder, platform)
+    with pytest.raises(LtiError, match="State not found"):
+        launch(load_registration(folder).conf, fields, {}, store_for(folder))
+
+
+def test_the_roster_comes_from_names_and_roles(course):
+    folder, platform = course
+    registration = load_registration(folder)
+    done = import_roster(registration.conf, platform.issuer, f"{platform.url}/nrps", folder / "roster.csv")
+    assert (done.added, done.kept, sorted(done.skipped)) == (["u-bob"], 1, ["u-gone", "u-tina"])  # two pages read
+    roster = read_roster(folder / "roster.csv")
+    assert set(roster.students) == {"s1", "u-bob"} and roster.students["u-bob"].email == "bob@example.edu"
+
+
+def graded(folder, platform):
+    out = folder / "grades"
+    book = Gradebook(out / DB_FILE, "toy")
+    for name, score in (("ann", 9.0), ("zed", 5.0)):
+        book.record(Graded(SubmissionResult(name, "toy", [QuestionResult("good.add", score, 10.0, "", 1, 1)],
+                                            adjustments=[Adjustment(LATE, -0.9, "1 day late: 10 %", "policy", "t")]
+                                            if name == "ann" else []), "0.1.0", "2030-01-01T00:00:00Z"))
+    (folder / "roster.csv").write_text("student_id,name,email,submission,lms_id\n"
+                                       "s1,Ann Lee,ann@example.edu,ann,u-ann\n")
+    return out, book
+
+
+def test_final_scores_are_posted_to_a_line_item_found_again_by_tag(course):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    registration = load_registration(folder)
+    ags = {"lineitems": f"{platform.url}/lineitems"}
+    first = post_scores(registration.conf, platform.issuer, ags, book.load(), read_roster(folder / "roster.csv"),
+                        assignment="toy", label="Tensors")
+    again = post_scores(registration.conf, platform.issuer, ags, book.load(), read_roster(folder / "roster.csv"),
+                        assignment="toy", label="Tensors")
+    assert first.lineitem == again.lineitem and len(platform.lineitems) == 1
+    assert platform.lineitems[first.lineitem]["tag"] == "toy" and platform.lineitems[first.lineitem]["scoreMaximum"] == 10
+    assert [(s["userId"], s["scoreGiven"], s["scoreMaximum"]) for s in platform.scores] == [("u-ann", 8.1, 10.0)] * 2
+    assert platform.scores[0]["comment"] == "late policy, -0.9 points: 1 day late: 10 %"
+    assert first.left_out == ["zed: no platform user id (lms_id) in the roster"]
+
+
+def test_the_platform_refuses_a_tool_whose_key_it_does_not_know(course):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    platform.tool_jwks = {"keys": []}
+    with pytest.raises(LtiError, match="invalid_client"):
+        post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
+                    book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="Tensors")
+
+
+def test_the_private_key_stays_in_the_course_folder_readable_by_its_owner_only(course, capsys):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    path = key_path(folder)
+    assert path.is_relative_to(folder) and (path.stat().st_mode & 0o777) == 0o600
+    key = tool_key(folder)
+    assert "PRIVATE" not in repr(key) and all("d" not in k and "p" not in k for k in key.jwks()["keys"])
+    assert cli.main(["--course", str(folder), "lti", "post", str(out)]) == 0
+    assert cli.main(["--course", str(folder), "lti", "key"]) == 0  # prints the public JWKS only
+    printed = capsys.readouterr().out
+    secret = "".join(key.private_pem.strip().splitlines()[1:-1])  # the key's base64 body
+    sent = b"".join(body for _, _, body in platform.requests).decode(errors="replace")
+    for place in (printed, sent):  # what the tool printed, and everything it sent the platform
+        assert secret[:64] not in place and "PRIVATE KEY" not in place
+    assert platform.scores and '"kty": "RSA"' in printed  # posted (signed with the key), and the JWKS shown
+    os.chmod(path, 0o644)
+    with pytest.raises(CourseError, match="may be read by others"):
+        tool_key(folder)
+
+
+def test_the_cli_imports_the_roster_and_posts_scores(course, capsys):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
+    assert "added 1" in capsys.readouterr().out
+    assert cli.main(["--course", str(folder), "lti", "post", str(out), "--label", "Tensors"]) == 0
+    said = capsys.readouterr().out
+    assert re.search(r"posted 1 score", said) and "left out: zed" in said
+    assert platform.scores[-1]["scoreGiven"] == 8.1
+
+
+@pytest.mark.parametrize("table, says", [
+    ({"issuer": "x"}, "[lti] has no `client_id`"),
+    ({"issuer": "https://lms", "client_id": "c", "deployment_ids": ["d"], "auth_login_url": "http://lms.example/auth",
+      "auth_token_url": "https://lms/t", "key_set_url": "https://lms/k", "launch_url": "https://t/l"},
+     "`auth_login_url` in [lti] must be an https URL"),
+    ({"issuer": "https://lms", "client_id": "c", "deployment_ids": "d", "auth_login_url": "https://l/a",
+      "auth_token_url": "https://lms/t", "key_set_url": "https://lms/k", "launch_url": "https://t/l"},
+     "`deployment_ids` in [lti] must be a list"),
+    ({"issuer": "https://lms", "client_id": "c", "deployment_ids": ["d"], "auth_login_url": "https://l/a",
+      "auth_token_url": "https://lms/t", "key_set_url": "https://lms/k", "launch_url": "https://t/l", "secret": "x"},
+     "unknown key `secret` in [lti]"),
+])
+def test_a_bad_registration_is_refused_naming_the_key(tmp_path, table, says):
+    with pytest.raises(CourseError) as raised:
+        read_lti(table, tmp_path / "course.toml")
+    assert "course.toml" in str(raised.value) and says in str(raised.value)
+
+
+def test_a_platform_that_cannot_be_reached_is_said_so(course):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    text = (folder / "course.toml").read_text().replace(f"{platform.url}/token", "http://127.0.0.1:9/token")
+    (folder / "course.toml").write_text(text)
+    with pytest.raises(LtiError, match="could not be reached"):
+        post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
+                    book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="Tensors")
