@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -102,7 +103,8 @@ class GradingQueue:
         self.jobs, self.make_grader, self.lease_seconds = jobs, make_grader, lease_seconds
         self._held: dict[str, str] = {}  # submission id -> the claim token this process grades it under
         self._held_lock = threading.Lock()
-        self.instance = uuid.uuid4().hex[:12]
+        # who holds a claim, as staff and operators read it: this machine, this process, this run
+        self.instance = f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._stop = threading.Event()
         self._arrived = threading.Condition()
         self._generation = 0
