@@ -4,7 +4,7 @@ folder, stopped (pg_ctl stop -m immediate) and removed at the end.
 
 initdb refuses to run as root, so under root (CI's containers) the cluster belongs to the
 `postgres` user and its commands run through runuser. Without the binaries, or without psycopg,
-the tests that need it skip, naming what is missing.
+the tests that need it skip, naming what is missing (benchmarks/serve_burst.py says so too).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from serving import free_port
 
@@ -49,18 +47,24 @@ def postgres_bin() -> Path | None:
     return BINARIES[-1].parent if BINARIES else None
 
 
-def skip_without_postgres() -> Path:
-    """The server binaries' folder, or skip (with how to install them)."""
-    pytest.importorskip("psycopg", reason="PostgreSQL needs psycopg 3: pip install -c constraints.txt -e '.[postgres]'")
-    found = postgres_bin()
-    if found is None:
-        pytest.skip("PostgreSQL's server binaries are not installed (apt-get install postgresql)")
+class PostgresMissing(Exception):
+    """PostgreSQL cannot be run here; str() says what to install."""
+
+
+def missing_postgres() -> str | None:
+    """Why a PostgreSQL cannot be started here, or None."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "PostgreSQL needs psycopg 3: pip install -c constraints.txt -e '.[postgres]'"
+    if postgres_bin() is None:
+        return "PostgreSQL's server binaries are not installed (apt-get install postgresql)"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root and there is no `postgres` user to run initdb as")
-    return found
+            return "running as root and there is no `postgres` user to run initdb as"
+    return None
 
 
 def _as_owner(command: list[str]) -> list[str]:
@@ -75,7 +79,11 @@ def _as_owner(command: list[str]) -> list[str]:
 @contextlib.contextmanager
 def running_postgres() -> Iterator[Postgres]:
     """A fresh cluster on 127.0.0.1 (trust for the `checks` superuser, from this machine only)."""
-    binaries = skip_without_postgres()
+    reason = missing_postgres()
+    if reason:
+        raise PostgresMissing(reason)
+    binaries = postgres_bin()
+    assert binaries is not None
     folder = Path(tempfile.mkdtemp(prefix="checks-pg-"))
     data = folder / "data"
     if os.geteuid() == 0:
