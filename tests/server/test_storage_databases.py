@@ -189,3 +189,14 @@ def test_a_database_that_cannot_be_reached_says_so():
     url = f"postgresql://checks:secret@127.0.0.1:{free_port()}/course"
     with pytest.raises(DatabaseError, match=r"cannot reach the database at postgresql\+psycopg://checks:\*\*\*@127"):
         Storage(url)
+
+
+def test_checks_db_upgrade_and_current_on_a_course(tmp_path):
+    from serving import checks, course_folder
+
+    folder = course_folder(tmp_path)
+    assert "revision none (empty); behind" in checks("db", "current", str(folder)).stdout
+    assert "upgraded from empty to schema revision" in checks("db", "upgrade", str(folder)).stdout
+    assert f"already at schema revision {migrations.head()}" in checks("db", "upgrade", str(folder)).stdout
+    wrong = checks("db", "current", str(folder), "--database", "mysql://root:hunter2@127.0.0.1/course")
+    assert wrong.returncode != 0 and "mysql://root:***@127.0.0.1/course is for mysql" in wrong.stdout + wrong.stderr
