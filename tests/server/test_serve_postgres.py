@@ -9,6 +9,7 @@ and the other server graded it, and Dask ran the dead worker's task again elsewh
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -45,8 +46,11 @@ def test_two_servers_on_postgresql_grade_every_acknowledged_submission_once(post
     tokens = list(import_roster(folder).values())
     storage = Storage(url)
     zips = {kind: folder_zip(path) for kind, path in (("reference", REFERENCE), ("stubs", STUBS))}
-    with local_dask(tmp_path / "dask", workers=2) as dask:
-        servers = [start_server(folder, args=("--scheduler", dask.scheduler)) for _ in range(2)]
+    with local_dask(tmp_path / "dask", workers=2) as dask, contextlib.ExitStack() as stopping:
+        servers = []
+        for _ in range(2):  # each stopped at the end, whatever fails (SIGTERM; the killed one is gone already)
+            servers.append(start_server(folder, args=("--scheduler", dask.scheduler)))
+            stopping.callback(servers[-1].kill, 15)
         doomed, survivor = servers
         # the web processes keep no sessions of their own: one signed in at one is signed in at the other
         with doomed.client() as http:
@@ -117,8 +121,6 @@ def test_two_servers_on_postgresql_grade_every_acknowledged_submission_once(post
         finally:
             for thread in threads:
                 thread.join(timeout=60)
-            for server in servers:
-                server.kill(15)
 
     for submission_id, kind in acknowledged.items():
         row = storage.submission(submission_id)
