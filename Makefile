@@ -11,7 +11,7 @@ setup: $(STAMP)
 $(STAMP): constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev,notebooks,cluster,interop,serve,lms]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev,notebooks,cluster,interop,serve,postgres,lms]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

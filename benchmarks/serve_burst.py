@@ -3,16 +3,26 @@
 In one run, on one machine:
 1. `checks grade 01_tensors` on N submission folders (the example students, the reference and the
    stubs, in turn), --jobs J: its wall time, start-up included.
-2. `checks serve` on a course with S students, J grading slots, warm before the burst: S clients
-   at once on loopback upload the same N submissions (N/S each, one after another, each waiting
-   for its feedback before the next) through the JSON API: the time from the first upload to
-   the last feedback (each client waits with a long poll, as `checks submit` does), and its ratio to (1).
-3. On the idle server: M submissions one at a time, upload to feedback (p50, p95), beside the
-   server's own overhead per request: the upload's acknowledgement, a status request, and the
+2. `checks serve` on a course with S students, J grading slots, SQLite, one process, warm before
+   the burst: S clients at once on loopback upload the same N submissions (N/S each, one after
+   another, each waiting for its feedback before the next) through the JSON API: the time from
+   the first upload to the last feedback (each client waits with a long poll, as `checks submit`
+   does), and its ratio to (1).
+3. The same burst on the multi-process deployment: a PostgreSQL (Debian's binaries, initdb in a
+   temp folder, as tests/postgres.py runs it), a local Dask cluster of J single-threaded workers,
+   and two `checks serve --scheduler` processes, the clients split across both; its ratio to (1)
+   and to (2). Skipped, saying why, where PostgreSQL cannot run.
+4. On each idle deployment: M submissions one at a time, upload to feedback (p50, p95), beside
+   the server's own overhead per request: the upload's acknowledgement, a status request, and the
    feedback latency less the grader's own time for that submission (p50, p95).
+
+Against a deployment already running (docs/server-deploy.md: the compose file, or the listed
+commands), name its URL(s) and the tokens CSV that `checks roster import` wrote: only (1), the
+burst and the idle figures are measured, and nothing is started here.
 
     python benchmarks/serve_burst.py                  # 300 submissions, 50 clients, 2 slots
     python benchmarks/serve_burst.py -n 60 --clients 10 --idle 10
+    python benchmarks/serve_burst.py --url http://127.0.0.1:8080 --tokens course/tokens.csv
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from cluster import local_dask  # noqa: E402
+from postgres import PostgresMissing, running_postgres  # noqa: E402
 from serving import course_folder, folder_zip, start_server  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "01_tensors"
@@ -86,20 +98,22 @@ def upload_and_wait(http: httpx.Client, data: bytes, timings: dict[str, list[flo
     return status
 
 
-def burst(server, tokens: list[str], zips: list[bytes]) -> float:
+def burst(urls: list[str], tokens: list[str], zips: list[bytes]) -> float:
+    """Every client at once, client i through urls[i % len(urls)]: seconds to the last feedback."""
     per_client = [zips[i::len(tokens)] for i in range(len(tokens))]
     failures: list[str] = []
     barrier = threading.Barrier(len(tokens) + 1)
 
-    def client(token: str, mine: list[bytes]) -> None:
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as http:
+    def client(url: str, token: str, mine: list[bytes]) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as http:
             barrier.wait()
             for data in mine:
                 status = upload_and_wait(http, data)
                 if status["status"] != "done":
                     failures.append(status["status"])
 
-    threads = [threading.Thread(target=client, args=pair) for pair in zip(tokens, per_client)]
+    threads = [threading.Thread(target=client, args=(urls[i % len(urls)], token, mine))
+               for i, (token, mine) in enumerate(zip(tokens, per_client))]
     for thread in threads:
         thread.start()
     barrier.wait()
@@ -117,47 +131,109 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
+def idle(url: str, token: str, n: int) -> str:
+    """n submissions one at a time on an idle server: the lines to print."""
+    timings: dict[str, list[float]] = {"ack": [], "status": [], "feedback": [], "overhead": []}
+    reference = folder_zip(EXAMPLES / "reference")
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=600) as http:
+        upload_and_wait(http, reference)  # the first after a burst: not timed
+        for _ in range(n):
+            upload_and_wait(http, reference, timings)
+
+    def p(key: str) -> str:
+        return (f"p50 {statistics.median(timings[key]) * 1000:.0f} ms, "
+                f"p95 {percentile(timings[key], 0.95) * 1000:.0f} ms")
+    return (f"  upload to feedback: {p('feedback')}\n"
+            f"  server overhead: upload acknowledged {p('ack')}; status request {p('status')}; "
+            f"feedback less the grader's own time {p('overhead')}")
+
+
+def class_course(temp: Path, name: str, clients: int, jobs: int, extra: str = "") -> Path:
+    """A course folder of `clients` students, `jobs` grading slots, no rate limit in the way."""
+    roster = [(f"s{i:03}", f"Student {i}", f"s{i}@example.edu") for i in range(clients)]
+    (temp / name).mkdir()
+    folder = course_folder(temp / name, roster=roster, extra=f"{extra}[rate]\nsubmissions = 1000\n")
+    text = (folder / "course.toml").read_text().replace("jobs = 1\n", f"jobs = {jobs}\n", 1)
+    (folder / "course.toml").write_text(text)
+    return folder
+
+
+def run_sqlite(temp: Path, args: argparse.Namespace, zips: list[bytes], baseline: float) -> float:
+    folder = class_course(temp, "sqlite", args.clients, args.jobs)
+    tokens = tokens_of(folder)
+    server = start_server(folder)
+    try:
+        elapsed = burst([server.url], tokens, zips)
+        print(f"burst, SQLite, 1 server process, {args.jobs} grading slots (warm pools): {args.n} submissions from "
+              f"{args.clients} concurrent clients: last feedback after {elapsed:.1f} s; ratio to checks grade "
+              f"{elapsed / baseline:.2f}", flush=True)
+        print(f"idle SQLite server, {args.idle} submissions one at a time (each waited for with a long poll):")
+        print(idle(server.url, tokens[0], args.idle), flush=True)
+    finally:
+        server.kill(15)
+    return elapsed
+
+
+def run_postgres(temp: Path, args: argparse.Namespace, zips: list[bytes], baseline: float, single: float) -> None:
+    try:
+        with running_postgres() as cluster, local_dask(temp / "dask", workers=args.jobs) as dask:
+            url = cluster.create("burst")
+            folder = class_course(temp, "postgres", args.clients, args.jobs, extra=f'storage = "{url}"\n')
+            tokens = tokens_of(folder)
+            servers = [start_server(folder, args=("--scheduler", dask.scheduler)) for _ in range(args.servers)]
+            try:
+                urls = [server.url for server in servers]
+                # Dask's workers start their warm pools with their first submission: warm them as
+                # the SQLite server's pools are warm before its burst (not timed)
+                burst(urls, tokens[:args.jobs * 2], [folder_zip(EXAMPLES / "reference")] * (args.jobs * 2))
+                elapsed = burst(urls, tokens, zips)
+                print(f"burst, PostgreSQL, {args.servers} server processes, a local Dask cluster of {args.jobs} "
+                      f"worker(s): {args.n} submissions from {args.clients} concurrent clients split across the "
+                      f"servers: last feedback after {elapsed:.1f} s; ratio to checks grade {elapsed / baseline:.2f}, "
+                      f"to the SQLite server {elapsed / single:.2f}", flush=True)
+                print(f"idle PostgreSQL deployment, {args.idle} submissions one at a time through one server:")
+                print(idle(urls[0], tokens[0], args.idle), flush=True)
+            finally:
+                for server in servers:
+                    server.kill(15)
+    except PostgresMissing as missing:
+        print(f"burst on PostgreSQL: skipped ({missing})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=300, help="submissions in the burst (default 300)")
     parser.add_argument("--clients", type=int, default=50, help="concurrent clients (default 50)")
-    parser.add_argument("--jobs", type=int, default=2, help="grading slots, and checks grade --jobs (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="grading slots, Dask workers, and checks grade --jobs "
+                                                            "(default 2)")
+    parser.add_argument("--servers", type=int, default=2, help="server processes on PostgreSQL (default 2)")
     parser.add_argument("--idle", type=int, default=20, help="submissions timed one at a time (default 20)")
+    parser.add_argument("--url", action="append", default=[], metavar="URL",
+                        help="a running deployment (repeat for several server processes): measure it only")
+    parser.add_argument("--tokens", type=Path, metavar="CSV", help="with --url: the tokens `checks roster import` "
+                                                                   "wrote (one client per student, up to --clients)")
     args = parser.parse_args()
+    if args.url and not args.tokens:
+        parser.error("--url needs --tokens (the CSV `checks roster import` wrote for that course)")
     with tempfile.TemporaryDirectory(prefix="checks-serve-bench-") as temp:
         temp_path = Path(temp)
         paths = submissions(temp_path / "subs", args.n)
         baseline = grade_baseline(paths, temp_path / "grades", args.jobs)
         print(f"checks grade: {args.n} submissions of 01_tensors, --jobs {args.jobs}: {baseline:.1f} s "
               "(start-up included)", flush=True)
-
-        roster = [(f"s{i:03}", f"Student {i}", f"s{i}@example.edu") for i in range(args.clients)]
-        folder = course_folder(temp_path, roster=roster, extra="[rate]\nsubmissions = 1000\n")
-        text = (folder / "course.toml").read_text().replace("jobs = 1\n", f"jobs = {args.jobs}\n", 1)
-        (folder / "course.toml").write_text(text)
-        tokens = tokens_of(folder)
-        server = start_server(folder)
-        try:
-            zips = [folder_zip(path) for path in paths]
-            elapsed = burst(server, tokens, zips)
-            print(f"burst: {args.n} submissions from {args.clients} concurrent clients, {args.jobs} grading slots: "
+        zips = [folder_zip(path) for path in paths]
+        if args.url:
+            tokens = [row["token"] for row in csv.DictReader(args.tokens.open())][:args.clients]
+            # a fresh deployment's graders start their pools with their first submissions (not timed)
+            burst(args.url, tokens[:args.jobs * 2], [folder_zip(EXAMPLES / "reference")] * (args.jobs * 2))
+            elapsed = burst(args.url, tokens, zips)
+            print(f"burst against {', '.join(args.url)}: {args.n} submissions from {len(tokens)} concurrent clients: "
                   f"last feedback after {elapsed:.1f} s; ratio to checks grade {elapsed / baseline:.2f}", flush=True)
-            timings: dict[str, list[float]] = {"ack": [], "status": [], "feedback": [], "overhead": []}
-            reference = folder_zip(EXAMPLES / "reference")
-            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tokens[0]}"},
-                              timeout=600) as http:
-                upload_and_wait(http, reference)  # the first after a burst: not timed
-                for _ in range(args.idle):
-                    upload_and_wait(http, reference, timings)
-            def p(key: str) -> str:
-                return (f"p50 {statistics.median(timings[key]) * 1000:.0f} ms, "
-                        f"p95 {percentile(timings[key], 0.95) * 1000:.0f} ms")
-            print(f"idle server, {args.idle} submissions one at a time (each waited for with a long poll):")
-            print(f"  upload to feedback: {p('feedback')}")
-            print(f"  server overhead: upload acknowledged {p('ack')}; status request {p('status')}; "
-                  f"feedback less the grader's own time {p('overhead')}")
-        finally:
-            server.kill(15)
+            print(f"idle, {args.idle} submissions one at a time through {args.url[0]}:")
+            print(idle(args.url[0], tokens[0], args.idle), flush=True)
+            return
+        single = run_sqlite(temp_path, args, zips, baseline)
+        run_postgres(temp_path, args, zips, baseline, single)
 
 
 if __name__ == "__main__":

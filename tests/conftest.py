@@ -34,3 +34,15 @@ def make_course(tmp_path: Path):
         return tmp_path
 
     return make
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """One real PostgreSQL for the session (tests/postgres.py); skips where it is not installed."""
+    from postgres import missing_postgres, running_postgres
+
+    reason = missing_postgres()
+    if reason:
+        pytest.skip(reason)
+    with running_postgres() as cluster:
+        yield cluster

@@ -141,14 +141,15 @@ class Server:
         assert not left, f"processes of the server outlived it: {left}"
 
 
-def start_server(folder: Path, *, wait_for_graders: bool = True, timeout: float = 120) -> Server:
-    """`checks serve FOLDER` on a free port of 127.0.0.1, ready to grade."""
+def start_server(folder: Path, *, wait_for_graders: bool = True, timeout: float = 120,
+                 args: tuple[str, ...] = ()) -> Server:
+    """`checks serve FOLDER [ARGS]` on a free port of 127.0.0.1, ready to grade."""
     port = free_port()
     log = folder / f"server-{port}.log"
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-m", "checks", "serve", str(folder), "--port", str(port),
-                                    "--proxy-headers"], stdout=out, stderr=subprocess.STDOUT, env=environment)
+                                    "--proxy-headers", *args], stdout=out, stderr=subprocess.STDOUT, env=environment)
     server = Server(folder, port, process, log)
     deadline = time.monotonic() + timeout
     while True:

@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         # the options win over the environment's CHECKS_* variables; built once, handed down
         args.settings = Settings.from_environment(isolation=getattr(args, "isolation", None),
                                                   device=getattr(args, "device", None),
-                                                  course=getattr(args, "course", None))
+                                                  course=getattr(args, "course", None),
+                                                  database=getattr(args, "database", None))
         if args.settings.device == "cuda" and not zygote.cuda_available():  # asked of NVML: we fork graders
             raise UsageError("--device cuda: torch sees no CUDA device here (use --device auto or cpu)")
         return args.run(_course_root(args), args)
@@ -297,18 +298,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _database_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--database", metavar="URL", default=None,
+                         help="the course's database, sqlite:///PATH or postgresql://USER@HOST[:PORT]/DB (default: "
+                              "$CHECKS_DATABASE_URL, else course.toml's storage, else SQLite under the course "
+                              "folder); a password is better left to $PGPASSWORD or ~/.pgpass")
+
+
+def _database_url(args: argparse.Namespace) -> str | None:
+    return args.settings.database
+
+
 def _server_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
     """serve, roster, staff (staff's side: the `serve` extra) and login, submit, fetch (the student's)."""
     serve_cmd = _command(commands, "serve", "run the course server: students submit, staff watch the class",
                          "Serve a course folder (course.toml, a roster, the assignments) over HTTP: students "
                          "submit from `checks submit`, a notebook or the web page and read their feedback; staff "
                          "watch the class, regrade and download the gradebook. Storage is SQLite under the "
-                         "course folder; grading uses warm pools (or a Dask cluster with --scheduler). Listens "
-                         "on 127.0.0.1 unless --host says otherwise: put it behind a reverse proxy with TLS to "
-                         "open it to a class (docs/server-operators.md).",
+                         "course folder, or PostgreSQL by --database (several `checks serve` processes then "
+                         "serve one course); the schema is migrated on start. Grading uses warm pools (or a "
+                         "Dask cluster with --scheduler). Listens on 127.0.0.1 unless --host says otherwise: put "
+                         "it behind a reverse proxy with TLS to open it to a class (docs/server-operators.md, "
+                         "docs/server-deploy.md).",
                          "  checks serve examples/course\n"
                          "  checks serve examples/course --port 8080 --jobs 4\n"
-                         "  checks serve ~/course --scheduler tcp://head:8786",
+                         "  checks serve ~/course --scheduler tcp://head:8786\n"
+                         "  checks serve ~/course --port 8001 --database postgresql://checks@db/course",
                          runs_student_code=True)
     serve_cmd.add_argument("folder", type=Path, metavar="COURSE", help="the course folder (with course.toml)")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
@@ -317,7 +332,12 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
                            help="submissions graded at once (default: course.toml's jobs)")
     serve_cmd.add_argument("--proxy-headers", action="store_true",
                            help="behind a reverse proxy on this machine: take the client's address from the "
-                                "X-Forwarded-For and X-Forwarded-Proto headers it sets (trusted from 127.0.0.1 only)")
+                                "X-Forwarded-For and X-Forwarded-Proto headers it sets (trusted from "
+                                "--forwarded-allow-ips only)")
+    serve_cmd.add_argument("--forwarded-allow-ips", default="127.0.0.1", metavar="IPS",
+                           help="the proxy's addresses, comma-separated, whose X-Forwarded-* headers are trusted "
+                                "(default: 127.0.0.1; '*' only where nothing but the proxy can reach the server)")
+    _database_option(serve_cmd)
     serve_cmd.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                            help="grade on this Dask scheduler's workers (the `cluster` extra)")
     serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
@@ -339,6 +359,7 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
     roster.add_argument("--tokens", type=Path, metavar="CSV", default=None,
                         help="where to write the new tokens (default: COURSE/data/tokens-DATE.csv)")
     roster.add_argument("--reissue", action="store_true", help="new tokens for everyone listed (old ones stop working)")
+    _database_option(roster)
     roster.set_defaults(run=_roster, without_course=True)
 
     staff = _command(commands, "staff", "add a staff account to a course server",
@@ -352,7 +373,20 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
     staff.add_argument("--role", choices=["ta", "instructor"], default="ta", help="their role (default: ta)")
     staff.add_argument("--server", type=Path, metavar="COURSE", default=Path("."),
                        help="the served course folder (default: the current folder)")
+    _database_option(staff)
     staff.set_defaults(run=_staff, without_course=True)
+
+    db = _command(commands, "db", "migrate a course server's database to this version's schema",
+                  "Bring the course's database (SQLite under the course folder, or PostgreSQL by --database or "
+                  "course.toml's storage) to the schema this version of checks uses; `checks serve` does the "
+                  "same when it starts. `current` shows where it stands. Safe to run while servers run.",
+                  "  checks db upgrade ~/course\n"
+                  "  checks db current ~/course --database postgresql://checks@127.0.0.1/course")
+    db.add_argument("action", choices=["upgrade", "current"], help="what to do")
+    db.add_argument("folder", type=Path, metavar="COURSE", nargs="?", default=Path("."),
+                    help="the course folder (default: the current folder)")
+    _database_option(db)
+    db.set_defaults(run=_db, without_course=True)
 
     login = _command(commands, "login", "sign in to your course's server",
                      "Check your token with the course server and keep it (with the URL) in your config folder "
@@ -801,13 +835,14 @@ def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
 def _serve(root: Path | None, args: argparse.Namespace) -> int:
     try:
         from checks.server.config import load_config
+        from checks.server.database import shown
         from checks.server.queue import LocalPools
         from checks.server.run import dask_grader, serve
     except ImportError as error:
         raise CourseError(f"`checks serve` needs the `serve` extra ({error}): "
                           "pip install -c constraints.txt -e '.[serve]'") from None
 
-    config = load_config(args.folder)
+    config = load_config(args.folder, _database_url(args))
     jobs = args.jobs or config.jobs
     with contextlib.ExitStack() as stack:
         make = None
@@ -815,22 +850,45 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
             make = dask_grader(args.scheduler, args.scheduler_file, stack)
         where = "on the Dask cluster" if make else f"{jobs} warm grading pool(s) per assignment"
         console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) from "
-                            f"{config.folder} at http://{args.host}:{args.port}/ ; storage {config.storage_url}; "
+                            f"{config.folder} at http://{args.host}:{args.port}/ ; storage {shown(config.storage_url)}; "
                             f"grading: {where}. Ctrl-C stops it."), soft_wrap=True)
-        serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers, make_grader=make or (
+        serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers,
+              forwarded_allow_ips=args.forwarded_allow_ips, make_grader=make or (
             lambda: LocalPools(args.settings.device, args.settings.isolation_level)))
     return 0
 
 
-def _server_storage(folder: Path):  # noqa: ANN202 - the server's types are imported here only
+def _server_storage(folder: Path, database: str | None = None, *,  # noqa: ANN202 - the server's types are imported here only
+                    upgrade: bool = True):
     try:
         from checks.server.config import load_config
         from checks.server.storage import Storage
     except ImportError as error:
         raise CourseError(f"this command needs the `serve` extra ({error}): "
                           "pip install -c constraints.txt -e '.[serve]'") from None
-    config = load_config(folder)
-    return config, Storage(config.storage_url)
+    config = load_config(folder, database)
+    return config, Storage(config.storage_url, upgrade=upgrade)
+
+
+def _db(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.server import migrations
+    from checks.server.database import shown
+
+    config, storage = _server_storage(args.folder, _database_url(args), upgrade=False)
+    try:
+        if args.action == "current":
+            revision = migrations.current(storage.engine)
+            state = "up to date" if revision == migrations.head() else f"behind: `checks db upgrade` brings it to " \
+                f"{migrations.head()}"
+            console.print(plain(f"{shown(config.storage_url)}: schema revision {revision or 'none (empty)'}; {state}"),
+                          soft_wrap=True)
+            return 0
+        before, after = migrations.upgrade(storage.engine)
+        change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
+        console.print(plain(f"{shown(config.storage_url)}: {change} schema revision {after}"), soft_wrap=True)
+    finally:
+        storage.close()
+    return 0
 
 
 def _roster(root: Path | None, args: argparse.Namespace) -> int:
@@ -839,7 +897,7 @@ def _roster(root: Path | None, args: argparse.Namespace) -> int:
     from checks.server.roster import import_roster, read_roster, write_tokens
 
     folder = args.server or (args.csv.parent if (args.csv.parent / "course.toml").is_file() else Path.cwd())
-    config, storage = _server_storage(folder)
+    config, storage = _server_storage(folder, _database_url(args))
     people = read_roster(args.csv)
     tokens = args.tokens or config.data_dir / f"tokens-{time.strftime('%Y%m%d-%H%M%S')}.csv"
     if tokens.exists():
@@ -860,7 +918,7 @@ def _staff(root: Path | None, args: argparse.Namespace) -> int:
 
     if not args.login or not all(c.isalnum() or c in "._@-" for c in args.login):
         raise CourseError("a staff login is letters, digits and . _ @ - only")
-    config, storage = _server_storage(args.server)
+    config, storage = _server_storage(args.server, _database_url(args))
     issued = add_user(storage, User(args.login, args.name, args.email, args.role))
     console.print(plain(f"{args.role} {args.login} of {config.title}: sign in on the web page with this login and "
                         f"token (shown once): {issued.token}"), soft_wrap=True)

@@ -1,8 +1,9 @@
-"""The settings of one run: isolation level, device, course folder, the notebook's time limit.
+"""The settings of one run: isolation level, device, course folder, the notebook's time limit, a
+course server's database.
 
 A front end (the CLI, the notebook magic and the processes it starts, a pool process, a
 grading kernel) builds one `Settings` from its flags, then the environment (CHECKS_ISOLATION,
-CHECKS_DEVICE, CHECKS_COURSE, CHECKS_NOTEBOOK_TIMEOUT), then the defaults, and passes it down;
+CHECKS_DEVICE, CHECKS_COURSE, CHECKS_NOTEBOOK_TIMEOUT, CHECKS_DATABASE_URL), then the defaults, and passes it down;
 no module below reads or writes those variables, and the jail is chosen once, here.
 """
 
@@ -21,6 +22,7 @@ ISOLATION_VARIABLE = jail.ENV_VARIABLE
 DEVICE_VARIABLE = "CHECKS_DEVICE"
 COURSE_VARIABLE = "CHECKS_COURSE"
 NOTEBOOK_TIMEOUT_VARIABLE = "CHECKS_NOTEBOOK_TIMEOUT"
+DATABASE_VARIABLE = "CHECKS_DATABASE_URL"  # a course server's database, where --database names none
 DEVICES = ("auto", "cpu", "cuda")
 NOTEBOOK_TIMEOUT_S = 600.0  # `%checks test` in a lesson notebook: the whole run, jail and all
 
@@ -34,6 +36,7 @@ class Settings:
     device: str = "auto"  # auto, cpu or cuda: where checks that take a device run
     course: Path | None = None  # the course folder named by --course or CHECKS_COURSE; None: look around
     notebook_timeout: float = NOTEBOOK_TIMEOUT_S
+    database: str | None = None  # a course server's database URL (--database); None: course.toml's storage
 
     def __post_init__(self) -> None:
         if self.isolation_level not in jail.LEVELS:
@@ -45,7 +48,8 @@ class Settings:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, *, isolation: str | None = None,
-                         device: str | None = None, course: Path | None = None) -> "Settings":
+                         device: str | None = None, course: Path | None = None,
+                         database: str | None = None) -> "Settings":
         """The flags given (None: not given) win, then the environment's CHECKS_* variables, then
         the defaults. A variable's bad value is named with the variable."""
         environ = os.environ if environ is None else environ
@@ -54,7 +58,8 @@ class Settings:
                 ("isolation_level", isolation, ISOLATION_VARIABLE, _level),
                 ("device", device, DEVICE_VARIABLE, _level),
                 ("course", course, COURSE_VARIABLE, lambda text: Path(text).expanduser().resolve()),
-                ("notebook_timeout", None, NOTEBOOK_TIMEOUT_VARIABLE, float)):
+                ("notebook_timeout", None, NOTEBOOK_TIMEOUT_VARIABLE, float),
+                ("database", database, DATABASE_VARIABLE, str.strip)):
             if flag is not None:
                 values[field] = flag
             elif environ.get(variable, "").strip():

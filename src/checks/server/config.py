@@ -54,10 +54,13 @@ class ServerConfig:
     login_free_failures: int = 3  # failed logins before the backoff starts
     login_backoff: float = 2.0  # seconds after the first counted failure, doubling, at most 15 min
     secure_cookies: bool = False  # set behind TLS (a reverse proxy): cookies only over HTTPS
+    lease_seconds: float = 60.0  # a grader's claim, renewed while it grades: how long a dead grader holds one
 
 
-def load_config(folder: Path) -> ServerConfig:
-    """The configuration of the course in `folder`; CourseError says what is wrong."""
+def load_config(folder: Path, database: str | None = None) -> ServerConfig:
+    """The configuration of the course in `folder`; CourseError says what is wrong. `database` (a
+    URL: --database, or $CHECKS_DATABASE_URL) replaces course.toml's `storage`, so that a
+    PostgreSQL password need not be written in the course folder."""
     folder = folder.resolve()
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder: name a course folder (with {CONFIG_FILE}, or assignments/)")
@@ -69,7 +72,7 @@ def load_config(folder: Path) -> ServerConfig:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise CourseError(f"{path} cannot be read: {error}") from None
     known = {"title", "course", "storage", "data", "jobs", "limits", "rate", "login", "secure_cookies", "assignment",
-             "roster", "policy", "grace", "lti"}  # the last four: the course policy's and LTI's (checks.policy, checks.lti)
+             "roster", "policy", "grace", "lti", "queue"}  # the last four: the course policy's and LTI's (checks.policy, checks.lti)
     unknown = sorted(set(table) - known)
     if unknown:
         raise CourseError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -77,8 +80,11 @@ def load_config(folder: Path) -> ServerConfig:
     if not (root / "assignments").is_dir() and not (root / "autograder").is_dir():
         raise CourseError(f"{path}: course = {str(root)!r} holds neither assignments/ nor autograder/")
     data_dir = (folder / _text(table, "data", DATA_DIR, path)).resolve()
-    storage = _text(table, "storage", "", path) or f"sqlite:///{data_dir / 'checks.sqlite'}"
-    limits, rate, login = (_table(table, key, path) for key in ("limits", "rate", "login"))
+    storage = database or _text(table, "storage", "", path) or f"sqlite:///{data_dir / 'checks.sqlite'}"
+    limits, rate, login, queue = (_table(table, key, path) for key in ("limits", "rate", "login", "queue"))
+    extra = sorted(set(queue) - {"lease_seconds"})
+    if extra:
+        raise CourseError(f"{path}: [queue]: unknown key {', '.join(extra)} (known: lease_seconds)")
     policies = _policies(table, root, path)
     return ServerConfig(
         folder=folder, course_root=root, title=_text(table, "title", "checks course", path), storage_url=storage,
@@ -90,7 +96,8 @@ def load_config(folder: Path) -> ServerConfig:
         rate_window=float(_number(rate, "window_seconds", 600, path)),
         login_free_failures=_number(login, "free_failures", 3, path, whole=True),
         login_backoff=float(_number(login, "backoff_seconds", 2, path)),
-        secure_cookies=bool(table.get("secure_cookies", False)))
+        secure_cookies=bool(table.get("secure_cookies", False)),
+        lease_seconds=float(_number(queue, "lease_seconds", 60, path)))
 
 
 def _policies(table: dict, root: Path, path: Path) -> dict[str, AssignmentPolicy]:

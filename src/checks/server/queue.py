@@ -3,15 +3,20 @@ hand each to a warm pool, then write the result back.
 
 The web process never forks: each grading slot keeps, per assignment, a warm pool in a process of
 its own (executors/serve.py, started by exec), or sends the submission to a Dask cluster
-(`--scheduler`). A claim holds a lease; the result is written only by the claim's holder
-(storage.complete). A pool that dies gives the submission back to the queue (up to MAX_ATTEMPTS
-tries); a failure of the grader itself is recorded for staff, never as the student's score.
+(`--scheduler`). A claim holds a lease, which a thread of this queue renews while the claim is
+being graded: a server process that dies stops renewing, its leases run out, and another
+process's graders take those submissions (each at most MAX_ATTEMPTS times). The result is
+written only under the claim that is still current (storage.complete), so that a grader that
+outlived its lease cannot record a second result. A pool that dies gives the submission back to
+the queue (up to MAX_ATTEMPTS tries); a failure of the grader itself is recorded for staff,
+never as the student's score.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -26,8 +31,8 @@ from checks.server.storage import Storage, SubmissionRow
 from checks.suites.scoring import SubmissionResult
 
 log = logging.getLogger("checks.server")
-MAX_ATTEMPTS = 3  # tries of a submission whose pool died under it, before staff are told
-LEASE_MARGIN = 120.0  # seconds a claim outlives the submission's own time budget
+MAX_ATTEMPTS = 3  # tries of a submission whose pool or grader died under it, before staff are told
+RENEWALS_PER_LEASE = 3  # a lease is renewed this many times within its length: a slow renewal is not fatal
 
 
 class Grader(Protocol):
@@ -93,10 +98,13 @@ class GradingQueue:
     """`jobs` grading threads over the database's queue, woken when a submission arrives."""
 
     def __init__(self, storage: Storage, data_dir: Path, assignments: dict[str, Assignment], jobs: int,
-                 make_grader: Callable[[], Grader]) -> None:
+                 make_grader: Callable[[], Grader], lease_seconds: float = 60.0) -> None:
         self.storage, self.data_dir, self.assignments = storage, data_dir, assignments
-        self.jobs, self.make_grader = jobs, make_grader
-        self.instance = uuid.uuid4().hex[:12]
+        self.jobs, self.make_grader, self.lease_seconds = jobs, make_grader, lease_seconds
+        self._held: dict[str, str] = {}  # submission id -> the claim token this process grades it under
+        self._held_lock = threading.Lock()
+        # who holds a claim, as staff and operators read it: this machine, this process, this run
+        self.instance = f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._stop = threading.Event()
         self._arrived = threading.Condition()
         self._generation = 0
@@ -111,6 +119,9 @@ class GradingQueue:
                                       name=f"checks-grader-{slot}")
             thread.start()
             self._threads.append(thread)
+        renewer = threading.Thread(target=self._renew, daemon=True, name="checks-lease-renewer")
+        renewer.start()
+        self._threads.append(renewer)
 
     def notify(self) -> None:
         """A submission was queued: wake the graders (others find it within a second anyway)."""
@@ -141,21 +152,48 @@ class GradingQueue:
             while not self._stop.is_set():
                 with self._arrived:
                     seen = self._generation
-                row = self.storage.claim(worker, list(self.assignments), self._lease())
+                try:
+                    row = self.storage.claim(worker, list(self.assignments), self.lease_seconds)
+                except Exception as error:  # noqa: BLE001 - the database is away (restarting): try again
+                    log.error("could not claim a submission: %s", error)
+                    self._stop.wait(1.0)
+                    continue
                 if row is None:
                     with self._arrived:
                         if self._generation == seen:
                             self._arrived.wait(timeout=1.0)
                     continue
-                self._grade(grader, worker, row)
+                with self._held_lock:
+                    self._held[row.id] = row.claim or ""
+                try:
+                    self._grade(grader, worker, row)
+                finally:
+                    with self._held_lock:
+                        self._held.pop(row.id, None)
         finally:
             grader.close()
 
-    def _lease(self) -> float:
-        return max(a.submission_seconds for a in self.assignments.values()) + LEASE_MARGIN
+    def _renew(self) -> None:
+        """Every lease_seconds / 3: extend the lease of each claim this process is grading. A claim
+        found lost (this process stalled past its lease, and another took the submission) is
+        logged; its grader's result will be refused."""
+        while not self._stop.wait(self.lease_seconds / RENEWALS_PER_LEASE):
+            with self._held_lock:
+                held = dict(self._held)
+            for submission_id, claim in held.items():
+                try:
+                    if not self.storage.renew(submission_id, claim, self.lease_seconds):
+                        log.warning("the lease of %s ran out before it was renewed: another grader has it; this "
+                                    "grader's result will not be recorded", submission_id)
+                except Exception as error:  # noqa: BLE001 - the database is away: try again next round
+                    log.error("could not renew the lease of %s: %s", submission_id, error)
 
     def _grade(self, grader: Grader, worker: str, row: SubmissionRow) -> None:
         assignment = self.assignments[row.assignment]
+        if row.attempts > MAX_ATTEMPTS:  # its graders died (or stalled past their lease) every time
+            self._record(row, worker, result=None, error=f"claimed {row.attempts} times: every grader before this "
+                         "one went away (its server process died or stalled past its lease) while grading it")
+            return
         path = self.data_dir / row.path
         named = named_files(assignment)
         try:
@@ -163,24 +201,27 @@ class GradingQueue:
         except PoolFailed as failure:
             if row.attempts < MAX_ATTEMPTS:
                 log.warning("the pool died grading %s (try %d); queued again: %s", row.id, row.attempts, failure)
-                self.storage.release_claim(row.id, worker)
+                self.storage.release_claim(row.id, worker, row.claim)
                 self.notify()
             else:
-                self._record(row.id, worker, result=None, error=f"the grading pool died {row.attempts} "
+                self._record(row, worker, result=None, error=f"the grading pool died {row.attempts} "
                              f"times on it: {failure}")
             return
         except Exception as failure:  # noqa: BLE001 - the grader's failure, for staff, never a score
-            self._record(row.id, worker, result=None, error=f"{type(failure).__name__}: {failure}")
+            self._record(row, worker, result=None, error=f"{type(failure).__name__}: {failure}")
             return
         if value is not None:
             value = {**value, "student_id": row.user_id}
             error = error or SubmissionResult.from_dict(value).error
-        self._record(row.id, worker, result=value, error=error or None)
+        self._record(row, worker, result=value, error=error or None)
 
-    def _record(self, submission_id: str, worker: str, *, result: dict | None, error: str | None) -> None:
-        if self.storage.complete(submission_id, worker, result=result, error=error):
+    def _record(self, row: SubmissionRow, worker: str, *, result: dict | None, error: str | None) -> None:
+        if self.storage.complete(row.id, worker, result=result, error=error, claim=row.claim):
             for listener in self.finished:
-                listener(submission_id)
+                listener(row.id)
+        else:
+            log.warning("the result of %s was not recorded: its claim was no longer current (the lease ran out "
+                        "and another grader took it)", row.id)
 
 
 def default_jobs() -> int:

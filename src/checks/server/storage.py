@@ -1,11 +1,16 @@
 """The server's database, behind one small interface (`Storage`): users, submissions and their
 queue, login failures, rate-limit buckets, staff releases.
 
-SQLAlchemy core, so that PostgreSQL can follow by URL; SQLite (WAL, synchronous=FULL) is the
-embedded default. Every state change is one transaction: a submission row is committed before
-the upload is acknowledged, a claim moves one queued row to `grading` under a lease in one
-statement, and a result is written only by the claim's holder, so that a killed server neither
-loses an acknowledged submission nor records one twice.
+SQLAlchemy core over SQLite (the embedded default) or PostgreSQL (by URL: several server
+processes, on one machine or more, then serve one course); server/database.py makes the engine
+and server/migrations.py brings the schema to head when a Storage opens. Every state change is
+one transaction: a submission row is committed before the upload is acknowledged; a claim moves
+one queued row (or one whose lease ran out) to `grading` under a lease and a fresh claim token
+in one statement (PostgreSQL: FOR UPDATE SKIP LOCKED, so that concurrent graders never take the
+same row; SQLite: its single writer); the holder renews the lease while it grades; a result is
+written only under the claim that is current, and logged in `gradings`, so that neither a killed
+server nor a grader that outlived its lease loses an acknowledged submission or records one twice.
+The tables here are the schema at head: schema/versions/ must agree (a test compares them).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (Column, Float, Integer, MetaData, String, Table, Text, and_, case, create_engine, event, func,
-                        select, update)
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import (Column, Float, Index, Integer, MetaData, String, Table, Text, UniqueConstraint, and_, case,
+                        func, select, update)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from checks.server import migrations
+from checks.server.database import connect
 
 QUEUED, GRADING, DONE, FAILED = "queued", "grading", "done", "failed"  # a submission's status
 STUDENT, TA, INSTRUCTOR = "student", "ta", "instructor"
@@ -57,6 +65,18 @@ submissions = Table(
     Column("finished", Float),
     Column("result", Text),  # JSON: SubmissionResult.to_dict()
     Column("error", Text),  # the grader's failure, for staff
+    Column("claim", String(32)),  # the current claim's token: only its holder records a result
+)
+gradings = Table(  # one row per recorded result: "graded exactly once" is one row per submission
+    "gradings", metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("submission_id", String(64), nullable=False),
+    Column("claim", String(32), nullable=False),
+    Column("worker", String(100), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("finished", Float, nullable=False),
+    UniqueConstraint("claim", name="uq_gradings_claim"),
+    Index("ix_gradings_submission_id", "submission_id"),
 )
 login_failures = Table(
     "login_failures", metadata,
@@ -108,15 +128,20 @@ class SubmissionRow:
     finished: float | None
     result: dict | None
     error: str | None
+    claim: str | None = None  # the token of the claim being graded (None unless `grading`)
 
 
 class Storage:
-    """The database of one course server. Thread-safe: every method opens its own connection."""
+    """The database of one course server. Thread-safe: every method opens its own connection; safe
+    across processes too (PostgreSQL, or SQLite's single writer). DatabaseError (server/database.py)
+    names a wrong URL or a database that cannot be reached."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, upgrade: bool = True) -> None:
         self.url = url
-        self.engine = _engine(url)
-        metadata.create_all(self.engine)
+        self.engine = connect(url)
+        self.postgresql = self.engine.dialect.name == "postgresql"
+        if upgrade:  # the schema at head before anything reads it (checks serve, roster, staff, db upgrade)
+            migrations.upgrade(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -131,6 +156,10 @@ class Storage:
     def _read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn, conn.begin():
             yield conn
+
+    def _insert(self, table: Table) -> Any:
+        """INSERT with ON CONFLICT (both dialects have it; the generic insert does not)."""
+        return (postgresql.insert if self.postgresql else sqlite.insert)(table)
 
     # ------------------------------------------------------------------ users
 
@@ -194,55 +223,86 @@ class Storage:
             return [_submission(row) for row in conn.execute(query).mappings()]  # type: ignore[misc]
 
     def claim(self, worker: str, assignments: Iterable[str], lease_seconds: float) -> SubmissionRow | None:
-        """Take the oldest queued submission of these assignments (or one whose lease ran out), in one
-        statement: two graders never hold the same one."""
+        """Take the oldest queued submission of these assignments (or one whose lease ran out) under a
+        new claim token, in one statement: two graders never hold the same one. On PostgreSQL the
+        row is chosen FOR UPDATE SKIP LOCKED (a concurrent claim takes the next one), and the status
+        is checked again on the locked row."""
         now = time.time()
         wanted = list(assignments)
-        oldest = (select(submissions.c.seq)
-                  .where(submissions.c.assignment.in_(wanted),
-                         (submissions.c.status == QUEUED)
-                         | and_(submissions.c.status == GRADING, submissions.c.lease_until < now))
-                  .order_by(submissions.c.seq).limit(1).scalar_subquery())
+        claimable = (submissions.c.status == QUEUED) | and_(submissions.c.status == GRADING,
+                                                            submissions.c.lease_until < now)
+        oldest = (select(submissions.c.seq).where(submissions.c.assignment.in_(wanted), claimable)
+                  .order_by(submissions.c.seq).limit(1).with_for_update(skip_locked=True).scalar_subquery())
         with self._write() as conn:
-            row = conn.execute(update(submissions).where(submissions.c.seq == oldest)
-                               .values(status=GRADING, claimed_by=worker, lease_until=now + lease_seconds,
-                                       attempts=submissions.c.attempts + 1, started=now)
+            row = conn.execute(update(submissions).where(submissions.c.seq == oldest, claimable)
+                               .values(status=GRADING, claimed_by=worker, claim=secrets.token_hex(16),
+                                       lease_until=now + lease_seconds, attempts=submissions.c.attempts + 1,
+                                       started=now)
                                .returning(*submissions.c)).mappings().first()
         return _submission(row)
 
-    def complete(self, submission_id: str, worker: str, *, result: dict | None, error: str | None) -> bool:
-        """Record the grader's result (DONE) or its failure (FAILED, for staff), only while `worker`
-        holds the claim; False when it no longer does (then nothing is written)."""
+    def renew(self, submission_id: str, claim: str, lease_seconds: float) -> bool:
+        """Extend the lease of a claim still being graded; False when the claim is no longer current
+        (its lease ran out and another grader took it, or staff's regrade replaced it)."""
         with self._write() as conn:
-            changed = conn.execute(update(submissions)
-                                   .where(submissions.c.id == submission_id, submissions.c.status == GRADING,
-                                          submissions.c.claimed_by == worker)
-                                   .values(status=FAILED if error else DONE, finished=time.time(),
-                                           result=None if result is None else json.dumps(result), error=error,
-                                           lease_until=None)).rowcount
-        return bool(changed)
+            return bool(conn.execute(update(submissions)
+                                     .where(submissions.c.id == submission_id, submissions.c.claim == claim,
+                                            submissions.c.status == GRADING)
+                                     .values(lease_until=time.time() + lease_seconds)).rowcount)
 
-    def release_claim(self, submission_id: str, worker: str) -> None:
-        """Give a claimed submission back to the queue (its grader went away before grading it)."""
+    def complete(self, submission_id: str, worker: str, *, result: dict | None, error: str | None,
+                 claim: str | None = None) -> bool:
+        """Record the grader's result (DONE) or its failure (FAILED, for staff), only while `worker`
+        holds the claim (and `claim`, when given, is still the current one): False when it no longer
+        does, and then nothing is written. Each recorded result is logged in `gradings`."""
+        now = time.time()
+        status = FAILED if error else DONE
+        held = [submissions.c.id == submission_id, submissions.c.status == GRADING,
+                submissions.c.claimed_by == worker]
+        if claim is not None:
+            held.append(submissions.c.claim == claim)
         with self._write() as conn:
-            conn.execute(update(submissions).where(submissions.c.id == submission_id, submissions.c.status == GRADING,
-                                                   submissions.c.claimed_by == worker)
-                         .values(status=QUEUED, claimed_by=None, lease_until=None))
+            current = conn.execute(select(submissions.c.claim).where(*held).with_for_update()).first()
+            if current is None:
+                return False
+            conn.execute(update(submissions).where(*held)
+                         .values(status=status, finished=now, result=None if result is None else json.dumps(result),
+                                 error=error, lease_until=None, claim=None))
+            conn.execute(gradings.insert().values(submission_id=submission_id, claim=current[0] or new_id(),
+                                                  worker=worker, status=status, finished=now))
+        return True
+
+    def gradings(self, submission_id: str | None = None) -> list[tuple[str, str, str]]:
+        """The results recorded, oldest first: (submission id, grader, status)."""
+        query = select(gradings.c.submission_id, gradings.c.worker, gradings.c.status).order_by(gradings.c.seq)
+        if submission_id is not None:
+            query = query.where(gradings.c.submission_id == submission_id)
+        with self._read() as conn:
+            return [tuple(row) for row in conn.execute(query)]  # type: ignore[misc]
+
+    def release_claim(self, submission_id: str, worker: str, claim: str | None = None) -> None:
+        """Give a claimed submission back to the queue (its grader went away before grading it)."""
+        held = [submissions.c.id == submission_id, submissions.c.status == GRADING, submissions.c.claimed_by == worker]
+        if claim is not None:
+            held.append(submissions.c.claim == claim)
+        with self._write() as conn:
+            conn.execute(update(submissions).where(*held).values(status=QUEUED, claimed_by=None, lease_until=None,
+                                                                 claim=None))
 
     def requeue_orphans(self) -> int:
         """Every submission left `grading` by a server that died: queued again. Only for a server
         that holds the course alone (SQLite's lock file); several servers rely on leases instead."""
         with self._write() as conn:
             return conn.execute(update(submissions).where(submissions.c.status == GRADING)
-                                .values(status=QUEUED, claimed_by=None, lease_until=None)).rowcount
+                                .values(status=QUEUED, claimed_by=None, lease_until=None, claim=None)).rowcount
 
     def requeue(self, submission_ids: Iterable[str]) -> int:
         """Grade these again (staff's regrade); one being graded now is left to finish."""
         ids = list(submission_ids)
         with self._write() as conn:
             return conn.execute(update(submissions).where(submissions.c.id.in_(ids), submissions.c.status != GRADING)
-                                .values(status=QUEUED, claimed_by=None, lease_until=None, result=None, error=None,
-                                        finished=None)).rowcount
+                                .values(status=QUEUED, claimed_by=None, lease_until=None, claim=None, result=None,
+                                        error=None, finished=None)).rowcount
 
     def queue_position(self, row: SubmissionRow) -> int:
         """1 for the next to be graded; 0 when it is not waiting."""
@@ -272,11 +332,14 @@ class Storage:
         return (int(row[0]), float(row[1])) if row else (0, 0.0)
 
     def count_login_failure(self, key: str) -> None:
+        """One more failure, counted in one statement (an upsert): two server processes counting
+        failures of the same account at once both count."""
+        now = time.time()
         with self._write() as conn:
-            changed = conn.execute(update(login_failures).where(login_failures.c.key == key)
-                                   .values(failures=login_failures.c.failures + 1, last=time.time())).rowcount
-            if not changed:
-                conn.execute(login_failures.insert().values(key=key, failures=1, last=time.time()))
+            statement = self._insert(login_failures).values(key=key, failures=1, last=now)
+            conn.execute(statement.on_conflict_do_update(
+                index_elements=[login_failures.c.key],
+                set_={"failures": login_failures.c.failures + 1, "last": now}))
 
     def clear_login_failures(self, key: str) -> None:
         with self._write() as conn:
@@ -284,18 +347,20 @@ class Storage:
 
     def take_token(self, key: str, capacity: int, window: float) -> float:
         """Token bucket: `capacity` tokens, refilled evenly over `window` seconds. Takes one and
-        returns 0, or returns how many seconds until one is there (nothing taken)."""
+        returns 0, or returns how many seconds until one is there (nothing taken). The bucket lives
+        in the database and its row is locked while it is read and written (SQLite's writer lock;
+        PostgreSQL's FOR UPDATE), so that every server process of the course draws on one bucket."""
         rate = capacity / window
         with self._write() as conn:
             now = time.time()
-            row = conn.execute(select(buckets.c.tokens, buckets.c.updated).where(buckets.c.key == key)).first()
-            tokens = capacity if row is None else min(capacity, row[0] + (now - row[1]) * rate)
+            conn.execute(self._insert(buckets).values(key=key, tokens=capacity, updated=now)
+                         .on_conflict_do_nothing(index_elements=[buckets.c.key]))
+            row = conn.execute(select(buckets.c.tokens, buckets.c.updated).where(buckets.c.key == key)
+                               .with_for_update()).one()
+            tokens = min(capacity, row[0] + max(0.0, now - row[1]) * rate)
             if tokens < 1:
                 return (1 - tokens) / rate
-            if row is None:
-                conn.execute(buckets.insert().values(key=key, tokens=tokens - 1, updated=now))
-            else:
-                conn.execute(update(buckets).where(buckets.c.key == key).values(tokens=tokens - 1, updated=now))
+            conn.execute(update(buckets).where(buckets.c.key == key).values(tokens=tokens - 1, updated=now))
             return 0.0
 
     def give_back_token(self, key: str, capacity: int) -> None:
@@ -308,9 +373,11 @@ class Storage:
     # ------------------------------------------------------------------ staff's release of hidden results
 
     def release_hidden(self, assignment: str, by: str) -> None:
+        now = time.time()
         with self._write() as conn:
-            conn.execute(releases.delete().where(releases.c.assignment == assignment))
-            conn.execute(releases.insert().values(assignment=assignment, released_at=time.time(), released_by=by))
+            conn.execute(self._insert(releases).values(assignment=assignment, released_at=now, released_by=by)
+                         .on_conflict_do_update(index_elements=[releases.c.assignment],
+                                                set_={"released_at": now, "released_by": by}))
 
     def hidden_released(self, assignment: str) -> bool:
         with self._read() as conn:
@@ -321,32 +388,6 @@ class Storage:
 def new_id() -> str:
     """A submission's id: 128 random bits, so that ids cannot be guessed (authorisation still decides)."""
     return secrets.token_urlsafe(16)
-
-
-def _engine(url: str) -> Engine:
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}
-                           if url.startswith("sqlite") else {})
-    if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _sqlite_connect)
-        event.listen(engine, "begin", _sqlite_begin)
-    return engine
-
-
-def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    """WAL (readers never wait for the writer), FULL sync (a commit survives a power cut), and our
-    own BEGIN (pysqlite's would start write transactions too late)."""
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
-
-
-def _sqlite_begin(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("checks_write") else "BEGIN")
 
 
 def _user(row: Any) -> User | None:
@@ -361,4 +402,4 @@ def _submission(row: Any) -> SubmissionRow | None:
     return SubmissionRow(row["seq"], row["id"], row["user_id"], row["assignment"], row["created"], row["status"],
                          row["path"], row["sha256"], row["size"], json.loads(row["files"] or "[]"), row["attempts"],
                          row["started"], row["finished"], json.loads(row["result"]) if row["result"] else None,
-                         row["error"])
+                         row["error"], row.get("claim"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -105,17 +106,26 @@ async def _too_large(send: Send, limit: int) -> None:
 
 def session_secret(data_dir: Path) -> str:
     """The key that signs session cookies: made once (0600) in the data folder, so that sessions
-    outlive a restart and every server process of the course shares it."""
+    outlive a restart and every server process of the course shares it (a cookie one process
+    signed is good at any other: the web processes keep no sessions of their own). Written to a
+    temporary file and linked into place, so that processes starting together agree on one key
+    and none reads a half-written file."""
     path = data_dir / "session.key"
     data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as out:
-        out.write(secrets.token_urlsafe(48))
-        out.flush()
-        os.fsync(out.fileno())
+    if not path.exists():
+        fd, temp = tempfile.mkstemp(dir=data_dir, prefix=".session-")
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(48))
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temp, 0o600)
+            try:
+                os.link(temp, path)  # fails where another process linked its key first: then that one counts
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(temp)
     return path.read_text().strip()
 
 
