@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test test-parity test-all docs bench image image-check clean
+.PHONY: setup demo test test-long test-all docs bench image image-check clean
 
 setup: $(STAMP)
 
@@ -23,12 +23,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/checks build --check
 	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
-	$(BIN)/python -m pytest -q -m "not slow and not parity"
+	$(BIN)/python -m pytest -q -m "not slow and not long"
 
-# The real course tools graded beside checks on 01_tensors (nbgrader, otter, Gradescope's
-# run_autograder): a few minutes; CI runs it after `make test`, `make test-all` includes it.
-test-parity: $(STAMP)
-	$(BIN)/python -m pytest -q -m "parity and not slow"
+# The long end-to-end cases: the real course tools graded beside checks on 01_tensors (nbgrader,
+# otter, Gradescope's run_autograder), a Dask cluster, PostgreSQL, the browser tests: a few
+# minutes; CI runs it after `make test`, `make test-all` includes it.
+test-long: $(STAMP)
+	$(BIN)/python -m pytest -q -m "long and not slow"
 
 test-all: $(STAMP)
 	$(BIN)/checks build --check

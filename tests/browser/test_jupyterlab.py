@@ -28,8 +28,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
 
 pytest.importorskip("jupyterlab", reason="needs the [notebooks] extra (make setup installs it)")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (make setup installs it)")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
-                                                              "(apt-get install chromium; .ci/run installs it)")
+pytestmark = [pytest.mark.long,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                                                               "(apt-get install chromium; .ci/run installs it)")]
 
 
 def free_port() -> int:

@@ -23,7 +23,8 @@ SHOTS = ("server-feedback.png", "server-class-view.png")  # docs/, the students'
 
 pytest.importorskip("starlette")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="needs playwright")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+pytestmark = [pytest.mark.long,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")]
 
 
 def sign_in(page, url: str, user: str, token: str) -> None:

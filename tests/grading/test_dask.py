@@ -23,6 +23,7 @@ import pytest
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
+pytestmark = pytest.mark.long  # a real cluster: `make test-long`, which CI runs
 
 from checks.authoring.verify import load_mutants  # noqa: E402
 from checks.cli import main  # noqa: E402

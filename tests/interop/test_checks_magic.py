@@ -128,6 +128,7 @@ def test_usage_and_a_folder_that_is_no_assignment(shell, tmp_path, monkeypatch, 
     assert "is not an assignment folder" in capsys.readouterr().out
 
 
+@pytest.mark.long  # it waits for the time limit: `make test-long`, which CI runs
 def test_a_run_over_its_time_limit_is_stopped_with_everything_it_started(copy_01):
     """Every function hangs, so the run is still grading (zygote and workers up) at its limit."""
     (copy_01 / "strides.py").write_text("def _hang(*args, **kwargs):\n    while True:\n        pass\n\n" + "".join(

@@ -68,7 +68,7 @@ def _comparable(results: dict) -> dict:
     return results
 
 
-@pytest.mark.parity
+@pytest.mark.long
 def test_run_autograder_writes_what_checks_grade_writes(tmp_path, monkeypatch):
     assignment = load_assignment(REPO, "01_tensors")
     export = export_gradescope(assignment, tmp_path / "export")

@@ -200,7 +200,7 @@ def test_fill_refuses_what_is_not_a_submission(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param("01_tensors", marks=pytest.mark.parity),
+    pytest.param("01_tensors", marks=pytest.mark.long),
     pytest.param("02_autograd", marks=pytest.mark.slow),
     pytest.param("03_mlp", marks=pytest.mark.slow),
 ])
@@ -245,7 +245,7 @@ def test_nbgrader_autograde_gives_checks_grade_points(name, tmp_path, monkeypatc
     assert not [line for line in secret if line in feedback]
 
 
-@pytest.mark.parity
+@pytest.mark.long
 def test_a_grader_failure_is_an_error_in_nbgrader_not_a_score(tmp_path, monkeypatch, nbgrader_env):
     """A hidden suite that does not collect is the course's mistake, not the student's: the grading
     cell ends its kernel, so nbgrader records an error for the notebook, with checks' reason in its

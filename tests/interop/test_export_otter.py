@@ -146,7 +146,7 @@ def _assert_otter_grades_as_checks_does(name: str, tmp_path: Path) -> None:
         assert {line for line in secret if _quoted(line, by_otter)} <= {line for line in secret if _quoted(line, by_checks)}, label
 
 
-@pytest.mark.parity
+@pytest.mark.long
 def test_otter_grades_01_tensors_as_checks_does(tmp_path):
     _assert_otter_grades_as_checks_does("01_tensors", tmp_path)
 
@@ -157,7 +157,7 @@ def test_otter_grades_as_checks_does(name, tmp_path):
     _assert_otter_grades_as_checks_does(name, tmp_path)
 
 
-@pytest.mark.parity
+@pytest.mark.long
 def test_a_grader_failure_is_an_error_in_otter_not_a_score(tmp_path):
     """A hidden suite that does not collect, shipped in the zip: the test case ends the kernel, so
     `otter run` fails with checks' reason and writes no results.json (Gradescope then shows that the

@@ -18,6 +18,7 @@ pytest.importorskip("starlette")
 from checks.server.storage import DONE, GRADING, QUEUED, Storage  # noqa: E402
 
 
+@pytest.mark.long  # `make test-long`, which CI runs
 def test_a_killed_server_loses_no_acknowledged_submission_and_resumes(tmp_path):
     folder = course_folder(tmp_path, extra="[rate]\nsubmissions = 100\n",
                            roster=[(f"s{n:03}", f"S {n}", f"s{n}@x") for n in range(4)])

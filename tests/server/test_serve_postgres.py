@@ -38,6 +38,7 @@ def grading_by(storage: Storage, pid: int) -> str | None:
     return next((row["id"] for row in rows if f"-{pid}-" in (row["claimed_by"] or "")), None)
 
 
+@pytest.mark.long  # PostgreSQL, a Dask cluster and two servers: `make test-long`, which CI runs
 def test_two_servers_on_postgresql_grade_every_acknowledged_submission_once(postgres_cluster, tmp_path):
     url = postgres_cluster.create("fault_test")
     roster = [(f"s{n:03}", f"Student {n}", f"s{n}@example.edu") for n in range(STUDENTS)]
