@@ -189,6 +189,8 @@ def test_killed_workers_lose_nothing_and_a_submission_that_kills_every_worker_fa
     paths, expected = tensors_class
     poison = tmp_path / POISON
     shutil.copytree(TENSORS.solution_dir, poison)
+    with (poison / "strides.py").open("a") as slow:  # long enough to be seen running, under any load
+        slow.write("\nimport time\ntime.sleep(2)\n")
     killer = Killer(client)
     summary = grade_to_folder(TENSORS, [*paths, poison], tmp_path / "dask", grader=DaskGrader(client),
                               listener=killer)

@@ -12,6 +12,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -183,6 +185,40 @@ def test_a_submission_that_fills_its_temp_space_costs_only_itself(level, make_co
     filler = together["filler"]
     assert not filler.error and filler.question("add.sum").passed  # ENOSPC in its own space only
     assert filler.question("space.use").score == 0
+
+
+@pytest.mark.skipif(not ROOT, reason="a temp space of its own needs root (a mount namespace per worker)")
+def test_a_temp_space_of_its_own_keeps_an_installation_under_tmp_importable_and_read_only(tmp_path):
+    """A virtualenv or source tree under /tmp (a CI clone there, say) stays visible, read-only, in
+    the worker's fresh /tmp: a module not imported yet still imports, and nothing else of the old
+    /tmp shows through."""
+    script = textwrap.dedent("""
+        import os, sys, tempfile
+        from checks.sandbox import worker
+        lib = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-lib-")
+        with open(os.path.join(lib, "lazy_module.py"), "w") as module:
+            module.write("VALUE = 42\\n")
+        beside = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-beside-")
+        sys.path.insert(0, lib)
+        home = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-home-")
+        print("mounted", worker._private_temp(home, 16 * 2**20))
+        import lazy_module
+        print("imported", lazy_module.VALUE)
+        print("old /tmp shows", os.path.exists(beside))
+        try:
+            open(os.path.join(lib, "planted.py"), "w").close()
+            print("writable")
+        except OSError:
+            print("read-only")
+        print("home", os.path.isdir(home))
+    """)
+    # the namespace is the child's own: the folders it made are still there, out here
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    for folder in Path("/tmp").glob("checks-test-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:5] == ["mounted True", "imported 42", "old /tmp shows False", "read-only",
+                                            "home True"], done.stdout
 
 
 # ---------------------------------------------------------------- memory of all its processes together

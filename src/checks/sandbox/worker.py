@@ -49,6 +49,7 @@ KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
 LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
+MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH = 0x1, 0x20, 0x1000, 0x2
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
 END_QUESTION_SECONDS = 2.0  # at most, for a question's processes to be gone; else the keeper gives up
@@ -275,22 +276,44 @@ def _private_temp(home: str, size: int) -> bool:
     /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
     student who fills them fills only their own, and all of it vanishes with the worker's
     processes. Needs CAP_SYS_ADMIN (root, and in the jail a capability the zygote holds for
-    this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file). True when /tmp
-    is its own."""
+    this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file). The Python
+    installation and the folders imports come from stay visible, read-only, where they lie
+    under one of those folders (a virtualenv in /tmp): a fresh tmpfs over them would hide every
+    module not imported yet. True when /tmp is its own."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return False  # a namespace of our own, but mounts would reach the zygote's: mount nothing
+    folders = [folder for folder in TEMP_FOLDERS if os.path.isdir(folder) and not os.path.islink(folder)]
+    kept = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in _imports_under(folders)}  # before they are covered
     options = f"size={size},mode=1777,nr_inodes={max(1024, size // 4096)}".encode()
-    mounted = False
-    for folder in TEMP_FOLDERS:
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            done = libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0
-            mounted = mounted or (done and folder == "/tmp")
-    if mounted and home.startswith("/tmp/"):
+    try:
+        mounted = [folder for folder in folders
+                   if libc.mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0]
+        for path, handle in kept.items():
+            os.makedirs(path, exist_ok=True)
+            source, target = f"/proc/self/fd/{handle}".encode(), path.encode()
+            if (libc.mount(source, target, None, MS_BIND | MS_REC, None) != 0
+                    or libc.mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY, None) != 0):
+                for folder in reversed(mounted):  # the imports would fail: no temp space of its own, then
+                    libc.umount2(folder.encode(), MNT_DETACH)
+                return False
+    finally:
+        for handle in kept.values():
+            os.close(handle)
+    if "/tmp" in mounted and home.startswith("/tmp/"):
         os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
-    return mounted
+    return "/tmp" in mounted
+
+
+def _imports_under(folders: list[str]) -> list[str]:
+    """The Python installation's folders and sys.path's that lie under one of `folders`, the
+    outermost of each only."""
+    found = sorted({os.path.realpath(path) for path in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path)
+                    if path and os.path.isdir(path)})
+    inside = [path for path in found if any(path.startswith(folder + os.sep) for folder in folders)]
+    return [path for path in inside if not any(path.startswith(other + os.sep) for other in inside)]
 
 
 def _hand_over(home: str, uid: int) -> None:
