@@ -189,3 +189,16 @@ def wait_graded(http: httpx.Client, submission_id: str, timeout: float = 120) ->
             return reply
         assert time.monotonic() < deadline, f"not graded in {timeout} s: {reply}"
         time.sleep(0.1)
+
+
+def csrf_of(page: str) -> str:
+    """The CSRF field of the first form on a page."""
+    return page.split('name="csrf" value="')[1].split('"')[0]
+
+
+def signed_in(server: Server, user: str, token: str, page: str = "/") -> tuple[httpx.Client, str]:
+    """A browser session of `user` (signed in through the login form) and the CSRF token of `page`."""
+    http = server.client()
+    reply = http.post("/login", data={"user": user, "token": token, "csrf": csrf_of(http.get("/login").text)})
+    assert reply.status_code == 303, reply.text
+    return http, csrf_of(http.get(page).text)

@@ -997,11 +997,17 @@ def show_submission(reply: dict, url: str) -> int:
         console.print(question_table(result, show_points=True))
         print_failures(console, result)
         console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
+    public = SubmissionResult.from_dict(reply["public"]) if reply.get("public") else None
+    if public is not None and public.questions and not result.questions:  # hidden scores not released yet
+        console.print(Text("public checks (the ones `checks test` runs):", style="bold"))
+        console.print(question_table(public, show_points=True))
+        print_failures(console, public)
+        console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
-    if not result.questions:  # graded, its scores not released yet
-        return 0
+    if not result.questions:  # graded, its hidden scores not released yet: the public checks say
+        return 0 if public is None or public.score >= public.max_score else 1
     return 0 if result.score >= result.max_score else 1
 
 

@@ -350,6 +350,13 @@ def student_result(server: Server, row: SubmissionRow, user: User) -> Submission
     return result
 
 
+def public_result(row: SubmissionRow) -> SubmissionResult | None:
+    """The public checks' result, which every reader of the submission sees at once, whatever the
+    hidden results' policy: the same checks `checks test` runs, so they reveal nothing hidden. None
+    before the public run finished, or when it failed (staff read that failure, never a student)."""
+    return None if row.public_result is None else SubmissionResult.from_dict(row.public_result)
+
+
 def _status(server: Server, row: SubmissionRow, user: User) -> dict:
     result = student_result(server, row, user)
     shown = user.staff or _shown(server, row)
@@ -359,6 +366,11 @@ def _status(server: Server, row: SubmissionRow, user: User) -> dict:
              "visibility": _visibility_note(server, row.assignment, shown), "url": f"/submissions/{row.id}"}
     if result is not None:
         reply["result"] = result.to_dict()
+    public = public_result(row)
+    if public is not None:
+        reply["public"] = public.to_dict()
+    if user.staff and row.public_error:
+        reply["public_error"] = row.public_error
     if row.status == FAILED:
         reply["message"] = ("The grader itself failed on this submission: this is not your mistake, and no score "
                             "was recorded. The course staff see it and will grade it again.")
@@ -484,10 +496,14 @@ async def submission_page(server: Server, request: Request) -> Response:
     row = owned(server, user, request.path_params["id"])
     status = _status(server, row, user)
     result = student_result(server, row, user)
-    body = ""
+    body = public_body = ""
     if result is not None:
         body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished)))
+    public = public_result(row)
+    if public is not None:
+        public_body = _feedback_body(feedback_markdown(public, graded_at=""))
     return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
+                   public_feedback=public_body,
                    refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created),
                    files=_files(server, row) if user.staff else [])
 
