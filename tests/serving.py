@@ -25,11 +25,14 @@ STUBS = REPO / "examples" / "01_tensors" / "stubs"
 
 
 def course_folder(tmp: Path, *, extra: str = "", course: Path = REPO, roster: list[tuple[str, str, str]] | None = None,
-                  assignments: str = '[assignment.01_tensors]\ndue = "2030-06-30T23:59:00+00:00"\n') -> Path:
-    """A served course folder: course.toml (01_tensors only, one grading slot) and roster.csv."""
+                  assignments: str = '[assignment.01_tensors]\n', policy: str = 'due = "2030-06-30T23:59:00+00:00"\n'
+                  ) -> Path:
+    """A served course folder: course.toml (01_tensors only, one grading slot; its course policy's
+    [policy] keys `policy`) and roster.csv."""
     folder = tmp / "course"
     folder.mkdir()
-    (folder / "course.toml").write_text(f'title = "test course"\ncourse = "{course}"\njobs = 1\n{extra}\n{assignments}')
+    (folder / "course.toml").write_text(f'title = "test course"\ncourse = "{course}"\njobs = 1\n{extra}\n{assignments}\n'
+                                        f'[policy]\n{policy}')
     rows = roster or [("s001", "Ada Lovelace", "ada@example.edu"), ("s002", "Ben Bitdiddle", "ben@example.edu")]
     with open(folder / "roster.csv", "w", newline="") as out:
         writer = csv.writer(out)

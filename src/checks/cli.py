@@ -408,6 +408,12 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
                         help=f"{assignment_help} (default: the copy the current folder is in); FOLDER: your folder "
                              "(default: as for `checks pack`)")
     submit.add_argument("--no-wait", action="store_true", help="print the submission id and return")
+    late = submit.add_mutually_exclusive_group()
+    late.add_argument("--use-grace-day", dest="grace", action="store_const", const="use",
+                      help="a late upload spends grace days (where the course asks first; the server says how many "
+                           "are left)")
+    late.add_argument("--no-grace-day", dest="grace", action="store_const", const="none",
+                      help="a late upload takes the late penalty and keeps the grace days")
     submit.set_defaults(run=_submit, run_name="submit", without_course=True)
 
     fetch = _command(commands, "fetch", "download an assignment from your course's server",
@@ -965,7 +971,7 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         data = out.read_bytes()
     try:
         credentials = client.load_credentials()
-        reply = client.submit(assignment.name, data, credentials)
+        reply = client.submit(assignment.name, data, credentials, grace=args.grace)
         console.print(plain(f"submitted {assignment.name} ({len(packing.files)} files from {folder}) to "
                             f"{credentials.url}: id {reply['id']}"
                             + (f", number {reply['position']} in the queue" if reply.get("position") else "")),

@@ -15,11 +15,11 @@ from serving import (REFERENCE, REPO, add_staff, checks, course_folder, folder_z
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-LATER = '[assignment.01_tensors]\ndue = "2099-01-01T00:00:00+00:00"\nhidden = "after_due"\n'
+LATER = 'due = "2099-01-01T00:00:00+00:00"\nhidden_before_due = false\n'
 
 
 def test_before_the_due_date_students_see_the_public_checks_and_no_hidden_score(tmp_path):
-    folder = course_folder(tmp_path, assignments=LATER)
+    folder = course_folder(tmp_path, policy=LATER)
     tokens = import_roster(folder)
     staff = add_staff(folder, "tom", "instructor")
     server = start_server(folder)

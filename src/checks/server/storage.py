@@ -195,12 +195,14 @@ class Storage:
     # ------------------------------------------------------------------ submissions and their queue
 
     def add_submission(self, user_id: str, assignment: str, path: str, sha256: str, size: int,
-                       files: list[str], submission_id: str | None = None) -> SubmissionRow:
-        """Queue a stored upload; committed (synchronous=FULL) when this returns."""
+                       files: list[str], submission_id: str | None = None, created: float | None = None) -> SubmissionRow:
+        """Queue a stored upload; committed (synchronous=FULL) when this returns. `created`: the
+        receipt time the course policy decided lateness at (default: now)."""
         submission_id = submission_id or new_id()
         with self._write() as conn:
             conn.execute(submissions.insert().values(
-                id=submission_id, user_id=user_id, assignment=assignment, created=time.time(), status=QUEUED,
+                id=submission_id, user_id=user_id, assignment=assignment,
+                created=time.time() if created is None else created, status=QUEUED,
                 path=path, sha256=sha256, size=size, files=json.dumps(files), attempts=0))
         found = self.submission(submission_id)
         assert found is not None
