@@ -145,9 +145,9 @@ class Server:
 
 
 def start_server(folder: Path, *, wait_for_graders: bool = True, timeout: float = 120,
-                 args: tuple[str, ...] = ()) -> Server:
-    """`checks serve FOLDER [ARGS]` on a free port of 127.0.0.1, ready to grade."""
-    port = free_port()
+                 args: tuple[str, ...] = (), port: int | None = None) -> Server:
+    """`checks serve FOLDER [ARGS]` on a free port of 127.0.0.1 (or `port`), ready to grade."""
+    port = port or free_port()
     log = folder / f"server-{port}.log"
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
     with open(log, "w") as out:

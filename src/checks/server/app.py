@@ -103,10 +103,10 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
-    from checks.server import policy_routes  # its handlers use this module's helpers: imported once they exist
+    from checks.server import lti_routes, policy_routes  # their handlers use this module's helpers
 
     routes = [Route(path, _bind(server, handler), methods=methods)
-              for path, handler, methods in policy_routes.ROUTES + ROUTES]
+              for path, handler, methods in policy_routes.ROUTES + lti_routes.ROUTES + ROUTES]
     middleware = [
         Middleware(SecurityHeaders, hsts=config.secure_cookies),
         Middleware(BodyLimit, limit=config.upload_bytes),

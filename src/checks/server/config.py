@@ -83,6 +83,7 @@ class ServerConfig:
     secure_cookies: bool = False  # set behind TLS (a reverse proxy): cookies only over HTTPS
     lease_seconds: float = 60.0  # a grader's claim, renewed while it grades: how long a dead grader holds one
     course: Course | None = None  # the course policy (checks.policy): dates, late penalties, grace days, records
+    lti: bool = False  # course.toml has an [lti] table: the server answers LTI 1.3 logins and launches
 
 
 def load_config(folder: Path, database: str | None = None) -> ServerConfig:
@@ -126,7 +127,7 @@ def load_config(folder: Path, database: str | None = None) -> ServerConfig:
         login_free_failures=_number(login, "free_failures", 3, path, whole=True),
         login_backoff=float(_number(login, "backoff_seconds", 2, path)),
         secure_cookies=bool(table.get("secure_cookies", False)),
-        lease_seconds=float(_number(queue, "lease_seconds", 60, path)), course=course)
+        lease_seconds=float(_number(queue, "lease_seconds", 60, path)), course=course, lti="lti" in table)
 
 
 def _policies(table: dict, root: Path, path: Path, course: Course) -> dict[str, AssignmentPolicy]:
