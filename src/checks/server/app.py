@@ -33,7 +33,7 @@ from checks import __version__
 from checks.course.assignment import Assignment, load_assignment
 from checks.reports.render import feedback_html, feedback_markdown, question_stats
 from checks.course.assignment import CourseError
-from checks.policy import regrades
+from checks.policy import dates, regrades
 from checks.policy.config import Course
 from checks.server import auth, lateness
 from checks.server.config import ServerConfig
@@ -376,7 +376,9 @@ def _shown_for(server: Server, assignment: str, student: str) -> bool:
     """Whether `student` sees the hidden results of `assignment` now: the staff released them, or
     the policy does at the student's own due date (an extension moves it for them)."""
     policy = server.config.assignments[assignment]
-    due = lateness.terms(_course(server), policy, student, datetime.now(timezone.utc)).due
+    if policy.policy.hidden_before_due:  # nothing waits: no records to read
+        return True
+    due = dates.extended_due(policy.policy, lateness.extension(_course(server), assignment, student))
     return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(assignment), due=due)
 
 
