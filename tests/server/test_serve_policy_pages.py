@@ -6,6 +6,8 @@ on 127.0.0.1, real HTTP, a CSRF token on every form.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -86,3 +88,7 @@ def test_a_student_asks_for_a_regrade_and_reads_the_staffs_answer(served):
     assert [(a["reply"], a["points"], a["by"]) for a in answers] == [("you are right", 2.0, "tom")]
     page = student.get(graded["url"]).text
     assert "you are right" in page and "adjustment +2 points" in page
+    # the gradebook keeps it apart from the raw score, as `checks grade` does
+    book = list(csv.DictReader(io.StringIO(ta.get("/staff/gradebook/01_tensors/csv").text)))
+    row = next(r for r in book if r["student_id"] == "s001")
+    assert float(row["adjustment"]) == 2 and float(row["raw"]) == 100 and float(row["total"]) == 102, row

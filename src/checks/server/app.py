@@ -733,7 +733,8 @@ async def staff_gradebook(server: Server, request: Request) -> Response:
     assignment, fmt = request.path_params["assignment"], request.path_params["format"]
     if assignment not in server.config.assignments or fmt not in FORMATS:
         raise HTTPException(404, f"no such gradebook; formats: {', '.join(FORMATS)}")
-    data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt)
+    data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt,
+                                          _course(server))
     return Response(data, media_type=media,
                     headers={"Content-Disposition": f'attachment; filename="{assignment}-{FORMATS[fmt]}"'})
 
