@@ -25,11 +25,14 @@ STUBS = REPO / "examples" / "01_tensors" / "stubs"
 
 
 def course_folder(tmp: Path, *, extra: str = "", course: Path = REPO, roster: list[tuple[str, str, str]] | None = None,
-                  assignments: str = '[assignment.01_tensors]\ndue = "2030-06-30T23:59:00+00:00"\n') -> Path:
-    """A served course folder: course.toml (01_tensors only, one grading slot) and roster.csv."""
+                  assignments: str = '[assignment.01_tensors]\n', policy: str = 'due = "2030-06-30T23:59:00+00:00"\n'
+                  ) -> Path:
+    """A served course folder: course.toml (01_tensors only, one grading slot; its course policy's
+    [policy] keys `policy`) and roster.csv."""
     folder = tmp / "course"
     folder.mkdir()
-    (folder / "course.toml").write_text(f'title = "test course"\ncourse = "{course}"\njobs = 1\n{extra}\n{assignments}')
+    (folder / "course.toml").write_text(f'title = "test course"\ncourse = "{course}"\njobs = 1\n{extra}\n{assignments}\n'
+                                        f'[policy]\n{policy}')
     rows = roster or [("s001", "Ada Lovelace", "ada@example.edu"), ("s002", "Ben Bitdiddle", "ben@example.edu")]
     with open(folder / "roster.csv", "w", newline="") as out:
         writer = csv.writer(out)
@@ -142,9 +145,9 @@ class Server:
 
 
 def start_server(folder: Path, *, wait_for_graders: bool = True, timeout: float = 120,
-                 args: tuple[str, ...] = ()) -> Server:
-    """`checks serve FOLDER [ARGS]` on a free port of 127.0.0.1, ready to grade."""
-    port = free_port()
+                 args: tuple[str, ...] = (), port: int | None = None) -> Server:
+    """`checks serve FOLDER [ARGS]` on a free port of 127.0.0.1 (or `port`), ready to grade."""
+    port = port or free_port()
     log = folder / f"server-{port}.log"
     environment = {**os.environ, "PYTHONPATH": str(SRC)}
     with open(log, "w") as out:
@@ -189,3 +192,16 @@ def wait_graded(http: httpx.Client, submission_id: str, timeout: float = 120) ->
             return reply
         assert time.monotonic() < deadline, f"not graded in {timeout} s: {reply}"
         time.sleep(0.1)
+
+
+def csrf_of(page: str) -> str:
+    """The CSRF field of the first form on a page."""
+    return page.split('name="csrf" value="')[1].split('"')[0]
+
+
+def signed_in(server: Server, user: str, token: str, page: str = "/") -> tuple[httpx.Client, str]:
+    """A browser session of `user` (signed in through the login form) and the CSRF token of `page`."""
+    http = server.client()
+    reply = http.post("/login", data={"user": user, "token": token, "csrf": csrf_of(http.get("/login").text)})
+    assert reply.status_code == 303, reply.text
+    return http, csrf_of(http.get(page).text)

@@ -408,6 +408,12 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
                         help=f"{assignment_help} (default: the copy the current folder is in); FOLDER: your folder "
                              "(default: as for `checks pack`)")
     submit.add_argument("--no-wait", action="store_true", help="print the submission id and return")
+    late = submit.add_mutually_exclusive_group()
+    late.add_argument("--use-grace-day", dest="grace", action="store_const", const="use",
+                      help="a late upload spends grace days (where the course asks first; the server says how many "
+                           "are left)")
+    late.add_argument("--no-grace-day", dest="grace", action="store_const", const="none",
+                      help="a late upload takes the late penalty and keeps the grace days")
     submit.set_defaults(run=_submit, run_name="submit", without_course=True)
 
     fetch = _command(commands, "fetch", "download an assignment from your course's server",
@@ -965,7 +971,7 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         data = out.read_bytes()
     try:
         credentials = client.load_credentials()
-        reply = client.submit(assignment.name, data, credentials)
+        reply = client.submit(assignment.name, data, credentials, grace=args.grace)
         console.print(plain(f"submitted {assignment.name} ({len(packing.files)} files from {folder}) to "
                             f"{credentials.url}: id {reply['id']}"
                             + (f", number {reply['position']} in the queue" if reply.get("position") else "")),
@@ -997,11 +1003,17 @@ def show_submission(reply: dict, url: str) -> int:
         console.print(question_table(result, show_points=True))
         print_failures(console, result)
         console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
+    public = SubmissionResult.from_dict(reply["public"]) if reply.get("public") else None
+    if public is not None and public.questions and not result.questions:  # hidden scores not released yet
+        console.print(Text("public checks (the ones `checks test` runs):", style="bold"))
+        console.print(question_table(public, show_points=True))
+        print_failures(console, public)
+        console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
-    if not result.questions:  # graded, its scores not released yet
-        return 0
+    if not result.questions:  # graded, its hidden scores not released yet: the public checks say
+        return 0 if public is None or public.score >= public.max_score else 1
     return 0 if result.score >= result.max_score else 1
 
 

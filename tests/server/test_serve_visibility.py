@@ -1,5 +1,5 @@
 """Hidden checks' scores and feedback wait for the due date (or the staff's release) where an
-assignment says `hidden = "after_due"`; the page and the API say which. The app is served in
+course policy says `hidden_before_due = false`; the page and the API say which. The app is served in
 process (Starlette's test client) over a real SQLite database, with results recorded as the
 grading threads record them.
 """
@@ -26,7 +26,7 @@ RESULT = {"name": "s001", "assignment": "01_tensors", "questions": [
 
 @pytest.mark.parametrize("due, shown", [("2099-01-01T00:00:00+00:00", False), ("2000-01-01T00:00:00+00:00", True)])
 def test_hidden_results_wait_for_the_due_date(tmp_path, due, shown):
-    folder = course_folder(tmp_path, assignments=f'[assignment.01_tensors]\ndue = "{due}"\nhidden = "after_due"\n')
+    folder = course_folder(tmp_path, policy=f'due = "{due}"\nhidden_before_due = false\n')
     config = load_config(folder)
     storage = Storage(config.storage_url)
     student = add_user(storage, User("s001", "Ada", "a@x", STUDENT)).token

@@ -43,12 +43,14 @@ class WarmPool:
     """A serve.py process for one assignment, and the one request it is grading at a time."""
 
     def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor, *,
-                 isolation: str | None = None) -> None:
+                 isolation: str | None = None, public: bool = False) -> None:
         """`isolation`: the level the pool's front end asked for (None: the pool's own environment's,
-        as on a Dask worker)."""
+        as on a Dask worker); `public`: grade with the assignment's public suite (what `checks test`
+        runs), which the course server shows students before the due date, instead of the hidden one."""
         self._stderr = tempfile.TemporaryFile()
         command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment, "--device", device]
         command += ["--isolation", isolation] if isolation else []
+        command += ["--public"] if public else []
         # started from a thread that lives as long as the worker: the pool dies with that thread
         self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=self._stderr).result()
@@ -149,10 +151,12 @@ def _lock_folder() -> str | None:
     return folder
 
 
-def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None], settings: Settings) -> None:
-    """Grade each request read from the file descriptor `requests` until it closes."""
+def serve(assignment: Assignment, requests: int, reply: Callable[[dict], None], settings: Settings, *,
+          public: bool = False) -> None:
+    """Grade each request read from the file descriptor `requests` until it closes (`public`: with
+    the public suite)."""
     isolation = settings.isolation
-    with WarmGrader(assignment, isolation, device=settings.device) as warm:
+    with WarmGrader(assignment, isolation, device=settings.device, public=public) as warm:
         reply({"ready": True, "sandbox": isolation.description})
         try:
             for name, value, error in warm.grade(_requests(requests), jobs=1):
@@ -176,6 +180,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("assignment")
     parser.add_argument("--device", choices=DEVICES, default=None)
     parser.add_argument("--isolation", choices=jail.LEVELS, default=None)
+    parser.add_argument("--public", action="store_true", help="grade with the public suite, not the hidden one")
     options = parser.parse_args(argv)
     die_with_parent(os.getppid(), status=1)  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
@@ -191,7 +196,7 @@ def main(argv: list[str]) -> int:
 
     try:
         settings = Settings.from_environment(device=options.device, isolation=options.isolation)
-        serve(load_assignment(options.course, options.assignment), requests, reply, settings)
+        serve(load_assignment(options.course, options.assignment), requests, reply, settings, public=options.public)
     except BrokenPipeError:  # the worker went away
         return 0
     except Exception as error:  # noqa: BLE001 - said to the worker, which reports it as a grader failure

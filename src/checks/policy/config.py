@@ -53,7 +53,7 @@ COURSE_TOML: Schema = {
     "grace": Key(TABLE, fields=GRACE_TABLE),
     # the course server's own keys (`checks serve`, docs/server-staff.md): it checks them itself
     **{key: Key(ANYTHING) for key in ("title", "storage", "data", "jobs", "limits", "rate", "login",
-                                      "secure_cookies", "assignment")},
+                                      "secure_cookies", "assignment", "queue")},
     "lti": Key(TABLE),  # the LMS registration: lti/config.py checks it
 }
 

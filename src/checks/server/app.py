@@ -32,7 +32,10 @@ from starlette.routing import Route
 from checks import __version__
 from checks.course.assignment import Assignment, load_assignment
 from checks.reports.render import feedback_html, feedback_markdown, question_stats
-from checks.server import auth
+from checks.course.assignment import CourseError
+from checks.policy import dates, regrades
+from checks.policy.config import Course
+from checks.server import auth, lateness
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
 from checks.server.queue import GradingQueue
@@ -96,10 +99,14 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
     """The ASGI app of one course; `queue` is None where another process grades."""
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
     templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
+    templates.globals["utc"] = timezone.utc
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
-    routes = [Route(path, _bind(server, handler), methods=methods) for path, handler, methods in ROUTES]
+    from checks.server import lti_routes, policy_routes  # their handlers use this module's helpers
+
+    routes = [Route(path, _bind(server, handler), methods=methods)
+              for path, handler, methods in policy_routes.ROUTES + lti_routes.ROUTES + ROUTES]
     middleware = [
         Middleware(SecurityHeaders, hsts=config.secure_cookies),
         Middleware(BodyLimit, limit=config.upload_bytes),
@@ -175,9 +182,15 @@ def owned(server: Server, user: User, submission_id: str) -> SubmissionRow:
     return row
 
 
+def _course(server: Server) -> Course:
+    """The course policy the server was loaded with (dates, grace days, records)."""
+    assert server.config.course is not None, "load_config loads the course policy"
+    return server.config.course
+
+
 def _policy_assignment(server: Server, name: str, user: User | None = None) -> Assignment:
     policy = server.config.assignments.get(name)
-    if policy is None or (not policy.released and not (user and user.staff)):
+    if policy is None or (not policy.is_open(datetime.now(timezone.utc)) and not (user and user.staff)):
         raise HTTPException(404, f"no assignment {name!r} is open on this server")
     return server.assignments[name]
 
@@ -254,9 +267,21 @@ async def logout(server: Server, request: Request) -> Response:
 
 # ---------------------------------------------------------------------------- submitting
 
-async def _submit(server: Server, user: User, assignment: Assignment, parts: list[tuple[str, bytes]]) -> SubmissionRow:
-    """Rate limit, check, store (fsynced), queue (committed): then, and only then, acknowledged."""
+async def _submit(server: Server, user: User, assignment: Assignment, parts: list[tuple[str, bytes]],
+                  grace_answer: str | None = None) -> SubmissionRow:
+    """Rate limit, check, store (fsynced), queue (committed): then, and only then, acknowledged. The
+    receipt time is the submission time: the course policy decides lateness from it (lateness.py);
+    a late upload that would spend grace days on request is refused (409) until it says whether to."""
     config = server.config
+    policy = config.assignments[assignment.name]
+    if not user.staff:  # refused before it costs a try
+        try:
+            await run_in_threadpool(lateness.admit, _course(server), policy, user.id, datetime.now(timezone.utc),
+                                    grace_answer)
+        except lateness.GraceQuestion as question:
+            raise HTTPException(409, str(question)) from None
+        except CourseError as error:
+            raise HTTPException(403, str(error)) from None
     wait = await run_in_threadpool(server.storage.take_token, f"{user.id}:{assignment.name}", config.rate_count,
                                    config.rate_window)
     if wait:
@@ -269,14 +294,27 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
         data = as_zip(parts, max_files=config.max_files, unpacked_bytes=config.unpacked_bytes)
         stored = store(data, assignment, config.data_dir, submission_id, max_files=config.max_files,
                        unpacked_bytes=config.unpacked_bytes)
-        return server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
-                                             stored.files, submission_id)
+        now = datetime.now(timezone.utc)
+        found = None
+        if not user.staff:  # decided again at the receipt time, which the row keeps
+            found = lateness.admit(_course(server), policy, user.id, now, grace_answer)
+        row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
+                                            stored.files, submission_id, created=now.timestamp())
+        if found is not None:
+            lateness.settle(_course(server), policy, user.id, found, grace_answer, now)
+        return row
 
     try:
         row = await run_in_threadpool(write)
     except UploadRefused as refused:  # a refused upload costs no try: the student fixes it and sends it again
         await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
         raise HTTPException(refused.status, str(refused)) from None
+    except lateness.GraceQuestion as question:  # the due date passed while it was stored
+        await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
+        raise HTTPException(409, str(question)) from None
+    except CourseError as error:
+        await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
+        raise HTTPException(403, str(error)) from None
     if server.queue is not None:
         server.queue.notify()
     return row
@@ -300,9 +338,15 @@ async def _parts(request: Request, server: Server) -> tuple[Any, list[tuple[str,
 async def api_submit(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
     assignment = _policy_assignment(server, request.path_params["assignment"], user)
-    _, parts = await _parts(request, server)
-    row = await _submit(server, user, assignment, parts)
+    form, parts = await _parts(request, server)
+    row = await _submit(server, user, assignment, parts, _grace_answer(form))
     return JSONResponse(_status(server, row, user), status_code=202)
+
+
+def _grace_answer(form: Any) -> str | None:
+    """The form's answer to "spend grace days on this late upload?" (None: not given)."""
+    value = form.get("grace")
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 async def page_submit(server: Server, request: Request) -> Response:
@@ -312,9 +356,9 @@ async def page_submit(server: Server, request: Request) -> Response:
     if not auth.csrf_ok(request.session.get("csrf"), form.get("csrf")):
         raise HTTPException(403, "the form is out of date or not from this site (CSRF check); reload the page")
     try:
-        row = await _submit(server, user, assignment, parts)
+        row = await _submit(server, user, assignment, parts, _grace_answer(form))
     except HTTPException as refused:
-        if refused.status_code not in (400, 413, 429):
+        if refused.status_code not in (400, 403, 409, 413, 429):
             raise
         context = {**_home(server, user), "error": f"{assignment.name}: {refused.detail}"}
         return _render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
@@ -325,8 +369,29 @@ async def page_submit(server: Server, request: Request) -> Response:
 # ---------------------------------------------------------------------------- results, as students see them
 
 def _shown(server: Server, row: SubmissionRow) -> bool:
+    return _shown_for(server, row.assignment, row.user_id)
+
+
+def _shown_for(server: Server, assignment: str, student: str) -> bool:
+    """Whether `student` sees the hidden results of `assignment` now: the staff released them, or
+    the policy does at the student's own due date (an extension moves it for them)."""
+    policy = server.config.assignments[assignment]
+    if policy.policy.hidden_before_due:  # nothing waits: no records to read
+        return True
+    due = dates.extended_due(policy.policy, lateness.extension(_course(server), assignment, student))
+    return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(assignment), due=due)
+
+
+def _late_view(server: Server, row: SubmissionRow) -> dict | None:
+    """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
     policy = server.config.assignments[row.assignment]
-    return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(row.assignment))
+    owner = server.storage.user(row.user_id)
+    if policy.due is None or owner is None or owner.staff:
+        return None
+    decision = lateness.decision(_course(server), policy, row.user_id, datetime.fromtimestamp(row.created, timezone.utc))
+    return {"on_time": decision.on_time, "days_late": decision.days_late, "grace_days": decision.grace_days,
+            "penalty_percent": decision.penalty_percent, "closed": decision.closed,
+            "due": decision.due.isoformat() if decision.due else None, "reasons": list(decision.reasons)}
 
 
 def _visibility_note(server: Server, assignment: str, shown: bool) -> str:
@@ -350,6 +415,13 @@ def student_result(server: Server, row: SubmissionRow, user: User) -> Submission
     return result
 
 
+def public_result(row: SubmissionRow) -> SubmissionResult | None:
+    """The public checks' result, which every reader of the submission sees at once, whatever the
+    hidden results' policy: the same checks `checks test` runs, so they reveal nothing hidden. None
+    before the public run finished, or when it failed (staff read that failure, never a student)."""
+    return None if row.public_result is None else SubmissionResult.from_dict(row.public_result)
+
+
 def _status(server: Server, row: SubmissionRow, user: User) -> dict:
     result = student_result(server, row, user)
     shown = user.staff or _shown(server, row)
@@ -359,6 +431,14 @@ def _status(server: Server, row: SubmissionRow, user: User) -> dict:
              "visibility": _visibility_note(server, row.assignment, shown), "url": f"/submissions/{row.id}"}
     if result is not None:
         reply["result"] = result.to_dict()
+    late = _late_view(server, row)
+    if late is not None:
+        reply["late"] = late
+    public = public_result(row)
+    if public is not None:
+        reply["public"] = public.to_dict()
+    if user.staff and row.public_error:
+        reply["public_error"] = row.public_error
     if row.status == FAILED:
         reply["message"] = ("The grader itself failed on this submission: this is not your mistake, and no score "
                             "was recorded. The course staff see it and will grade it again.")
@@ -403,9 +483,24 @@ async def api_submissions(server: Server, request: Request) -> Response:
 
 async def api_assignments(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
-    return JSONResponse([{"name": name, "released": policy.released,
-                          "due": policy.due.isoformat() if policy.due else None, "hidden": policy.hidden}
-                         for name, policy in server.config.assignments.items() if policy.released or user.staff])
+    now = datetime.now(timezone.utc)
+    listed = []
+    for name, policy in server.config.assignments.items():
+        if not (policy.is_open(now) or user.staff):
+            continue
+        entry = {"name": name, "released": policy.is_open(now), "due": policy.due.isoformat() if policy.due else None,
+                 "hidden": policy.hidden}
+        if not user.staff:
+            entry["terms"] = _terms_view(lateness.terms(_course(server), policy, user.id, now))
+        listed.append(entry)
+    return JSONResponse(listed)
+
+
+def _terms_view(terms: lateness.Terms) -> dict:
+    """What an upload now would cost, as the page and `checks submit` say it before a late upload."""
+    return {"due": terms.due.isoformat() if terms.due else None, "days_late": terms.days_late,
+            "closed": terms.closed, "grace_left": terms.term_left, "grace_mode": terms.mode, "asks": terms.asks,
+            "would_spend": terms.would_spend}
 
 
 async def api_distribution(server: Server, request: Request) -> Response:
@@ -451,11 +546,18 @@ def _render(server: Server, request: Request, template: str, *, status: int = 20
 
 
 def _home(server: Server, user: User) -> dict:
+    """Each open assignment with its visibility note and, for a student, what an upload now would
+    cost (their due date, grace days left, whether a late upload asks to spend them)."""
     rows = server.storage.submissions(user_id=user.id, limit=50)
-    return {"assignments": [(name, policy, _visibility_note(server, name, user.staff or policy.hidden_shown(
-        datetime.now(timezone.utc), server.storage.hidden_released(name))))
-        for name, policy in server.config.assignments.items() if policy.released or user.staff],
-        "rows": [_row_view(server, row, user) for row in rows], "error": ""}
+    now = datetime.now(timezone.utc)
+    assignments = []
+    for name, policy in server.config.assignments.items():
+        if not (policy.is_open(now) or user.staff):
+            continue
+        shown = user.staff or _shown_for(server, name, user.id)
+        terms = None if user.staff else lateness.terms(_course(server), policy, user.id, now)
+        assignments.append((name, policy, _visibility_note(server, name, shown), terms))
+    return {"assignments": assignments, "rows": [_row_view(server, row, user) for row in rows], "error": ""}
 
 
 def _row_view(server: Server, row: SubmissionRow, user: User) -> dict:
@@ -484,12 +586,29 @@ async def submission_page(server: Server, request: Request) -> Response:
     row = owned(server, user, request.path_params["id"])
     status = _status(server, row, user)
     result = student_result(server, row, user)
-    body = ""
+    body = public_body = ""
     if result is not None:
         body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished)))
+    public = public_result(row)
+    if public is not None:
+        public_body = _feedback_body(feedback_markdown(public, graded_at=""))
+    threads = await run_in_threadpool(regrades.threads, _course(server), assignment=row.assignment,
+                                      student=row.user_id)
     return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
+                   public_feedback=public_body, threads=threads,
+                   questions=questions_seen(server, row, user) if row.user_id == user.id else [],
                    refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created),
                    files=_files(server, row) if user.staff else [])
+
+
+def questions_seen(server: Server, row: SubmissionRow, user: User) -> list[str]:
+    """The question ids a student may ask a regrade of: those of the results they can see (the
+    hidden ones once released, else the public checks'), so that no form names a hidden question early."""
+    result = student_result(server, row, user)
+    if result is not None and result.questions:
+        return [q.qid for q in result.questions]
+    public = public_result(row)
+    return [q.qid for q in public.questions] if public is not None else []
 
 
 async def feedback_page(server: Server, request: Request) -> Response:
@@ -559,16 +678,6 @@ async def staff_page(server: Server, request: Request) -> Response:
                    policy=server.config.assignments[assignment], **view)
 
 
-async def staff_student(server: Server, request: Request) -> Response:
-    user = _require_staff(server, request)
-    student = server.storage.user(request.path_params["user"])
-    if student is None:
-        raise HTTPException(404, "no such student")
-    rows = server.storage.submissions(user_id=student.id)
-    return _render(server, request, "student.html.j2", student=student,
-                   rows=[_row_view(server, row, user) for row in rows])
-
-
 async def staff_students(server: Server, request: Request) -> Response:
     _require_staff(server, request)
     return _render(server, request, "students.html.j2", students=server.storage.users())
@@ -624,7 +733,8 @@ async def staff_gradebook(server: Server, request: Request) -> Response:
     assignment, fmt = request.path_params["assignment"], request.path_params["format"]
     if assignment not in server.config.assignments or fmt not in FORMATS:
         raise HTTPException(404, f"no such gradebook; formats: {', '.join(FORMATS)}")
-    data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt)
+    data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt,
+                                          _course(server))
     return Response(data, media_type=media,
                     headers={"Content-Disposition": f'attachment; filename="{assignment}-{FORMATS[fmt]}"'})
 
@@ -656,7 +766,6 @@ ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/submissions/{id}/feedback.html", feedback_page, ["GET"]),
     ("/staff", staff_page, ["GET"]),
     ("/staff/students", staff_students, ["GET"]),
-    ("/staff/students/{user}", staff_student, ["GET"]),
     ("/staff/regrade", staff_regrade, ["POST"]),
     ("/staff/release", staff_release, ["POST"]),
     ("/staff/gradebook/{assignment}/{format}", staff_gradebook, ["GET"]),

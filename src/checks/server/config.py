@@ -13,26 +13,53 @@ from pathlib import Path
 from typing import Any
 
 from checks.course.assignment import CourseError, list_assignments
+from checks.policy import dates
+from checks.policy.config import Course, Policy, load_course
 
 CONFIG_FILE = "course.toml"
 DATA_DIR = "data"  # the database and stored uploads, under the course folder by default
-HIDDEN_WHEN = ("visible", "after_due")  # when hidden checks' scores and feedback are shown
+MOVED = {  # the server's own keys of old, now the course policy's (issue 34): one source for every front end
+    "due": "[policy] due in autograder/{name}/assignment.toml (or course.toml's [policy], for every assignment)",
+    "hidden": "[policy] hidden_before_due = false (\"after_due\") or true (\"visible\"), in "
+              "autograder/{name}/assignment.toml or course.toml's [policy]",
+}
 
 
 @dataclass(frozen=True)
 class AssignmentPolicy:
-    """What the server does for one assignment: whether it is open, when it is due, what students see."""
+    """What the server does for one assignment: `released`, course.toml's switch (false: closed to
+    students whatever the dates), and the course policy's rules (checks.policy: release and due
+    dates, hidden results before the due date, late penalties), which `checks grade` reads too."""
 
     name: str
-    released: bool = True  # students may fetch and submit it
-    due: datetime | None = None
-    hidden: str = "visible"  # "after_due": hidden checks' results wait for the due date (or staff)
+    released: bool = True
+    rules: Policy | None = None  # None: the defaults (no dates, hidden results shown)
 
-    def hidden_shown(self, now: datetime, released_by_staff: bool) -> bool:
-        """Whether students see the hidden checks' scores and feedback now."""
-        if self.hidden == "visible" or released_by_staff:
-            return True
-        return self.due is not None and now >= self.due
+    @property
+    def policy(self) -> Policy:
+        return self.rules or Policy(self.name, hidden_before_due=True)
+
+    @property
+    def due(self) -> datetime | None:
+        return None if self.policy.due is None else self.policy.due.astimezone(timezone.utc)
+
+    @property
+    def release(self) -> datetime | None:
+        return None if self.policy.release is None else self.policy.release.astimezone(timezone.utc)
+
+    @property
+    def hidden(self) -> str:
+        """"visible" or "after_due", as the API has always said it."""
+        return "visible" if self.policy.hidden_before_due else "after_due"
+
+    def is_open(self, now: datetime) -> bool:
+        """Whether students may fetch and submit it now: switched on, and past its release date."""
+        return self.released and dates.released(self.policy, now)
+
+    def hidden_shown(self, now: datetime, released_by_staff: bool, due: datetime | None = None) -> bool:
+        """Whether students see the hidden checks' scores and feedback now (`due`: the student's
+        own due date, an extension's)."""
+        return released_by_staff or dates.hidden_shown(self.policy, now, due=due)
 
 
 @dataclass(frozen=True)
@@ -55,6 +82,8 @@ class ServerConfig:
     login_backoff: float = 2.0  # seconds after the first counted failure, doubling, at most 15 min
     secure_cookies: bool = False  # set behind TLS (a reverse proxy): cookies only over HTTPS
     lease_seconds: float = 60.0  # a grader's claim, renewed while it grades: how long a dead grader holds one
+    course: Course | None = None  # the course policy (checks.policy): dates, late penalties, grace days, records
+    lti: bool = False  # course.toml has an [lti] table: the server answers LTI 1.3 logins and launches
 
 
 def load_config(folder: Path, database: str | None = None) -> ServerConfig:
@@ -85,7 +114,8 @@ def load_config(folder: Path, database: str | None = None) -> ServerConfig:
     extra = sorted(set(queue) - {"lease_seconds"})
     if extra:
         raise CourseError(f"{path}: [queue]: unknown key {', '.join(extra)} (known: lease_seconds)")
-    policies = _policies(table, root, path)
+    course = load_course(folder, root)
+    policies = _policies(table, root, path, course)
     return ServerConfig(
         folder=folder, course_root=root, title=_text(table, "title", "checks course", path), storage_url=storage,
         data_dir=data_dir, jobs=_number(table, "jobs", 1, path, whole=True), assignments=policies,
@@ -97,11 +127,13 @@ def load_config(folder: Path, database: str | None = None) -> ServerConfig:
         login_free_failures=_number(login, "free_failures", 3, path, whole=True),
         login_backoff=float(_number(login, "backoff_seconds", 2, path)),
         secure_cookies=bool(table.get("secure_cookies", False)),
-        lease_seconds=float(_number(queue, "lease_seconds", 60, path)))
+        lease_seconds=float(_number(queue, "lease_seconds", 60, path)), course=course, lti="lti" in table)
 
 
-def _policies(table: dict, root: Path, path: Path) -> dict[str, AssignmentPolicy]:
-    """Each assignment's policy: those course.toml names, else every assignment of the course."""
+def _policies(table: dict, root: Path, path: Path, course: Course) -> dict[str, AssignmentPolicy]:
+    """Each assignment served: those course.toml names, else every assignment of the course; its
+    dates and visibility from the course policy. The old `due` and `hidden` keys are refused,
+    naming where they live now, so that no course runs with two due dates that disagree."""
     given = _table(table, "assignment", path)
     # a served course needs the hidden suites, not solutions/ (an exported course has none)
     available = {p.name for p in (root / "autograder").iterdir() if p.is_dir()} if (root / "autograder").is_dir() \
@@ -114,28 +146,15 @@ def _policies(table: dict, root: Path, path: Path) -> dict[str, AssignmentPolicy
         entry = given.get(name, {})
         if not isinstance(entry, dict):
             raise CourseError(f"{path}: assignment.{name} must be a table ([assignment.{name}])")
-        extra = sorted(set(entry) - {"released", "due", "hidden"})
+        for key in sorted(set(entry) & set(MOVED)):
+            raise CourseError(f"{path}: [assignment.{name}] {key} is now the course policy's: write it as "
+                              f"{MOVED[key].format(name=name)} (docs/policy.md)")
+        extra = sorted(set(entry) - {"released"})
         if extra:
-            raise CourseError(f"{path}: [assignment.{name}]: unknown key {', '.join(extra)} (known: due, hidden, released)")
-        hidden = entry.get("hidden", "visible")
-        if hidden not in HIDDEN_WHEN:
-            raise CourseError(f"{path}: [assignment.{name}] hidden must be one of {', '.join(HIDDEN_WHEN)}")
-        policies[name] = AssignmentPolicy(name, released=bool(entry.get("released", True)),
-                                          due=_when(entry.get("due"), f"[assignment.{name}] due", path), hidden=hidden)
+            raise CourseError(f"{path}: [assignment.{name}]: unknown key {', '.join(extra)} (known: released; the "
+                              "dates and visibility are in [policy], docs/policy.md)")
+        policies[name] = AssignmentPolicy(name, released=bool(entry.get("released", True)), rules=course.policy(name))
     return policies
-
-
-def _when(value: Any, what: str, path: Path) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value)
-        except ValueError:
-            raise CourseError(f"{path}: {what} must be a date and time such as 2030-01-31T23:59:00+00:00") from None
-    if not isinstance(value, datetime):
-        raise CourseError(f"{path}: {what} must be a date and time such as 2030-01-31T23:59:00+00:00")
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _table(table: dict, key: str, path: Path) -> dict:

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from checks import __version__
 from checks.course.assignment import Assignment
+from checks.grading.adjust import apply_policy
 from checks.grading.batch import publish
+from checks.policy.config import Course
 from checks.reports.gradebook import DB_FILE, Graded, Gradebook
 from checks.reports.html import REPORT_FILE
 from checks.reports.render import GRADEBOOK_FILE
@@ -45,14 +47,27 @@ def counted(storage: Storage, assignment: str) -> list[Graded]:
     return [latest[name] for name in sorted(latest)]
 
 
-def gradebook_file(storage: Storage, assignment: Assignment, fmt: str) -> tuple[bytes, str]:
-    """(the file's bytes, its media type) for `fmt` in FORMATS."""
+def gradebook_file(storage: Storage, assignment: Assignment, fmt: str, course: Course | None = None
+                   ) -> tuple[bytes, str]:
+    """(the file's bytes, its media type) for `fmt` in FORMATS. With the course policy, its late
+    penalties (from each submission's receipt time, extensions and grace days applied) and the
+    manual adjustments of answered regrade requests are applied as `checks grade` applies them
+    (grading.adjust.apply_policy), kept apart from the raw score with their reasons."""
     records = counted(storage, assignment.name)
     with tempfile.TemporaryDirectory(prefix="checks-gradebook-") as temp:
         folder = Path(temp) / assignment.name
         book = Gradebook(folder / DB_FILE, assignment.name)
         for record in records:
             book.record(record)
+        if course is not None and records:
+            times: dict[str, str | None] = {}
+            for record in records:
+                row = storage.submission(record.source)
+                if row is not None:
+                    times[record.result.name] = datetime.fromtimestamp(row.created, timezone.utc).isoformat(
+                        timespec="seconds")
+            apply_policy(course, assignment.name, book, times, now=datetime.now(timezone.utc))
+            records = book.load()
         publish(folder, records, assignment=assignment)
         if fmt != "zip":
             return (folder / FORMATS[fmt]).read_bytes(), MEDIA[fmt]

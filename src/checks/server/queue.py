@@ -36,9 +36,13 @@ RENEWALS_PER_LEASE = 3  # a lease is renewed this many times within its length: 
 
 
 class Grader(Protocol):
-    """Grades one submission for one slot: (the result as plain data, or None; the grader's error or "")."""
+    """Grades one submission for one slot: (the result as plain data, or None; the grader's error or "").
+    `public`: whether it can also run the assignment's public suite (grade(..., public=True))."""
 
-    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]: ...
+    public: bool
+
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
+              public: bool = False) -> tuple[dict | None, str]: ...
 
     def warm(self, assignment: Assignment) -> None: ...
 
@@ -46,25 +50,36 @@ class Grader(Protocol):
 
 
 class LocalPools:
-    """One slot's warm pools (executors/serve.py), one per assignment, started on first use."""
+    """One slot's warm pools (executors/serve.py): per assignment, one with the hidden suite and,
+    where the assignment has public tests, one with the public suite (what students see at once);
+    started on first use."""
+
+    public = True
 
     def __init__(self, device: str = "auto", isolation: str | None = None) -> None:
         self.device, self.isolation = device, isolation
-        self.pools: dict[str, WarmPool] = {}
+        self.pools: dict[tuple[str, bool], WarmPool] = {}
         # pools are started from this thread, which lives as long as the slot: a pool dies with it
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
 
     def warm(self, assignment: Assignment) -> None:
-        if assignment.name not in self.pools:
-            self.pools[assignment.name] = WarmPool(assignment.root, assignment.name, self.device, self._launcher,
-                                                     isolation=self.isolation)
+        for public in (False, True) if has_public_checks(assignment) else (False,):
+            self._pool(assignment, public)
 
-    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]:
-        self.warm(assignment)
+    def _pool(self, assignment: Assignment, public: bool) -> WarmPool:
+        key = (assignment.name, public)
+        if key not in self.pools:
+            self.pools[key] = WarmPool(assignment.root, assignment.name, self.device, self._launcher,
+                                       isolation=self.isolation, public=public)
+        return self.pools[key]
+
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
+              public: bool = False) -> tuple[dict | None, str]:
+        pool = self._pool(assignment, public)
         try:
-            reply = self.pools[assignment.name].grade(request_for(name, load))
+            reply = pool.grade(request_for(name, load))
         except PoolFailed:
-            self.pools.pop(assignment.name).close()
+            self.pools.pop((assignment.name, public)).close()
             raise
         return reply.get("value"), (reply.get("error") or "").strip()
 
@@ -76,7 +91,11 @@ class LocalPools:
 
 
 class DaskPools:
-    """Every slot's submissions graded on a Dask cluster (executors/dask_grader.py)."""
+    """Every slot's submissions graded on a Dask cluster (executors/dask_grader.py). The cluster's
+    workers keep hidden-suite pools only: no public run on this path (students see the visibility
+    note until the hidden results are released)."""
+
+    public = False
 
     def __init__(self, grader: Callable) -> None:
         self.grader = grader
@@ -84,7 +103,10 @@ class DaskPools:
     def warm(self, assignment: Assignment) -> None:
         pass  # the workers start their pools with the first submission
 
-    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission]) -> tuple[dict | None, str]:
+    def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
+              public: bool = False) -> tuple[dict | None, str]:
+        if public:
+            raise ValueError("the Dask path grades with the hidden suite only")
         (result,) = list(self.grader(assignment, [Source(name, load)]))
         if result.error and not result.questions:
             return None, result.error
@@ -196,6 +218,9 @@ class GradingQueue:
             return
         path = self.data_dir / row.path
         named = named_files(assignment)
+        if grader.public and has_public_checks(assignment):
+            if not self._grade_public(grader, worker, row, lambda: read_submission(path, named)):
+                return
         try:
             value, error = grader.grade(assignment, row.user_id, lambda: read_submission(path, named))
         except PoolFailed as failure:
@@ -215,6 +240,33 @@ class GradingQueue:
             error = error or SubmissionResult.from_dict(value).error
         self._record(row, worker, result=value, error=error or None)
 
+    def _grade_public(self, grader: Grader, worker: str, row: SubmissionRow, load: Callable[[], Submission]) -> bool:
+        """The public checks first, recorded at once under the claim (a student reads them while the
+        hidden suite runs). A failure of the public run is recorded for staff and the hidden run goes
+        on; a pool that died gives the submission back (as a hidden run's does). False: stop here."""
+        try:
+            value, error = grader.grade(self.assignments[row.assignment], row.user_id, load, public=True)
+        except PoolFailed as failure:
+            if row.attempts < MAX_ATTEMPTS:
+                log.warning("the public pool died on %s (try %d); queued again: %s", row.id, row.attempts, failure)
+                self.storage.release_claim(row.id, worker, row.claim)
+                self.notify()
+                return False
+            value, error = None, f"the public checks' pool died {row.attempts} times on it: {failure}"
+        except Exception as failure:  # noqa: BLE001 - the grader's failure, for staff, never a score
+            value, error = None, f"{type(failure).__name__}: {failure}"
+        if value is not None:
+            value = {**value, "student_id": row.user_id}
+            result = SubmissionResult.from_dict(value)
+            if not result.questions and result.error:  # the run itself failed: staff's, not a result
+                value, error = None, error or result.error
+        if not self.storage.record_public(row.id, worker, row.claim, result=value, error=error or None):
+            log.warning("the public result of %s was not recorded: its claim was no longer current", row.id)
+            return False
+        for listener in self.finished:  # long polls waiting on it look again
+            listener(row.id)
+        return True
+
     def _record(self, row: SubmissionRow, worker: str, *, result: dict | None, error: str | None) -> None:
         if self.storage.complete(row.id, worker, result=result, error=error, claim=row.claim):
             for listener in self.finished:
@@ -222,6 +274,11 @@ class GradingQueue:
         else:
             log.warning("the result of %s was not recorded: its claim was no longer current (the lease ran out "
                         "and another grader took it)", row.id)
+
+
+def has_public_checks(assignment: Assignment) -> bool:
+    """Whether the assignment ships public tests (the server runs them on every upload)."""
+    return assignment.public_tests_dir.is_dir()
 
 
 def default_jobs() -> int:

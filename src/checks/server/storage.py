@@ -66,6 +66,8 @@ submissions = Table(
     Column("result", Text),  # JSON: SubmissionResult.to_dict()
     Column("error", Text),  # the grader's failure, for staff
     Column("claim", String(32)),  # the current claim's token: only its holder records a result
+    Column("public_result", Text),  # JSON: the public checks' SubmissionResult.to_dict(), shown at once
+    Column("public_error", Text),  # the public run's grader failure, for staff
 )
 gradings = Table(  # one row per recorded result: "graded exactly once" is one row per submission
     "gradings", metadata,
@@ -129,6 +131,8 @@ class SubmissionRow:
     result: dict | None
     error: str | None
     claim: str | None = None  # the token of the claim being graded (None unless `grading`)
+    public_result: dict | None = None  # the public checks' result (students see it before the due date)
+    public_error: str | None = None  # the public run's grader failure, for staff only
 
 
 class Storage:
@@ -191,12 +195,14 @@ class Storage:
     # ------------------------------------------------------------------ submissions and their queue
 
     def add_submission(self, user_id: str, assignment: str, path: str, sha256: str, size: int,
-                       files: list[str], submission_id: str | None = None) -> SubmissionRow:
-        """Queue a stored upload; committed (synchronous=FULL) when this returns."""
+                       files: list[str], submission_id: str | None = None, created: float | None = None) -> SubmissionRow:
+        """Queue a stored upload; committed (synchronous=FULL) when this returns. `created`: the
+        receipt time the course policy decided lateness at (default: now)."""
         submission_id = submission_id or new_id()
         with self._write() as conn:
             conn.execute(submissions.insert().values(
-                id=submission_id, user_id=user_id, assignment=assignment, created=time.time(), status=QUEUED,
+                id=submission_id, user_id=user_id, assignment=assignment,
+                created=time.time() if created is None else created, status=QUEUED,
                 path=path, sha256=sha256, size=size, files=json.dumps(files), attempts=0))
         found = self.submission(submission_id)
         assert found is not None
@@ -272,6 +278,19 @@ class Storage:
                                                   worker=worker, status=status, finished=now))
         return True
 
+    def record_public(self, submission_id: str, worker: str, claim: str | None, *, result: dict | None,
+                      error: str | None) -> bool:
+        """Record the public checks' result (or the public run's failure) while `worker` still holds
+        the claim: written before the hidden suite runs, so that a student reads it at once. False,
+        and nothing written, when the claim is no longer current."""
+        held = [submissions.c.id == submission_id, submissions.c.status == GRADING,
+                submissions.c.claimed_by == worker]
+        if claim is not None:
+            held.append(submissions.c.claim == claim)
+        with self._write() as conn:
+            return bool(conn.execute(update(submissions).where(*held).values(
+                public_result=None if result is None else json.dumps(result), public_error=error)).rowcount)
+
     def gradings(self, submission_id: str | None = None) -> list[tuple[str, str, str]]:
         """The results recorded, oldest first: (submission id, grader, status)."""
         query = select(gradings.c.submission_id, gradings.c.worker, gradings.c.status).order_by(gradings.c.seq)
@@ -302,7 +321,7 @@ class Storage:
         with self._write() as conn:
             return conn.execute(update(submissions).where(submissions.c.id.in_(ids), submissions.c.status != GRADING)
                                 .values(status=QUEUED, claimed_by=None, lease_until=None, claim=None, result=None,
-                                        error=None, finished=None)).rowcount
+                                        error=None, finished=None, public_result=None, public_error=None)).rowcount
 
     def queue_position(self, row: SubmissionRow) -> int:
         """1 for the next to be graded; 0 when it is not waiting."""
@@ -402,4 +421,6 @@ def _submission(row: Any) -> SubmissionRow | None:
     return SubmissionRow(row["seq"], row["id"], row["user_id"], row["assignment"], row["created"], row["status"],
                          row["path"], row["sha256"], row["size"], json.loads(row["files"] or "[]"), row["attempts"],
                          row["started"], row["finished"], json.loads(row["result"]) if row["result"] else None,
-                         row["error"], row.get("claim"))
+                         row["error"], row.get("claim"),
+                         json.loads(row["public_result"]) if row.get("public_result") else None,
+                         row.get("public_error"))
