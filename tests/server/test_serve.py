@@ -219,3 +219,18 @@ def test_a_second_server_on_the_same_course_is_refused(served):
 
 
 
+
+
+def test_the_server_reads_a_roster_as_the_course_policy_does_and_refuses_a_role_it_does_not_know(tmp_path):
+    from checks.course.assignment import CourseError
+    from checks.server.roster import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,email,role\ns1,Ann,a@x.org,\ns2,Bo,b@x.org,ta\n", encoding="utf-8")
+    assert [(user.id, user.role) for user in read_roster(roster)] == [("s1", "student"), ("s2", "ta")]
+    roster.write_text("student_id,name,email,role\ns1,Ann,a@x.org,dean\n", encoding="utf-8")
+    with pytest.raises(CourseError, match="the role of s1 must be one of student, ta, instructor, not 'dean'"):
+        read_roster(roster)
+    roster.write_text("student_id,name,email\ns1,Ann,a@x.org\ns1,Ann,a@x.org\n", encoding="utf-8")
+    with pytest.raises(CourseError, match="line 3: student_id s1 is there twice"):  # the policy's own check
+        read_roster(roster)

@@ -10,17 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from checks.course import inert
 from checks.course.assignment import CourseError
+from checks.policy.roster import read_roster as course_roster
 from checks.server.auth import new_token
-from checks.server.storage import ROLES, STUDENT, Storage, User
-
-REQUIRED = ("student_id", "name", "email")
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
+from checks.server.storage import ROLES, Storage, User
 
 
 @dataclass(frozen=True)
@@ -32,33 +29,16 @@ class Issued:
 
 
 def read_roster(path: Path) -> list[User]:
-    """The students of a roster CSV; CourseError naming the line for a bad row."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise CourseError(f"cannot read the roster {path}: {error}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    header = [name.strip() for name in reader.fieldnames or []]
-    missing = [name for name in REQUIRED if name not in header]
-    if missing:
-        raise CourseError(f"{path}: the header must name {', '.join(REQUIRED)} (missing {', '.join(missing)})")
-    students, seen = [], set()
-    for line, row in enumerate(reader, start=2):
-        row = {key.strip(): (value or "").strip() for key, value in row.items() if key is not None}
-        student_id = row["student_id"]
-        if not _ID.fullmatch(student_id):
-            raise CourseError(f"{path}, line {line}: student_id {inert.visible(student_id)!r} must be 1 to 100 "
-                              "letters, digits or . _ @ - (starting with a letter or digit)")
-        if student_id in seen:
-            raise CourseError(f"{path}, line {line}: student_id {student_id} is there twice")
-        seen.add(student_id)
-        role = row.get("role") or STUDENT
-        if role not in ROLES:
-            raise CourseError(f"{path}, line {line}: role must be one of {', '.join(ROLES)}")
-        students.append(User(student_id, row["name"], row["email"], role))
-    if not students:
-        raise CourseError(f"{path} lists no students")
-    return students
+    """The students of a roster CSV as server accounts, read as the course policy reads it
+    (checks.policy.roster: the same columns, ids and refusals); CourseError for a role the
+    server does not know."""
+    people = []
+    for student in course_roster(path).students.values():
+        if student.role not in ROLES:
+            raise CourseError(f"{path}: the role of {student.student_id} must be one of {', '.join(ROLES)}, "
+                              f"not {inert.visible(student.role)!r}")
+        people.append(User(student.student_id, student.name, student.email, student.role))
+    return people
 
 
 def import_roster(storage: Storage, people: list[User], *, reissue: bool = False) -> tuple[list[Issued], int]:
