@@ -92,3 +92,25 @@ def test_a_student_asks_for_a_regrade_and_reads_the_staffs_answer(served):
     book = list(csv.DictReader(io.StringIO(ta.get("/staff/gradebook/01_tensors/csv").text)))
     row = next(r for r in book if r["student_id"] == "s001")
     assert float(row["adjustment"]) == 2 and float(row["raw"]) == 100 and float(row["total"]) == 102, row
+
+
+def test_the_servers_gradebook_counts_the_submission_the_policy_says(tmp_path):
+    """counts = "best": a student's full marks stand though a later upload scores less (the
+    latest would count under "last", the default)."""
+    from serving import STUBS, wait_graded
+
+    folder = course_folder(tmp_path, policy='due = "2030-06-30T23:59:00+00:00"\ncounts = "best"\n')
+    tokens, staff = import_roster(folder), add_staff(folder, "tom", "ta")
+    server = start_server(folder)
+    try:
+        with server.client(tokens["s001"]) as http:
+            for submission in (REFERENCE, STUBS):
+                accepted = submit(http, folder_zip(submission))
+                assert accepted.status_code == 202, accepted.text
+                wait_graded(http, accepted.json()["id"])
+        ta, _ = signed_in(server, "tom", staff, "/staff")
+        book = list(csv.DictReader(io.StringIO(ta.get("/staff/gradebook/01_tensors/csv").text)))
+        row = next(r for r in book if r["student_id"] == "s001")
+        assert float(row["total"]) == 100, row
+    finally:
+        server.kill(15)
