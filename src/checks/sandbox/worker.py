@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib
 import importlib.abc
 import io
@@ -153,6 +154,13 @@ class _Home:
                     remove_entries(folder, keep={below})
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    """The C library, loaded once: the keeper's copy is every question process's, so that a
+    question's first prctl costs no dlopen (a process a question, on the grading hot path)."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
 def _stamp(path: str) -> tuple[int, int, int] | None:
     try:
         status = os.lstat(path)
@@ -260,13 +268,13 @@ def _adopt_orphans() -> None:
     """What a question process leaves behind (a daemon that left it) becomes the keeper's child,
     to be killed with the question, not init's."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _libc().prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _die_with(keeper: int) -> None:
     """A question process is killed with its keeper; if that is gone already, it exits."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != keeper:
         os._exit(0)
 
@@ -280,7 +288,7 @@ def _private_temp(home: str, size: int) -> bool:
     installation and the folders imports come from stay visible, read-only, where they lie
     under one of those folders (a virtualenv in /tmp): a fresh tmpfs over them would hide every
     module not imported yet. True when /tmp is its own."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
@@ -327,14 +335,14 @@ def _hand_over(home: str, uid: int) -> None:
 
 def _keep_capabilities() -> None:
     """Keep the permitted capabilities across setuid (to be narrowed at once by _read_everything)."""
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+    if _libc().prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_KEEPCAPS) failed")
 
 
 def _read_everything() -> None:
     """Keep only CAP_DAC_READ_SEARCH (read any file, never write one), for this process and what
     it executes: the fork level's answer to a Python installation other users cannot read."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)(*[1 << CAP_DAC_READ_SEARCH] * 3, 0, 0, 0)  # effective, permitted, inheritable
     if libc.capset(header, data) != 0:
@@ -346,7 +354,7 @@ def _remove_leftovers(uid: int) -> None:
     """Remove what earlier workers of the submission (our uid) may have left in the kernel to
     carry a reference file to us: System V shared memory, queues and semaphores, and keys in
     the uid's keyrings. Only their owner may remove them, so this runs as that uid."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
     if keyctl is not None:
         persistent = libc.syscall(keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING)

@@ -94,8 +94,7 @@ def gradebook_file(storage: Storage, assignment: Assignment, fmt: str, course: C
             for record in records:
                 row = storage.submission(record.source)
                 if row is not None:
-                    times[record.result.name] = datetime.fromtimestamp(row.created, timezone.utc).isoformat(
-                        timespec="seconds")
+                    times[record.result.name] = _received(row).isoformat(timespec="seconds")
             apply_policy(course, assignment.name, book, times, now=datetime.now(timezone.utc))
             records = book.load()
         publish(folder, records, assignment=assignment)
