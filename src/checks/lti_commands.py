@@ -3,7 +3,8 @@ end, beside cli.py, over checks.lti; needs the `lms` extra). `key` makes the too
 the course folder (once) and prints its public JWKS for the LMS's tool registration; `roster`
 adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
 final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
-[lti] memberships_url and lineitems_url (a launch carries them; the course server keeps them).
+[lti] memberships_url and lineitems_url, else those the latest launch at the course server named
+(services.endpoint). The course server's staff pages do the same from its own gradebook.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         return 0
     registration = load_registration(course.folder)
     config = registration.config
+    from checks.lti.services import endpoint
+
     if args.action == "roster":
         from checks.lti.services import import_roster
 
-        if not config.memberships_url:
-            raise CourseError(f"{course.config_file}: [lti] has no memberships_url (the Names and Role Provisioning "
-                              "endpoint a launch names)")
+        memberships = endpoint(registration, "memberships_url")
         roster = course.roster.path if course.roster else course.folder / "roster.csv"
-        done = import_roster(registration.conf, config.issuer, config.memberships_url, roster)
+        done = import_roster(registration.conf, config.issuer, memberships, roster)
         console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
                             f"{len(done.skipped)} (not active learners)"))
         return 0
@@ -74,9 +75,7 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
 
     if args.folder is None:
         raise CourseError("`checks lti post FOLDER`: the --out folder of `checks grade`")
-    if not config.lineitems_url:
-        raise CourseError(f"{course.config_file}: [lti] has no lineitems_url (the Assignment and Grade Services "
-                          "endpoint a launch names)")
+    lineitems = endpoint(registration, "lineitems_url")
     book = Gradebook.existing(args.folder / DB_FILE)
     roster = course.require_roster("`checks lti post`")
     if args.label:
@@ -87,9 +86,10 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = load_assignment(course.root, book.assignment).title
     else:
         label = book.assignment
-    done = post_scores(registration.conf, config.issuer, {"lineitems": config.lineitems_url}, book.load(), roster,
+    done = post_scores(registration.conf, config.issuer, {"lineitems": lineitems}, book.load(), roster,
                        assignment=book.assignment, label=label)
-    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"), soft_wrap=True)
+    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}" if done.lineitem
+                        else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)
     for why in done.left_out:
         console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
     return 0

@@ -6,7 +6,9 @@ platform posts back and returns who launched, from where, and the service endpoi
 PyLTI1p3 does the checking; around it, what it leaves to its host: state kept in a SQLite file
 in the course folder (several processes may serve one course), a nonce that is consumed when it
 is checked (PyLTI1p3's own check leaves it valid: a replayed id_token would pass), the expiry
-and issue time required in every id_token, and HTTP calls with a time limit.
+and issue time required in every id_token, and HTTP calls with a time limit. The service
+endpoints a launch names are kept in the same file (`keep_endpoints`): the roster and grade
+passback use them where course.toml's [lti] names none.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ HTTP_SECONDS = 10.0  # every call to the platform
 STORE_FILE = "data/lti.sqlite"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+ENDPOINTS_KEY = "checks-service-endpoints"  # in the Store, without expiry: the latest launch's
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 CONTEXT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/context"
 
@@ -188,6 +191,24 @@ class Launch:
 
 def store_for(folder: Path) -> Store:
     return Store(folder / STORE_FILE)
+
+
+def keep_endpoints(store: Store, done: Launch, *, now: float | None = None) -> None:
+    """Keep the service endpoints a checked launch names (those it names; the others stay as
+    they were), so that staff can sync the roster and post grades without writing them in course.toml."""
+    kept = kept_endpoints(store)
+    found = {"memberships_url": done.memberships_url, "lineitems_url": str(done.ags.get("lineitems") or "")}
+    if not any(found.values()):
+        return
+    kept.update({key: value for key, value in found.items() if value})
+    kept.update({"context_id": done.context_id, "at": time.time() if now is None else now})
+    store.set_value(ENDPOINTS_KEY, kept)
+
+
+def kept_endpoints(store: Store) -> dict[str, Any]:
+    """The endpoints the latest launch named: memberships_url, lineitems_url, context_id, at ({}: none yet)."""
+    value = store.get_value(ENDPOINTS_KEY)
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def login(conf: Any, params: dict[str, str], store: Store, *, launch_url: str) -> LoginRedirect:

@@ -2,9 +2,12 @@
 its key, exchanged for a scoped access token): Names and Role Provisioning (the class list, into
 roster.csv) and Assignment and Grade Services (a line item per assignment, a score per student).
 
-Scores come from a `checks grade` output folder's gradebook: the final score (raw, less the late
-penalty, plus manual adjustments), out of the assignment's maximum, for each graded submission
-whose student the roster ties to a platform user id (lms_id); a grader failure is never posted.
+Scores come from a gradebook, `checks grade`'s output folder (`checks lti post`) or the course
+server's own (its staff page): the final score (raw, less the late penalty, plus manual
+adjustments), out of the assignment's maximum, for each graded submission whose student the
+roster ties to a platform user id (lms_id); a grader failure is never posted. Both front ends
+call the same post_scores, and find the endpoints the same way (`endpoint`: course.toml's [lti],
+else what the latest launch named).
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.service_connector import ServiceConnector
 
 from checks.course import inert
-from checks.lti.launch import LtiError, TimedSession
+from checks.course.assignment import CourseError
+from checks.lti.config import Registration
+from checks.lti.launch import LtiError, TimedSession, kept_endpoints, store_for
 from checks.policy.roster import OPTIONAL, REQUIRED, Roster, read_roster
 from checks.reports.gradebook import Graded
 from checks.reports.render import adjustment_line
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+SERVICES = {"memberships_url": "Names and Role Provisioning", "lineitems_url": "Assignment and Grade Services"}
 AGS_SCOPES = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
               "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly",
               "https://purl.imsglobal.org/spec/lti-ags/scope/score"]
@@ -53,6 +59,20 @@ def _calling(what: str) -> Iterator[None]:
         raise LtiError(f"{what}: {error}") from None
     except requests.RequestException as error:
         raise LtiError(f"{what}: the platform could not be reached ({error})") from None
+
+
+def endpoint(registration: Registration, which: str) -> str:
+    """The service endpoint `which` (memberships_url or lineitems_url): course.toml's [lti], else
+    the one the latest launch named (kept in the course folder); CourseError says where to give it."""
+    given = getattr(registration.config, which)
+    if given:
+        return given
+    kept = str(kept_endpoints(store_for(registration.folder)).get(which) or "")
+    if kept:
+        return kept
+    raise CourseError(f"no {SERVICES[which]} endpoint: course.toml's [lti] has no `{which}` and no launch from the LMS "
+                   f"has named one yet. Launch the tool once from the LMS course (a launch names it and the course "
+                   f"keeps it), or write {which} in [lti] (docs/policy.md)")
 
 
 @dataclass
@@ -90,7 +110,7 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         new_rows.append({"student_id": user, "name": str(member.get("name", "")), "email": str(member.get("email", "")),
                          "lms_id": user, "sis_id": str(member.get("lis_person_sourcedid", ""))})
         done.added.append(user)
-    columns = list(REQUIRED) + [c for c in OPTIONAL if c != "role"]
+    columns = list(REQUIRED) + list(OPTIONAL)  # a TA's role stays on the roster
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -104,39 +124,71 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
 
 @dataclass
 class Posted:
-    lineitem: str  # its URL at the platform
+    lineitem: str  # its URL at the platform ("": nothing to post, the platform was not called)
     posted: list[str] = field(default_factory=list)  # submissions whose score was posted
     left_out: list[str] = field(default_factory=list)  # and why the others were not
 
 
+class PostFailed(LtiError):
+    """The platform refused or failed part-way; `done` says what it had taken before."""
+
+    def __init__(self, message: str, done: Posted) -> None:
+        super().__init__(message)
+        self.done = done
+
+
+def _to_post(records: list[Graded], roster: Roster) -> tuple[list[tuple[Graded, str]], list[str]]:
+    """(each record to post, with its student's platform user id), and why each other record, and
+    each student of the roster without one, is left out."""
+    chosen, left_out, seen = [], [], set()
+    for record in records:
+        result = record.result
+        student = roster.match(result.name, result.student_id)
+        if student is not None:
+            seen.add(student.student_id)
+        if not record.ok:
+            left_out.append(f"{result.name}: not graded (the grader failed on it)")
+        elif student is None or not student.lms_id:
+            left_out.append(f"{result.name}: no platform user id (lms_id) in the roster")
+        else:
+            chosen.append((record, student.lms_id))
+    left_out += [f"{student.student_id}: no graded submission" for student in roster.students.values()
+                 if student.role == "student" and student.student_id not in seen]
+    return chosen, left_out
+
+
 def post_scores(conf: Any, issuer: str, ags: dict[str, Any], records: list[Graded], roster: Roster, *,
                 assignment: str, label: str, now: datetime | None = None) -> Posted:
-    """Find (by tag: the assignment's name) or create the line item, then post each final score."""
+    """Find (by tag: the assignment's name) or create the line item, then post each final score:
+    the one code path of `checks lti post` and the course server. Nothing is sent when nothing is
+    to be posted; PostFailed when the platform fails (with what it had taken before)."""
     service_data = {"scope": ags.get("scope") or AGS_SCOPES, "lineitems": ags.get("lineitems", "")}
     if ags.get("lineitem"):
         service_data["lineitem"] = ags["lineitem"]
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="seconds")
     maximum = max((r.result.max_score for r in records if r.ok), default=0.0)
-    with _calling("Assignment and Grade Services"):
-        service = AssignmentsGradesService(_connector(conf, issuer), service_data)
-        item = service.find_or_create_lineitem(
-            LineItem().set_tag(assignment).set_label(label).set_score_maximum(maximum).set_resource_id(assignment))
-        done = Posted(str(item.get_id()))
-        for record in records:
-            result = record.result
-            if not record.ok:
-                done.left_out.append(f"{result.name}: not graded (the grader failed on it)")
-                continue
-            student = roster.match(result.name, result.student_id)
-            if student is None or not student.lms_id:
-                done.left_out.append(f"{result.name}: no platform user id (lms_id) in the roster")
-                continue
-            comment = "; ".join(adjustment_line(a) for a in result.adjustments)
-            grade = (Grade().set_score_given(result.final_score).set_score_maximum(result.max_score)
-                     .set_user_id(student.lms_id).set_timestamp(stamp).set_activity_progress("Completed")
-                     .set_grading_progress("FullyGraded"))
-            if comment:
-                grade.set_comment(comment)
-            service.put_grade(grade, item)
-            done.posted.append(result.name)
+    chosen, left_out = _to_post(records, roster)
+    done = Posted("", left_out=left_out)
+    if not chosen:
+        return done
+    try:
+        with _calling("Assignment and Grade Services"):
+            service = AssignmentsGradesService(_connector(conf, issuer), service_data)
+            item = service.find_or_create_lineitem(
+                LineItem().set_tag(assignment).set_label(label).set_score_maximum(maximum).set_resource_id(assignment))
+            done.lineitem = str(item.get_id())
+            for record, lms_id in chosen:
+                result = record.result
+                comment = "; ".join(adjustment_line(a) for a in result.adjustments)
+                grade = (Grade().set_score_given(result.final_score).set_score_maximum(result.max_score)
+                         .set_user_id(lms_id).set_timestamp(stamp).set_activity_progress("Completed")
+                         .set_grading_progress("FullyGraded"))
+                if comment:
+                    grade.set_comment(comment)
+                service.put_grade(grade, item)
+                done.posted.append(result.name)
+    except LtiError as error:
+        taken = f"; {len(done.posted)} of {len(chosen)} scores were posted before it" if done.posted else \
+            "; no score was posted"
+        raise PostFailed(f"{error}{taken}", done) from None
     return done

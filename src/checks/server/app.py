@@ -673,14 +673,14 @@ async def staff_page(server: Server, request: Request) -> Response:
     view = class_view(server, assignment)
     view["recent"] = [_row_view(server, row, user) for row in view["recent"]]
     view["failures"] = [_row_view(server, row, user) for row in view["failures"]]
-    return _render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True,
+    return _render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True, lti=server.config.lti,
                    released=server.storage.hidden_released(assignment),
                    policy=server.config.assignments[assignment], **view)
 
 
 async def staff_students(server: Server, request: Request) -> Response:
     _require_staff(server, request)
-    return _render(server, request, "students.html.j2", students=server.storage.users())
+    return _render(server, request, "students.html.j2", students=server.storage.users(), lti=server.config.lti)
 
 
 def _files(server: Server, row: SubmissionRow) -> list[tuple[str, str]]:

@@ -1,7 +1,8 @@
 """The server's gradebook, in every format `checks grade` writes: each student's submission that
 counts under the course policy, else the latest (a grader failure stays a row with no score), rendered by the same code into a
 temporary output folder: gradebook.csv, report.html, gradebook.sqlite, or all of it as a zip
-(results.json, feedback.md and feedback.html per student beside them).
+(results.json, feedback.md and feedback.html per student beside them); the same final scores
+(`scores`) are what the staff post to the LMS.
 """
 
 from __future__ import annotations
@@ -77,26 +78,39 @@ def _graded(row, assignment: str) -> Graded:  # noqa: ANN001 - a storage row
     return Graded(result, __version__, stamp.replace("+00:00", "Z"), source=row.id, fingerprint=row.sha256)
 
 
+def final_records(storage: Storage, assignment: str, course: Course | None, folder: Path) -> list[Graded]:
+    """Each student's counted submission, as the gradebook holds it in `folder` (made there): with
+    the course policy, its late penalties (from each submission's receipt time, extensions and
+    grace days applied) and the manual adjustments of answered regrade requests, applied as
+    `checks grade` applies them (grading.adjust.apply_policy), kept apart from the raw score with
+    their reasons. What every export and the LMS's grade passback carry."""
+    records = counted(storage, assignment, course)
+    book = Gradebook(folder / DB_FILE, assignment)
+    for record in records:
+        book.record(record)
+    if course is not None and records:
+        times: dict[str, str | None] = {}
+        for record in records:
+            row = storage.submission(record.source)
+            if row is not None:
+                times[record.result.name] = _received(row).isoformat(timespec="seconds")
+        apply_policy(course, assignment, book, times, now=datetime.now(timezone.utc))
+        records = book.load()
+    return records
+
+
+def scores(storage: Storage, assignment: str, course: Course | None = None) -> list[Graded]:
+    """final_records, without the files: for the LMS's grade passback."""
+    with tempfile.TemporaryDirectory(prefix="checks-gradebook-") as temp:
+        return final_records(storage, assignment, course, Path(temp) / assignment)
+
+
 def gradebook_file(storage: Storage, assignment: Assignment, fmt: str, course: Course | None = None
                    ) -> tuple[bytes, str]:
-    """(the file's bytes, its media type) for `fmt` in FORMATS. With the course policy, its late
-    penalties (from each submission's receipt time, extensions and grace days applied) and the
-    manual adjustments of answered regrade requests are applied as `checks grade` applies them
-    (grading.adjust.apply_policy), kept apart from the raw score with their reasons."""
-    records = counted(storage, assignment.name, course)
+    """(the file's bytes, its media type) for `fmt` in FORMATS, of final_records."""
     with tempfile.TemporaryDirectory(prefix="checks-gradebook-") as temp:
         folder = Path(temp) / assignment.name
-        book = Gradebook(folder / DB_FILE, assignment.name)
-        for record in records:
-            book.record(record)
-        if course is not None and records:
-            times: dict[str, str | None] = {}
-            for record in records:
-                row = storage.submission(record.source)
-                if row is not None:
-                    times[record.result.name] = _received(row).isoformat(timespec="seconds")
-            apply_policy(course, assignment.name, book, times, now=datetime.now(timezone.utc))
-            records = book.load()
+        records = final_records(storage, assignment.name, course, folder)
         publish(folder, records, assignment=assignment)
         if fmt != "zip":
             return (folder / FORMATS[fmt]).read_bytes(), MEDIA[fmt]

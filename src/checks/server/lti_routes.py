@@ -1,5 +1,7 @@
 """LTI 1.3 on the course server: the OIDC third-party initiated login (/lti/login) and the launch
-(/lti/launch), which signs the launching user in to the server's pages.
+(/lti/launch), which signs the launching user in to the server's pages; and the staff's two LMS
+actions, each a form on their pages: post an assignment's final scores from the server's own
+gradebook (/staff/lti/scores), and sync the roster from the LMS (/staff/lti/roster).
 
 The checking is checks.lti.launch's (`login`, `launch`: PyLTI1p3, with its state kept in the
 course folder's data/lti.sqlite so that any server process may answer either step, and a nonce
@@ -7,11 +9,23 @@ that is good once). Who the launch is: the platform's user id (`sub`) matched to
 roster's `lms_id` (or `student_id`); that roster person must have a server account (`checks roster
 import`), and the account's own role decides what they may do, never the roles the LMS claims.
 A course without an [lti] table in course.toml answers these routes 404.
+
+The staff's actions call checks.lti.services, as `checks lti post|roster` do: the scores are the
+server's gradebook's final scores (server/gradebook.scores: the counted submission, late penalty,
+adjustments), and the roster's new learners get accounts as `checks roster import` gives them
+(a token each, only its hash kept, the tokens shown once). The endpoints are course.toml's, else
+the latest launch's (kept by /lti/launch). Each action is recorded, with who and when, in the
+course's records/lti.jsonl (checks.policy.records, as extensions are); a platform that refuses
+or cannot be reached is said so on the page (502), and then nothing is recorded or added.
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import html
+import io
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -19,9 +33,14 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from checks.course import inert
 from checks.course.assignment import CourseError
-from checks.server import app, auth
+from checks.policy import records
+from checks.policy.roster import Roster, read_roster
+from checks.server import app, auth, gradebook, roster
 from checks.server.app import Server
+
+AUDIT = "lti"  # COURSE/records/lti.jsonl: the staff's posts and roster syncs
 
 
 def _registration(server: Server) -> Any:
@@ -71,7 +90,7 @@ async def lti_login(server: Server, request: Request) -> Response:
 
 async def lti_launch(server: Server, request: Request) -> Response:
     """The platform's id_token, checked; its user signed in (a fresh session) and sent on."""
-    from checks.lti.launch import LtiError, launch, store_for
+    from checks.lti.launch import LtiError, keep_endpoints, launch, store_for
 
     registration = _registration(server)
     params = await _params(request)
@@ -86,6 +105,8 @@ async def lti_launch(server: Server, request: Request) -> Response:
     if user is None:
         raise HTTPException(403, f"the LMS user {done.user_id!r} has no account on this server: the course staff "
                             "add them to the roster (lms_id) and run `checks roster import`")
+    # a launch of this course's member names the services: kept for the staff's LMS actions
+    await run_in_threadpool(keep_endpoints, store_for(server.config.folder), done)
     request.session.clear()
     request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
     target = "/staff" if user.staff else "/"
@@ -97,7 +118,136 @@ async def lti_launch(server: Server, request: Request) -> Response:
     return HTMLResponse(page)
 
 
+# ---------------------------------------------------------------------------- the staff's LMS actions
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _course_roster(server: Server) -> Roster:
+    """The course's roster as it is on disk now (a sync in another server process may have grown it)."""
+    course = app._course(server)
+    return read_roster(course.require_roster("the LMS's roster and grade passback").path)
+
+
+def _audit(server: Server, fields: dict[str, Any]) -> None:
+    """One line of records/lti.jsonl: what was done, by whom, when."""
+    with records.locked(records.records_path(app._course(server).folder, AUDIT)) as fd:
+        records.append(fd, {**fields, "at": _now().isoformat(timespec="seconds")})
+
+
+def _lms_page(server: Server, request: Request, *, status: int = 200, **context: Any) -> Response:
+    view = {"heading": "", "error": "", "summary": "", "left_out": [], "issued": [], "tokens_csv": "",
+            "back": "/staff", **context}
+    return app._render(server, request, "lms.html.j2", status=status, **view)
+
+
+def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
+    """Post `assignment`'s final scores from the server's gradebook (audited); LtiError or
+    CourseError when it cannot."""
+    from checks.lti.services import PostFailed, endpoint, post_scores
+
+    registration = _registration(server)
+    lineitems = endpoint(registration, "lineitems_url")
+    course = app._course(server)
+    people = _course_roster(server)
+    label = server.assignments[assignment].title or assignment
+    try:
+        done = post_scores(registration.conf, registration.issuer, {"lineitems": lineitems},
+                           gradebook.scores(server.storage, assignment, course), people,
+                           assignment=assignment, label=label, now=_now())
+    except PostFailed as failed:
+        if failed.done.posted:  # the platform took some before it failed: that is a change, recorded
+            _audit(server, {"event": "post", "assignment": assignment, "lineitem": failed.done.lineitem,
+                            "posted": failed.done.posted, "error": str(failed), "by": by})
+        raise
+    if done.lineitem:
+        _audit(server, {"event": "post", "assignment": assignment, "lineitem": done.lineitem, "posted": done.posted,
+                        "left_out": done.left_out, "by": by})
+    return {"lineitem": done.lineitem, "posted": done.posted, "left_out": done.left_out}
+
+
+async def staff_post_scores(server: Server, request: Request) -> Response:
+    """Staff post an assignment's final scores to the LMS (Assignment and Grade Services)."""
+    from checks.lti.launch import LtiError
+
+    user = app._require_staff(server, request)
+    _registration(server)
+    form = await app.checked_form(request, max_files=0, max_fields=5)
+    assignment = str(form.get("assignment", ""))
+    if assignment not in server.config.assignments:
+        raise HTTPException(400, "no such assignment")
+    heading = f"Post the final scores of {assignment} to the LMS"
+    try:
+        done = await run_in_threadpool(post_outcome, server, assignment, user.id)
+    except LtiError as error:
+        return _lms_page(server, request, status=502, heading=heading, back=f"/staff?assignment={assignment}",
+                         error=f"The LMS did not take the scores: {error}")
+    except CourseError as error:
+        return _lms_page(server, request, status=400, heading=heading, back=f"/staff?assignment={assignment}",
+                         error=str(error))
+    summary = (f"Posted {len(done['posted'])} score(s) to the LMS's line item {done['lineitem']}; "
+               f"{len(done['left_out'])} left out." if done["lineitem"] else
+               f"Nothing to post: no graded submission of {assignment} belongs to a student with an LMS user id. "
+               "The LMS was not called.")
+    return _lms_page(server, request, heading=heading, summary=summary, left_out=done["left_out"],
+                     back=f"/staff?assignment={assignment}")
+
+
+def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]:
+    """The LMS's active learners added to the course roster, then an account for everyone on it
+    who has none (as `checks roster import`); nobody's account or token is changed (audited)."""
+    from checks.lti.services import endpoint, import_roster
+
+    registration = _registration(server)
+    memberships = endpoint(registration, "memberships_url")
+    path = _course_roster(server).path
+    done = import_roster(registration.conf, registration.issuer, memberships, path)
+    issued, kept = roster.import_roster(server.storage, roster.read_roster(path))
+    course = app._course(server)  # this process reads the grown roster at once (launches, gradebook)
+    server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=read_roster(path)))
+    _audit(server, {"event": "roster", "added": done.added, "kept": done.kept, "skipped": done.skipped,
+                    "accounts": [one.user.id for one in issued], "by": by})
+    return done, issued, kept
+
+
+def tokens_csv(issued: list[roster.Issued]) -> str:
+    """The new tokens as `checks roster import` writes them (student_id, name, email, role, token)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student_id", "name", "email", "role", "token"])
+    for one in issued:
+        writer.writerow([inert.csv_cell(cell) for cell in (one.user.id, one.user.name, one.user.email, one.user.role)]
+                        + [one.token])
+    return buffer.getvalue()
+
+
+async def staff_sync_roster(server: Server, request: Request) -> Response:
+    """Staff sync the roster from the LMS (Names and Role Provisioning): the new learners' tokens
+    are shown on this page once, never stored."""
+    from checks.lti.launch import LtiError
+
+    user = app._require_staff(server, request)
+    _registration(server)
+    await app.checked_form(request, max_files=0, max_fields=5)
+    heading = "Sync the roster from the LMS"
+    try:
+        done, issued, kept = await run_in_threadpool(sync_roster, server, user.id)
+    except LtiError as error:
+        return _lms_page(server, request, status=502, heading=heading, back="/staff/students",
+                         error=f"The LMS's roster could not be read: {error}. Nothing was changed.")
+    except CourseError as error:
+        return _lms_page(server, request, status=400, heading=heading, back="/staff/students", error=str(error))
+    summary = (f"The LMS lists {len(done.added)} new learner(s), added to the roster; {done.kept} already there; "
+               f"{len(done.skipped)} skipped (not active learners). {len(issued)} new account(s), {kept} account(s) "
+               "already there kept theirs.")
+    return _lms_page(server, request, heading=heading, summary=summary, issued=issued, tokens_csv=tokens_csv(issued),
+                     back="/staff/students")
+
+
 ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/lti/login", lti_login, ["GET", "POST"]),
     ("/lti/launch", lti_launch, ["POST"]),
+    ("/staff/lti/scores", staff_post_scores, ["POST"]),
+    ("/staff/lti/roster", staff_sync_roster, ["POST"]),
 ]
