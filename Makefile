@@ -2,6 +2,8 @@
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
+# test processes (pytest-xdist): one a core; each test file runs whole in one of them
+TEST_JOBS ?= auto
 STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup demo test test-long test-all docs bench image image-check clean
@@ -19,11 +21,12 @@ $(STAMP): constraints.txt pyproject.toml
 demo: $(STAMP)
 	$(BIN)/checks grade 01_tensors examples/01_tensors --out grades/01_tensors --regrade
 
-# The platform's tests (the slow ones are marked and left to `make test-all`).
+# The platform's tests (the slow ones are marked and left to `make test-all`), a file at a time
+# on each core (TEST_JOBS=0: in this process, one after another).
 test: $(STAMP)
 	$(BIN)/checks build --check
 	$(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
-	$(BIN)/python -m pytest -q -m "not slow and not long"
+	$(BIN)/python -m pytest -q -m "not slow and not long" -n $(TEST_JOBS) --dist loadfile
 
 # The long end-to-end cases: the real course tools graded beside checks on 01_tensors (nbgrader,
 # otter, Gradescope's run_autograder), a Dask cluster, PostgreSQL, the browser tests: a few
