@@ -400,7 +400,7 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
     submit = _command(commands, "submit", "submit your work to the course server and show the feedback",
                       "Pack your folder as `checks pack` does, upload it, wait for the grader and print the "
                       "feedback with your score (or, while the hidden checks are not released, say so). "
-                      "--no-wait prints the submission's id and returns at once.",
+                      "--no-wait prints the submission's id and returns at once; --status ID shows it later.",
                       "  checks submit                         # in your copy of an assignment\n"
                       "  checks submit 01_tensors ~/my-copy\n  checks submit 01_tensors --no-wait",
                       usage="checks submit [ASSIGNMENT] [FOLDER] [options]")
@@ -408,6 +408,8 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
                         help=f"{assignment_help} (default: the copy the current folder is in); FOLDER: your folder "
                              "(default: as for `checks pack`)")
     submit.add_argument("--no-wait", action="store_true", help="print the submission id and return")
+    submit.add_argument("--status", metavar="ID", default=None,
+                        help="upload nothing: show a submission's status and feedback as the server has it now")
     late = submit.add_mutually_exclusive_group()
     late.add_argument("--use-grace-day", dest="grace", action="store_const", const="use",
                       help="a late upload spends grace days (where the course asks first; the server says how many "
@@ -955,6 +957,16 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
     from checks.pack import pack
     from checks.server import client
 
+    if args.status is not None:
+        if args.words:
+            raise CourseError("`checks submit --status ID` uploads nothing: name no assignment or folder")
+        try:
+            credentials = client.load_credentials()
+            reply = client.status(args.status, credentials)
+        except client.ServerError as error:
+            console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
+            return 1
+        return show_submission(reply, credentials.url)
     if _read_words(root, args):
         raise CourseError("`checks submit` submits the whole assignment: name the assignment and your folder only")
     assignment, folder = _student_assignment(root, args)
@@ -994,16 +1006,19 @@ def show_submission(reply: dict, url: str) -> int:
         console.print(Text(reply["message"], style="red"), soft_wrap=True)
         return 1
     result = SubmissionResult.from_dict(reply["result"]) if reply.get("result") else None
-    if result is None:
+    if result is None and not reply.get("public"):
         console.print(plain(f"status: {reply['status']}"))
         return 1
+    public = SubmissionResult.from_dict(reply["public"]) if reply.get("public") else None
+    pending = result is None  # its public checks ran; its hidden suite waits in the queue, unseen until released
+    if result is None:
+        result = SubmissionResult(name=reply["id"], assignment=reply["assignment"], warnings=public.warnings)
     for warning in result.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), plain(warning)))
     if result.questions:
         console.print(question_table(result, show_points=True))
         print_failures(console, result)
         console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
-    public = SubmissionResult.from_dict(reply["public"]) if reply.get("public") else None
     if public is not None and public.questions and not result.questions:  # hidden scores not released yet
         console.print(Text("public checks (the ones `checks test` runs):", style="bold"))
         console.print(question_table(public, show_points=True))
@@ -1011,6 +1026,9 @@ def show_submission(reply: dict, url: str) -> int:
         console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
+    if pending:
+        console.print(plain(f"The hidden checks wait in the queue: `checks submit --status {reply['id']}` says when "
+                            "they are graded."), soft_wrap=True)
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
     if not result.questions:  # graded, its hidden scores not released yet: the public checks say
         return 0 if public is None or public.score >= public.max_score else 1

@@ -15,6 +15,8 @@ from serving import (REFERENCE, REPO, add_staff, checks, course_folder, folder_z
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+from checks.server.storage import Storage  # noqa: E402
+
 LATER = 'due = "2099-01-01T00:00:00+00:00"\nhidden_before_due = false\n'
 
 
@@ -55,6 +57,34 @@ def test_before_the_due_date_students_see_the_public_checks_and_no_hidden_score(
         assert released["hidden_shown"] is True
         assert sum(q["score"] for q in released["result"]["questions"]) == 100
         assert "Score: 100 / 100" in page.get(reply["url"]).text
+    finally:
+        server.kill(15)
+
+
+def test_under_a_burst_every_student_gets_the_public_checks_before_any_hidden_suite_runs(tmp_path):
+    """Three uploads queued while the one grading slot warms: each one's public checks run, and
+    each student's long poll answers with them, before any hidden suite; the last one's hidden
+    suite runs at once (nobody waits for public checks then), the two others' after it."""
+    roster = [(f"s00{i}", f"Student {i}", f"s{i}@example.edu") for i in (1, 2, 3)]
+    folder = course_folder(tmp_path, policy=LATER, roster=roster)
+    tokens = import_roster(folder)
+    server = start_server(folder, wait_for_graders=False)
+    try:
+        ids = []
+        for student in ("s001", "s002", "s003"):
+            with server.client(tokens[student]) as http:
+                ids.append(submit(http, folder_zip(REFERENCE)).json()["id"])
+        with server.client(tokens["s001"]) as http:  # as `checks submit` waits
+            first = http.get(f"/api/submissions/{ids[0]}", params={"wait": 60}).json()
+        assert first["settled"] is True and first["hidden_shown"] is False, first
+        assert first["public"]["questions"] and first["status"] in ("queued", "grading")
+        for student, submission_id in zip(("s001", "s002", "s003"), ids):
+            with server.client(tokens[student]) as http:
+                assert wait_graded(http, submission_id)["status"] == "done"
+        storage = Storage(f"sqlite:///{folder / 'data' / 'checks.sqlite'}")
+        assert [graded for graded, _, _ in storage.gradings()] == [ids[2], ids[0], ids[1]]
+        assert all(storage.submission(one).attempts == 1 for one in ids)  # a deferral is no try
+        storage.close()
     finally:
         server.kill(15)
 

@@ -146,6 +146,27 @@ def test_the_same_grader_cannot_record_under_a_claim_it_lost(url):
     storage.close()
 
 
+def test_submissions_waiting_for_their_public_checks_are_claimed_before_hidden_suites(url):
+    """Under a burst a student first gets what they may see: a submission whose public checks ran
+    goes back to the queue (not counted as a try) behind every one still waiting for its public
+    checks, then is claimed in its turn; a grader with no public checks takes them in order."""
+    storage = Storage(url)
+    first, second, third = queue(storage, 3)
+    claimed = storage.claim("slot", ["01_tensors"], 60, public=["01_tensors"])
+    assert claimed.id == first and storage.public_waiting(["01_tensors"])
+    assert storage.record_public(first, "slot", claimed.claim, result={"score": 1}, error=None)
+    assert not storage.defer(first, "other", claimed.claim)  # only its holder gives it back
+    assert storage.defer(first, "slot", claimed.claim)
+    assert storage.claim("dask", ["01_tensors"], 60).id == first  # no public checks: the oldest
+    assert storage.defer(first, "dask", None)
+    assert [storage.claim(f"slot{i}", ["01_tensors"], 60, public=["01_tensors"]).id for i in range(2)] == [second, third]
+    assert not storage.public_waiting(["01_tensors"])  # both are claimed now
+    again = storage.claim("slot", ["01_tensors"], 60, public=["01_tensors"])
+    assert again.id == first and again.attempts == 1 and again.public_result == {"score": 1}
+    assert not storage.public_waiting(["another"])
+    storage.close()
+
+
 def test_every_process_draws_on_one_rate_bucket(url):
     storages = [Storage(url) for _ in range(3)]
     waits: list[float] = []

@@ -422,11 +422,19 @@ def public_result(row: SubmissionRow) -> SubmissionResult | None:
     return None if row.public_result is None else SubmissionResult.from_dict(row.public_result)
 
 
+def _settled(row: SubmissionRow, shown: bool) -> bool:
+    """Whether the reader has all they may see of the submission now (what `checks submit` waits
+    for): its grading is over, or its hidden results are not theirs to see yet and its public
+    checks' result is there (the hidden suite may still be queued behind other students' public checks)."""
+    return row.status not in (QUEUED, GRADING) or (not shown and row.public_result is not None)
+
+
 def _status(server: Server, row: SubmissionRow, user: User) -> dict:
     result = student_result(server, row, user)
     shown = user.staff or _shown(server, row)
     status = row.status if user.staff or row.status != FAILED else "grader_problem"
     reply = {"id": row.id, "assignment": row.assignment, "status": status, "created": row.created,
+             "settled": _settled(row, shown),
              "position": server.storage.queue_position(row), "files": row.files, "hidden_shown": shown,
              "visibility": _visibility_note(server, row.assignment, shown), "url": f"/submissions/{row.id}"}
     if result is not None:
@@ -451,8 +459,9 @@ MAX_WAIT = 60.0
 
 
 async def api_submission(server: Server, request: Request) -> Response:
-    """A submission's status; with ?wait=SECONDS (at most 60), answered once it is graded or the
-    time is up: one request per submission instead of a poll every fraction of a second."""
+    """A submission's status; with ?wait=SECONDS (at most 60), answered once it is settled for the
+    reader (_settled) or the time is up: one request per submission instead of a poll every
+    fraction of a second."""
     user = await api_user(server, request)
     try:
         wait = min(MAX_WAIT, max(0.0, float(request.query_params.get("wait", 0))))
@@ -465,7 +474,7 @@ async def api_submission(server: Server, request: Request) -> Response:
         try:
             row = owned(server, user, submission_id)
             left = deadline - time.monotonic()
-            if row.status not in (QUEUED, GRADING) or left <= 0:
+            if left <= 0 or _settled(row, user.staff or _shown(server, row)):
                 return JSONResponse(_status(server, row, user))
             try:
                 await asyncio.wait_for(future, timeout=min(left, 1.0))

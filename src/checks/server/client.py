@@ -127,7 +127,8 @@ def status(submission_id: str, credentials: Credentials | None = None) -> dict:
 
 
 def wait(submission_id: str, credentials: Credentials | None = None, timeout: float = WAIT_SECONDS) -> dict:
-    """Ask (long polls) until the submission is graded (or the grader failed on it); ServerError after `timeout`."""
+    """Ask (long polls) until the submission is settled for this student: graded (or the grader
+    failed on it), or, while its hidden results are not shown, its public checks have run; ServerError after `timeout`."""
     credentials = credentials or load_credentials()
     deadline = time.monotonic() + timeout
     with _client(credentials, timeout=LONG_POLL + 30) as http:
@@ -137,7 +138,7 @@ def wait(submission_id: str, credentials: Credentials | None = None, timeout: fl
                                         params={"wait": LONG_POLL}))
             except httpx.HTTPError as error:
                 raise ServerError(f"cannot reach {credentials.url}: {error}") from None
-            if reply["status"] not in ("queued", "grading"):
+            if reply.get("settled") or reply["status"] not in ("queued", "grading"):
                 return reply
             if time.monotonic() > deadline:
                 raise ServerError(f"not graded after {timeout:g} s; `checks submit --status {submission_id}` "

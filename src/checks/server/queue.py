@@ -10,6 +10,11 @@ written only under the claim that is still current (storage.complete), so that a
 outlived its lease cannot record a second result. A pool that dies gives the submission back to
 the queue (up to MAX_ATTEMPTS tries); a failure of the grader itself is recorded for staff,
 never as the student's score.
+
+Where a slot runs the public checks, a submission's public run comes first and is recorded at
+once; while other submissions wait for theirs, its hidden suite goes back to the queue behind
+them (Storage.defer, Storage.claim's order): under a deadline burst every student gets their
+public checks' feedback first, and the hidden results (shown after the due date) follow.
 """
 
 from __future__ import annotations
@@ -175,7 +180,8 @@ class GradingQueue:
                 with self._arrived:
                     seen = self._generation
                 try:
-                    row = self.storage.claim(worker, list(self.assignments), self.lease_seconds)
+                    row = self.storage.claim(worker, list(self.assignments), self.lease_seconds,
+                                             public=self._public_assignments(grader))
                 except Exception as error:  # noqa: BLE001 - the database is away (restarting): try again
                     log.error("could not claim a submission: %s", error)
                     self._stop.wait(1.0)
@@ -194,6 +200,11 @@ class GradingQueue:
                         self._held.pop(row.id, None)
         finally:
             grader.close()
+
+    def _public_assignments(self, grader: Grader) -> list[str]:
+        """The assignments whose public checks this grader runs on every upload, before the hidden suite."""
+        return [name for name, assignment in self.assignments.items()
+                if grader.public and has_public_checks(assignment)]
 
     def _renew(self) -> None:
         """Every lease_seconds / 3: extend the lease of each claim this process is grading. A claim
@@ -218,8 +229,15 @@ class GradingQueue:
             return
         path = self.data_dir / row.path
         named = named_files(assignment)
-        if grader.public and has_public_checks(assignment):
+        if grader.public and has_public_checks(assignment) and row.public_result is None and row.public_error is None:
             if not self._grade_public(grader, worker, row, lambda: read_submission(path, named)):
+                return
+            # the student has what they wait for; the hidden suite, whose results they may not see
+            # yet, waits while another student waits for their public checks
+            if self.storage.public_waiting(self._public_assignments(grader)):
+                if not self.storage.defer(row.id, worker, row.claim):
+                    log.warning("%s was not given back for its hidden suite: its claim was no longer current", row.id)
+                self.notify()
                 return
         try:
             value, error = grader.grade(assignment, row.user_id, lambda: read_submission(path, named))

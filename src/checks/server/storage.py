@@ -135,6 +135,12 @@ class SubmissionRow:
     public_error: str | None = None  # the public run's grader failure, for staff only
 
 
+def _public_done(assignments: list[str]) -> Any:
+    """A submission of one of these assignments whose public checks have run (a result or a failure)."""
+    return and_(submissions.c.assignment.in_(assignments),
+                (submissions.c.public_result.is_not(None)) | (submissions.c.public_error.is_not(None)))
+
+
 class Storage:
     """The database of one course server. Thread-safe: every method opens its own connection; safe
     across processes too (PostgreSQL, or SQLite's single writer). DatabaseError (server/database.py)
@@ -228,17 +234,23 @@ class Storage:
         with self._read() as conn:
             return [_submission(row) for row in conn.execute(query).mappings()]  # type: ignore[misc]
 
-    def claim(self, worker: str, assignments: Iterable[str], lease_seconds: float) -> SubmissionRow | None:
+    def claim(self, worker: str, assignments: Iterable[str], lease_seconds: float,
+              public: Iterable[str] = ()) -> SubmissionRow | None:
         """Take the oldest queued submission of these assignments (or one whose lease ran out) under a
         new claim token, in one statement: two graders never hold the same one. On PostgreSQL the
         row is chosen FOR UPDATE SKIP LOCKED (a concurrent claim takes the next one), and the status
-        is checked again on the locked row."""
+        is checked again on the locked row. `public`: the assignments whose public checks this
+        grader runs; their submissions whose public checks have run (waiting only for the hidden
+        suite, whose results a student may not see yet) come after every other, so that under a
+        burst each student first gets what they wait for."""
         now = time.time()
         wanted = list(assignments)
         claimable = (submissions.c.status == QUEUED) | and_(submissions.c.status == GRADING,
                                                             submissions.c.lease_until < now)
+        hidden_only = case((_public_done(list(public)), 1), else_=0)
         oldest = (select(submissions.c.seq).where(submissions.c.assignment.in_(wanted), claimable)
-                  .order_by(submissions.c.seq).limit(1).with_for_update(skip_locked=True).scalar_subquery())
+                  .order_by(hidden_only, submissions.c.seq).limit(1).with_for_update(skip_locked=True)
+                  .scalar_subquery())
         with self._write() as conn:
             row = conn.execute(update(submissions).where(submissions.c.seq == oldest, claimable)
                                .values(status=GRADING, claimed_by=worker, claim=secrets.token_hex(16),
@@ -290,6 +302,27 @@ class Storage:
         with self._write() as conn:
             return bool(conn.execute(update(submissions).where(*held).values(
                 public_result=None if result is None else json.dumps(result), public_error=error)).rowcount)
+
+    def defer(self, submission_id: str, worker: str, claim: str | None) -> bool:
+        """Give a claimed submission whose public checks were recorded back to the queue, for its
+        hidden suite later (Storage.claim takes it after the submissions still waiting for their
+        public checks); not counted as a try. False, and nothing changed, when the claim is no
+        longer current."""
+        held = [submissions.c.id == submission_id, submissions.c.status == GRADING, submissions.c.claimed_by == worker]
+        if claim is not None:
+            held.append(submissions.c.claim == claim)
+        with self._write() as conn:
+            return bool(conn.execute(update(submissions).where(*held).values(
+                status=QUEUED, claimed_by=None, lease_until=None, claim=None,
+                attempts=submissions.c.attempts - 1)).rowcount)
+
+    def public_waiting(self, assignments: Iterable[str]) -> bool:
+        """Whether a queued submission of these assignments waits for its public checks."""
+        wanted = list(assignments)
+        with self._read() as conn:
+            return conn.execute(select(submissions.c.seq).where(
+                submissions.c.status == QUEUED, submissions.c.assignment.in_(wanted),
+                ~_public_done(wanted)).limit(1)).first() is not None
 
     def gradings(self, submission_id: str | None = None) -> list[tuple[str, str, str]]:
         """The results recorded, oldest first: (submission id, grader, status)."""
