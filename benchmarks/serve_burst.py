@@ -7,9 +7,11 @@ In one run, on one machine:
    the burst: S clients at once on loopback upload the same N submissions (N/S each, one after
    another, each waiting for its feedback before the next) through the JSON API: the time from
    the first upload to the last feedback (each client waits with a long poll, as `checks submit`
-   does, for what the student may see: the public checks' result while the hidden results wait for
-   the due date, which the server runs first), and its ratio to (1); then the time until every
-   hidden suite is graded too (a staff account watches the queue), and its ratio to (1).
+   does, for what the student may see), and its ratio to (1); then the time until every hidden
+   suite is graded too (a staff account watches the queue), and its ratio to (1). Twice: on a
+   course that shows the hidden results at once (the default: they are the feedback), and on one
+   that shows them after the due date (the feedback is the public checks', which the server runs
+   first; the idle figures come from the first).
 3. The same burst on the multi-process deployment: a PostgreSQL (Debian's binaries, initdb in a
    temp folder, as tests/postgres.py runs it), a local Dask cluster of J single-threaded workers,
    and two `checks serve --scheduler` processes, the clients split across both; its ratio to (1)
@@ -172,29 +174,42 @@ def idle(url: str, token: str, n: int) -> str:
             f"feedback less the grader's own time {p('overhead')}")
 
 
-def class_course(temp: Path, name: str, clients: int, jobs: int, extra: str = "") -> Path:
-    """A course folder of `clients` students, `jobs` grading slots, no rate limit in the way."""
+def class_course(temp: Path, name: str, clients: int, jobs: int, extra: str = "", policy: str = "") -> Path:
+    """A course folder of `clients` students, `jobs` grading slots, no rate limit in the way, a due
+    date years away (and `policy`'s other [policy] keys)."""
     roster = [(f"s{i:03}", f"Student {i}", f"s{i}@example.edu") for i in range(clients)]
     (temp / name).mkdir()
-    folder = course_folder(temp / name, roster=roster, extra=f"{extra}[rate]\nsubmissions = 1000\n")
+    folder = course_folder(temp / name, roster=roster, extra=f"{extra}[rate]\nsubmissions = 1000\n",
+                           policy=f'due = "2030-06-30T23:59:00+00:00"\n{policy}')
     text = (folder / "course.toml").read_text().replace("jobs = 1\n", f"jobs = {jobs}\n", 1)
     (folder / "course.toml").write_text(text)
     return folder
 
 
+# the course policy's two answers to what a student sees before the due date
+VISIBILITY = {"hidden results shown at once (the default; no public run)": "",
+              "hidden results after the due date (the public checks first)": "hidden_before_due = false\n"}
+
+
 def run_sqlite(temp: Path, args: argparse.Namespace, zips: list[bytes], baseline: float) -> float:
-    folder = class_course(temp, "sqlite", args.clients, args.jobs)
-    tokens, staff = tokens_of(folder), add_staff(folder)
-    server = start_server(folder)
-    try:
-        times = burst([server.url], tokens, zips, staff)
-        print(burst_line(f"burst, SQLite, 1 server process, {args.jobs} grading slots (warm pools)", args.n,
-                         args.clients, times, baseline), flush=True)
-        print(f"idle SQLite server, {args.idle} submissions one at a time (each waited for with a long poll):")
-        print(idle(server.url, tokens[0], args.idle), flush=True)
-    finally:
-        server.kill(15)
-    return times[0]
+    """The burst on one SQLite server under each visibility policy; the idle figures on the first.
+    Returns the first burst's seconds to the last feedback."""
+    first = None
+    for number, (visibility, policy) in enumerate(VISIBILITY.items()):
+        folder = class_course(temp, f"sqlite{number}", args.clients, args.jobs, policy=policy)
+        tokens, staff = tokens_of(folder), add_staff(folder)
+        server = start_server(folder)
+        try:
+            times = burst([server.url], tokens, zips, staff)
+            print(burst_line(f"burst, SQLite, 1 server process, {args.jobs} grading slots (warm pools), {visibility}",
+                             args.n, args.clients, times, baseline), flush=True)
+            if first is None:
+                first = times[0]
+                print(f"idle SQLite server, {args.idle} submissions one at a time (each waited for with a long poll):")
+                print(idle(server.url, tokens[0], args.idle), flush=True)
+        finally:
+            server.kill(15)
+    return first
 
 
 def run_postgres(temp: Path, args: argparse.Namespace, zips: list[bytes], baseline: float, single: float) -> None:

@@ -115,6 +115,9 @@ def test_the_api_queues_then_grades_and_lists_only_ones_own(served):
         graded = wait_graded(http, acknowledged["id"])
         assert graded["status"] == "done" and graded["result"]["name"] == "s002"
         assert sum(q["score"] for q in graded["result"]["questions"]) == 100
+        # its hidden results are shown at once (the default policy): they are the feedback, and
+        # the public checks, which would show nothing more, do not run
+        assert graded["hidden_shown"] is True and "public" not in graded
         mine = http.get("/api/submissions").json()
     assert mine and {row["id"] for row in mine} >= {acknowledged["id"]}
     with server.client(tokens["s001"]) as http:

@@ -103,6 +103,7 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
+        queue.hidden_shown = lambda row: _shown(server, row)  # then its public checks add nothing to see
     from checks.server import lti_routes, policy_routes  # their handlers use this module's helpers
 
     routes = [Route(path, _bind(server, handler), methods=methods)

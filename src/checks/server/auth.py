@@ -19,7 +19,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from checks.server.storage import Storage, User
 
-_hasher = PasswordHasher()
+# A token's secret is 192 random bits: no hashing speed lets anyone guess it, so argon2's work
+# factor (there against guessing passwords from a stolen hash) is kept small: the library's default
+# costs 0.18 CPU-seconds a verification, which a class's first requests at a deadline would pay at
+# once. Hashes made with other parameters still verify (argon2 writes them into each hash).
+_hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
 MAX_BACKOFF = 900.0
 _CACHE_SIZE = 4096
 

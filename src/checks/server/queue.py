@@ -11,10 +11,12 @@ outlived its lease cannot record a second result. A pool that dies gives the sub
 the queue (up to MAX_ATTEMPTS tries); a failure of the grader itself is recorded for staff,
 never as the student's score.
 
-Where a slot runs the public checks, a submission's public run comes first and is recorded at
-once; while other submissions wait for theirs, its hidden suite goes back to the queue behind
-them (Storage.defer, Storage.claim's order): under a deadline burst every student gets their
-public checks' feedback first, and the hidden results (shown after the due date) follow.
+Where a slot runs the public checks (LocalPools) and the student may not see the hidden results
+yet, a submission's public run comes first and is recorded at once; while other submissions wait
+for theirs, its hidden suite goes back to the queue behind them (Storage.defer, Storage.claim's
+order): under a deadline burst every student gets their public checks' feedback first, and the
+hidden results (shown after the due date) follow. Where the hidden results are shown at once,
+they are the feedback, and the public checks are not run.
 """
 
 from __future__ import annotations
@@ -139,6 +141,10 @@ class GradingQueue:
         self.ready = threading.Event()  # every slot's pools are warm
         self._warm = 0
         self.finished: list[Callable[[str], None]] = []  # called with each submission's id once recorded
+        # whether a submission's student sees its hidden results now (the app's visibility rule):
+        # then those are the feedback, and its public checks, each a question of the hidden suite
+        # (`checks verify`), are not run
+        self.hidden_shown: Callable[[SubmissionRow], bool] = lambda row: False
 
     def start(self) -> None:
         for slot in range(self.jobs):
@@ -229,7 +235,8 @@ class GradingQueue:
             return
         path = self.data_dir / row.path
         named = named_files(assignment)
-        if grader.public and has_public_checks(assignment) and row.public_result is None and row.public_error is None:
+        if (grader.public and has_public_checks(assignment) and row.public_result is None and row.public_error is None
+                and not self.hidden_shown(row)):
             if not self._grade_public(grader, worker, row, lambda: read_submission(path, named)):
                 return
             # the student has what they wait for; the hidden suite, whose results they may not see
