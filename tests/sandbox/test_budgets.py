@@ -17,6 +17,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import types
 from pathlib import Path
 from typing import Iterator
 
@@ -350,6 +351,33 @@ def test_the_cpu_locks_of_pools_cannot_be_planted(tmp_path, monkeypatch):
         os.sched_setaffinity(0, affinity)
         if handle is not None:
             handle.close()
+
+
+def test_each_grading_slot_of_a_server_holds_a_cpu_its_pools_take_turns_on(tmp_path, monkeypatch):
+    """A server's slot claims a CPU without pinning the server to it; both its pools (hidden and
+    public) are started on it, and no two slots share one while CPUs are free."""
+    pytest.importorskip("sqlalchemy")
+    from checks.server import queue
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    started = []
+    monkeypatch.setattr(queue, "WarmPool", lambda *args, **options: started.append(options) or object())
+    affinity = os.sched_getaffinity(0)
+    slots = [queue.LocalPools("cpu") for _ in range(len(affinity))]
+    try:
+        assert os.sched_getaffinity(0) == affinity  # the server itself runs anywhere
+        assert sorted(slot.cpu for slot in slots) == sorted(affinity)
+        extra = queue.LocalPools("cpu")
+        assert extra.cpu is None  # more slots than CPUs: that one shares them
+        extra.close()
+        for slot in slots:
+            for public in (False, True):
+                slot._pool(types.SimpleNamespace(name="a", root=tmp_path), public)
+        assert [options["cpu"] for options in started] == [slot.cpu for slot in slots for _ in (False, True)]
+    finally:
+        for slot in slots:
+            slot._launcher.shutdown()
+            slot._cpu_lock.close()
 
 
 # ---------------------------------------------------------------- what comes back

@@ -43,14 +43,16 @@ class WarmPool:
     """A serve.py process for one assignment, and the one request it is grading at a time."""
 
     def __init__(self, course: Path, assignment: str, device: str, launcher: ThreadPoolExecutor, *,
-                 isolation: str | None = None, public: bool = False) -> None:
+                 isolation: str | None = None, public: bool = False, cpu: int | None = None) -> None:
         """`isolation`: the level the pool's front end asked for (None: the pool's own environment's,
         as on a Dask worker); `public`: grade with the assignment's public suite (what `checks test`
-        runs), which the course server shows students before the due date, instead of the hidden one."""
+        runs), which the course server shows students before the due date, instead of the hidden one;
+        `cpu`: the CPU to grade on, held by the starter (None: the pool claims one of its own)."""
         self._stderr = tempfile.TemporaryFile()
         command = [sys.executable, "-m", "checks.executors.serve", str(course), assignment, "--device", device]
         command += ["--isolation", isolation] if isolation else []
         command += ["--public"] if public else []
+        command += ["--cpu", str(cpu)] if cpu is not None else []
         # started from a thread that lives as long as the worker: the pool dies with that thread
         self.process = launcher.submit(subprocess.Popen, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=self._stderr).result()
@@ -115,9 +117,11 @@ def source_of(request: dict) -> Source:
     return Source(request["name"], load)
 
 
-def claim_cpu() -> IO[bytes] | None:
+def claim_cpu(pin: bool = True) -> IO[bytes] | None:
     """Pin this pool to a CPU no other pool on this machine holds (a lock file per CPU, released
-    when the process dies), so that two Dask workers on one machine do not grade on the same core."""
+    when the process dies), so that two Dask workers on one machine do not grade on the same core.
+    `pin=False`: only claim it (`held_cpu` names it), for the pools of a server's grading slot,
+    which take turns on it (WarmPool's `cpu`)."""
     folder = _lock_folder()
     if folder is None:
         return None  # the name is taken by someone else: share the CPUs rather than trust it
@@ -133,9 +137,16 @@ def claim_cpu() -> IO[bytes] | None:
         except OSError:
             handle.close()
             continue
-        os.sched_setaffinity(0, {cpu})
+        if pin:
+            os.sched_setaffinity(0, {cpu})
         return handle
     return None  # more pools than CPUs: share them
+
+
+def held_cpu(handle: IO[bytes]) -> int:
+    """The CPU a claim_cpu handle holds (the name of its lock file)."""
+    name = os.path.basename(os.readlink(f"/proc/self/fd/{handle.fileno()}"))
+    return int(name.removeprefix("cpu-").removesuffix(".lock"))
 
 
 def _lock_folder() -> str | None:
@@ -181,6 +192,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", choices=DEVICES, default=None)
     parser.add_argument("--isolation", choices=jail.LEVELS, default=None)
     parser.add_argument("--public", action="store_true", help="grade with the public suite, not the hidden one")
+    parser.add_argument("--cpu", type=int, default=None, help="grade on this CPU, which the starter holds for its "
+                                                              "pools (else one is claimed here)")
     options = parser.parse_args(argv)
     die_with_parent(os.getppid(), status=1)  # a Dask worker killed with SIGKILL takes its pool with it
     requests = os.dup(0)  # the protocol's own descriptors; anything printed goes to stderr
@@ -188,7 +201,12 @@ def main(argv: list[str]) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(2, 1)
-    cpu = claim_cpu()
+    cpu = None
+    if options.cpu is None:
+        cpu = claim_cpu()
+    else:
+        with contextlib.suppress(OSError):  # that CPU is gone: run anywhere
+            os.sched_setaffinity(0, {options.cpu})
 
     def reply(message: dict) -> None:
         replies.write(json.dumps(message) + "\n")

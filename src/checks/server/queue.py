@@ -32,7 +32,7 @@ from typing import Callable, Protocol
 
 from checks.course.assignment import Assignment
 from checks.course.submissions import Submission, read_submission
-from checks.executors.serve import PoolFailed, WarmPool, request_for
+from checks.executors.serve import PoolFailed, WarmPool, claim_cpu, held_cpu, request_for
 from checks.grading.session import Source, named_files
 from checks.server.storage import Storage, SubmissionRow
 from checks.suites.scoring import SubmissionResult
@@ -66,6 +66,10 @@ class LocalPools:
     def __init__(self, device: str = "auto", isolation: str | None = None) -> None:
         self.device, self.isolation = device, isolation
         self.pools: dict[tuple[str, bool], WarmPool] = {}
+        # the slot's CPU, which its pools take turns on (one grades at a time): two pools of one
+        # slot never share a core with another slot's, nor with a Dask worker's on this machine
+        self._cpu_lock = claim_cpu(pin=False)
+        self.cpu = held_cpu(self._cpu_lock) if self._cpu_lock is not None else None
         # pools are started from this thread, which lives as long as the slot: a pool dies with it
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
 
@@ -77,7 +81,7 @@ class LocalPools:
         key = (assignment.name, public)
         if key not in self.pools:
             self.pools[key] = WarmPool(assignment.root, assignment.name, self.device, self._launcher,
-                                       isolation=self.isolation, public=public)
+                                       isolation=self.isolation, public=public, cpu=self.cpu)
         return self.pools[key]
 
     def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
@@ -95,6 +99,8 @@ class LocalPools:
             pool.close()
         self.pools.clear()
         self._launcher.shutdown()
+        if self._cpu_lock is not None:
+            self._cpu_lock.close()
 
 
 class DaskPools:
