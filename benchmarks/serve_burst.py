@@ -226,7 +226,7 @@ def run_postgres(temp: Path, args: argparse.Namespace, zips: list[bytes], baseli
                 burst(urls, tokens[:args.jobs * 2], [folder_zip(EXAMPLES / "reference")] * (args.jobs * 2), staff)
                 times = burst(urls, tokens, zips, staff)
                 print(burst_line(f"burst, PostgreSQL, {args.servers} server processes, a local Dask cluster of "
-                                 f"{args.jobs} worker(s) (no public checks on that path), clients split across the "
+                                 f"{args.jobs} worker(s), hidden results shown at once, clients split across the "
                                  "servers", args.n, args.clients, times, baseline)
                       + f"; feedback's ratio to the SQLite server {times[0] / single:.2f}", flush=True)
                 print(f"idle PostgreSQL deployment, {args.idle} submissions one at a time through one server:")

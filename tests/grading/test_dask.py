@@ -30,6 +30,7 @@ from checks.cli import main  # noqa: E402
 from checks.course.assignment import Assignment, load_assignment  # noqa: E402
 from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect  # noqa: E402
 from checks.grading.batch import BatchListener, expand_submission_paths, grade_to_folder  # noqa: E402
+from checks.grading.session import Source, grade_sources, named_files  # noqa: E402
 from checks.reports.gradebook import Gradebook  # noqa: E402
 
 from conftest import REPO  # noqa: E402
@@ -120,6 +121,23 @@ def test_a_class_graded_on_the_cluster_has_the_local_gradebook(cluster, tensors_
     assert scores["reference"] == 100 and scores["stubs"] == 0
     assert all(scores[attack] < 100 for attack in HOSTILE)
     assert len({r.sandbox for r in summary.results}) == 1
+
+
+def test_the_public_checks_on_the_cluster_are_the_local_ones(cluster):
+    """The course server's public checks on the Dask path: the workers' public-suite pools give the
+    results the local public run gives, beside their hidden-suite pools."""
+    _, client = cluster
+    sources = [Source.from_path(REPO / "examples" / "01_tensors" / name, named_files(TENSORS))
+               for name in ("ben_bitdiddle", "stubs")]
+
+    def scores(results) -> dict:
+        return {r.name: {q.qid: q.score for q in r.questions} for r in results}
+
+    local = scores(grade_sources(TENSORS, sources, public=True))
+    on_cluster = scores(DaskGrader(client)(TENSORS, sources, public=True))
+    assert on_cluster == local and set(local["stubs"].values()) == {0}
+    hidden = scores(DaskGrader(client)(TENSORS, sources[:1]))
+    assert set(hidden["ben_bitdiddle"]) > set(local["ben_bitdiddle"])  # the hidden suite: more questions
 
 
 def test_the_grade_command_sends_the_grading_to_the_scheduler(cluster, tensors_class, tmp_path, capsys):

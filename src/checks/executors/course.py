@@ -23,6 +23,7 @@ class CourseBundle:
     digest: str  # "<assignment>-<sha256 of data>": a changed suite is another bundle
     data: bytes  # a tar of autograder/<name>, solutions/<name>, assignments/<name>
     device: str = "auto"  # the driver's --device, for the workers' pools
+    public: bool = False  # grade with the assignment's public suite (the course server's public checks)
 
     def unpack(self, folder: Path) -> Path:
         """Write the bundle under `folder`, which then holds a course with this one assignment."""
@@ -32,9 +33,10 @@ class CourseBundle:
         return folder
 
 
-def bundle_course(assignment: Assignment, device: str = "auto") -> CourseBundle:
+def bundle_course(assignment: Assignment, device: str = "auto", public: bool = False) -> CourseBundle:
     """The assignment's hidden suite, reference and release, from the driver's course folder;
-    `device`: where the workers' pools run device checks."""
+    `device`: where the workers' pools run device checks; `public`: whether they grade with the
+    release's public suite instead of the hidden one."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for folder, arcname in ((assignment.autograder_dir, f"autograder/{assignment.name}"),
@@ -43,7 +45,8 @@ def bundle_course(assignment: Assignment, device: str = "auto") -> CourseBundle:
             if folder.is_dir():
                 archive.add(folder, arcname, filter=_reproducible)
     data = buffer.getvalue()
-    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data, device)
+    return CourseBundle(assignment.name, f"{assignment.name}-{hashlib.sha256(data).hexdigest()[:16]}", data, device,
+                        public)
 
 
 def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo | None:

@@ -66,10 +66,11 @@ class DaskGrader:
         self._threads, self._threads_at = 1, -float("inf")  # the cluster's worker threads, and when counted
 
     def __call__(self, assignment: Assignment, sources: list[Source], *,
-                 jobs: int | None = None) -> Iterator[SubmissionResult]:
-        """Yield each source's result as it finishes (any order). `jobs` is the cluster's to decide."""
+                 jobs: int | None = None, public: bool = False) -> Iterator[SubmissionResult]:
+        """Yield each source's result as it finishes (any order). `jobs` is the cluster's to decide;
+        `public`: grade with the assignment's public suite (the course server's public checks)."""
         self._register_plugin()
-        bundle = bundle_course(assignment, self.device)
+        bundle = bundle_course(assignment, self.device, public)
         # a task, not scattered data: a worker that dies with it can have it computed again
         course = self.client.submit(lambda data: data, bundle, key=f"checks-course-{bundle.digest}", pure=False)
         waiting = iter(sources)

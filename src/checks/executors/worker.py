@@ -1,4 +1,5 @@
-"""On each Dask worker: a plugin that keeps a warm grading pool (serve.py) per assignment.
+"""On each Dask worker: a plugin that keeps a warm grading pool (serve.py) per assignment (and
+one with its public suite, where the course server asks for its public checks).
 
 A pool (serve.WarmPool) starts with the first submission of its assignment that reaches the worker and then
 grades every later one (one pool per task running at once on the worker: start workers with
@@ -31,7 +32,7 @@ class GradingPlugin(WorkerPlugin):
         self._dir = Path(tempfile.mkdtemp(prefix="checks-dask-"))
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str], list[WarmPool]] = {}  # (bundle digest, device) -> pools not grading now
+        self._idle: dict[tuple[str, str, bool], list[WarmPool]] = {}  # (bundle digest, device, public) -> idle pools
         self._courses: dict[str, Path] = {}  # bundle digest -> where it is unpacked
 
     def teardown(self, worker: Any) -> None:
@@ -55,7 +56,7 @@ class GradingPlugin(WorkerPlugin):
             pool.close()
             return {"name": request["name"], "value": None, "error": str(error)}
         with self._lock:
-            self._idle.setdefault((bundle.digest, bundle.device), []).append(pool)
+            self._idle.setdefault((bundle.digest, bundle.device, bundle.public), []).append(pool)
         return reply
 
     def _take(self, bundle: CourseBundle) -> WarmPool:
@@ -63,11 +64,11 @@ class GradingPlugin(WorkerPlugin):
             if bundle.digest not in self._courses:
                 self._retire(bundle.assignment)
                 self._courses[bundle.digest] = bundle.unpack(self._dir / bundle.digest)
-            idle = self._idle.setdefault((bundle.digest, bundle.device), [])
+            idle = self._idle.setdefault((bundle.digest, bundle.device, bundle.public), [])
             if idle:
                 return idle.pop()
             course = self._courses[bundle.digest]
-        return WarmPool(course, bundle.assignment, bundle.device, self._launcher)
+        return WarmPool(course, bundle.assignment, bundle.device, self._launcher, public=bundle.public)
 
     def _retire(self, assignment: str) -> None:
         """A new bundle of an assignment (its suite changed): the old pools will not be used again."""

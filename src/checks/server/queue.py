@@ -11,8 +11,7 @@ outlived its lease cannot record a second result. A pool that dies gives the sub
 the queue (up to MAX_ATTEMPTS tries); a failure of the grader itself is recorded for staff,
 never as the student's score.
 
-Where a slot runs the public checks (LocalPools) and the student may not see the hidden results
-yet, a submission's public run comes first and is recorded at once; while other submissions wait
+Where the student may not see the hidden results yet, a submission's public run comes first and is recorded at once; while other submissions wait
 for theirs, its hidden suite goes back to the queue behind them (Storage.defer, Storage.claim's
 order): under a deadline burst every student gets their public checks' feedback first, and the
 hidden results (shown after the due date) follow. Where the hidden results are shown at once,
@@ -104,11 +103,10 @@ class LocalPools:
 
 
 class DaskPools:
-    """Every slot's submissions graded on a Dask cluster (executors/dask_grader.py). The cluster's
-    workers keep hidden-suite pools only: no public run on this path (students see the visibility
-    note until the hidden results are released)."""
+    """Every slot's submissions graded on a Dask cluster (executors/dask_grader.py), whose workers
+    keep a warm pool per assignment and suite (hidden, public)."""
 
-    public = False
+    public = True
 
     def __init__(self, grader: Callable) -> None:
         self.grader = grader
@@ -118,9 +116,7 @@ class DaskPools:
 
     def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
               public: bool = False) -> tuple[dict | None, str]:
-        if public:
-            raise ValueError("the Dask path grades with the hidden suite only")
-        (result,) = list(self.grader(assignment, [Source(name, load)]))
+        (result,) = list(self.grader(assignment, [Source(name, load)], public=public))
         if result.error and not result.questions:
             return None, result.error
         return result.to_dict(), ""
