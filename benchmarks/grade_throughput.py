@@ -12,7 +12,9 @@ fresh process costs the same for every submission, so it runs on an even sample 
 While the warm grader runs, a separate sampler process adds up the proportional set size (PSS,
 /proc/PID/smaps_rollup) of the grader's whole process tree: the grading process, its sandbox
 zygote and workers, the session child and the grading children. PSS, not RSS: forked children
-share most of their pages, and RSS would count each shared page once per process.
+share most of their pages, and RSS would count each shared page once per process. Reading
+smaps walks each process's page tables: the sampler's own CPU time (some 3 % of the machine's)
+is the measurement's, and is taken out of the warm grader's CPU figures.
 
 Last, `checks test 01_tensors` on the reference (the student's command, public suite) is timed
 three times, next to a bare `import torch`:
@@ -83,7 +85,8 @@ while True:
         peak, peak_count = total, len(pids)
     if select.select([sys.stdin], [], [], interval)[0]:
         break
-print(peak, peak_count)
+own = os.times()
+print(peak, peak_count, own.user + own.system)
 """
 
 
@@ -155,11 +158,13 @@ class PssSampler:
         self.process = subprocess.Popen([sys.executable, "-c", SAMPLER, str(os.getpid()), str(interval)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def stop(self) -> tuple[float, int]:
-        """(peak in MiB, how many processes the tree had at that moment)."""
+    def stop(self) -> tuple[float, int, float]:
+        """(peak in MiB, how many processes the tree had at that moment, the CPU seconds the
+        sampler itself took: reading smaps walks every process's page tables, which is the
+        benchmark's work, not the grader's)."""
         output, _ = self.process.communicate("")
-        peak_kib, count = output.split()
-        return int(peak_kib) / 1024, int(count)
+        peak_kib, count, own_cpu = output.split()
+        return int(peak_kib) / 1024, int(count), float(own_cpu)
 
 
 def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
@@ -181,12 +186,16 @@ def warm(assignment_name: str, paths: list[Path], jobs: int, out: Path,
         summary = grade_to_folder(assignment, paths, out, jobs=jobs, regrade=True, listener=Stamps())
         elapsed, cpu = time.perf_counter() - started, cpu_seconds() - cpu_before
     finally:
-        peak, count = sampler.stop()
+        peak, count, sampler_cpu = sampler.stop()
     assert len(summary.graded) == len(paths) and not summary.failed, [r.error for r in summary.failed]
+    # the sampler's CPU is the measurement's, not the grader's: taken out, at its mean rate
+    sampler_rate = sampler_cpu / max(time.perf_counter() - started, 1e-9)
     warm_from = min(jobs, len(finished) - 2)  # every slot has delivered once: the pool is warm
     steady = (finished[-1] - finished[warm_from]) / (len(finished) - 1 - warm_from)
-    steady_cpu = (cpu_at[-1] - cpu_at[warm_from]) / (len(cpu_at) - 1 - warm_from)
-    return elapsed, finished[0] - started, steady, cpu / len(paths), steady_cpu, peak, count
+    steady_cpu = (cpu_at[-1] - cpu_at[warm_from] - sampler_rate * (finished[-1] - finished[warm_from])) \
+        / (len(cpu_at) - 1 - warm_from)
+    return (elapsed, finished[0] - started, steady, (cpu - sampler_rate * elapsed) / len(paths), steady_cpu, peak,
+            count)
 
 
 def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> tuple[float, float]:

@@ -7,6 +7,7 @@ import functools
 import os
 import pickle
 import socket
+import subprocess
 import sys
 import time
 
@@ -17,6 +18,8 @@ from checks.course.assignment import CourseError, load_assignment
 from checks.sandbox.supervisor import Worker, WorkerConfig, Zygote
 from checks.suites.student import (MAX_HANGS, QuestionSandbox, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, SubmissionWorkers, UnsupportedReturn)
+
+from conftest import REPO
 
 PROBE = b"""
 import os
@@ -143,6 +146,26 @@ def test_sandbox_imports_must_be_a_list_of_names(make_course):
     (root / "autograder/toy/assignment.toml").write_text('files = ["a.py"]\nsandbox_imports = "wave"\n')
     with pytest.raises(CourseError, match="`sandbox_imports` must be a list of module names"):
         load_assignment(root, "toy")
+
+
+def test_grader_imports_are_what_the_grading_process_imports_before_it_forks_graders(make_course):
+    """Default: torch's lazy modules, once a batch; an assignment may name others, or none."""
+    root = make_course({"autograder/toy/assignment.toml": 'files = ["a.py"]\n',
+                        "autograder/lean/assignment.toml": 'files = ["a.py"]\ngrader_imports = ["wave"]\n'})
+    assert load_assignment(root, "toy").grader_imports is None
+    assert load_assignment(root, "lean").grader_imports == ("wave",)
+    assert load_assignment(REPO, "01_tensors").grader_imports == ()
+    script = ("import sys\nfrom checks.sandbox.supervisor import prepare_parent\n"
+              "prepare_parent(preload=True, modules={modules})\n"
+              "print(sorted(m for m in ('torch._dynamo', 'wave') if m in sys.modules))")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for modules, imported in ((None, ["torch._dynamo"]), (("wave",), ["wave"]), ((), [])):
+        done = subprocess.run([sys.executable, "-c", script.format(modules=modules)], capture_output=True, text=True,
+                              env=env, check=True)
+        assert done.stdout.strip() == str(imported), done.stderr
+    (root / "autograder/lean/assignment.toml").write_text('files = ["a.py"]\ngrader_imports = "wave"\n')
+    with pytest.raises(CourseError, match="`grader_imports` must be a list of module names"):
+        load_assignment(root, "lean")
 
 
 def test_a_worker_is_handed_on_and_the_next_question_starts_as_in_a_fresh_one(zygote):

@@ -49,6 +49,10 @@ class Assignment:
     # modules the sandbox imports once, before it forks any worker: for what the
     # student code of every question would otherwise import again (seconds each)
     sandbox_imports: tuple[str, ...] = ()
+    # modules the grading process imports once, before it forks a grader per submission, where the
+    # hidden suite's checks would import them in each (None: torch's lazily imported dynamo and
+    # symbolic shapes, a second's work, which torch.optim and torch.broadcast_shapes reach)
+    grader_imports: tuple[str, ...] | None = None
     # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
     fresh_worker_per_question: bool = False
     # what one submission may consume (see docs/authoring.md): wall time in its sandbox, per
@@ -211,6 +215,7 @@ def load_assignment(root: Path, name: str) -> Assignment:
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
                       provided=tuple(config.get("provided", ())), quiz=quiz,
                       sandbox_imports=tuple(config.get("sandbox_imports", ())),
+                      grader_imports=tuple(config["grader_imports"]) if "grader_imports" in config else None,
                       fresh_worker_per_question=config.get("fresh_worker_per_question", False),
                       **{key: config[key] for key in BUDGET_KEYS if key in config})
 

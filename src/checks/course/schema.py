@@ -105,6 +105,7 @@ ASSIGNMENT_TOML: Schema = {
     "files": Key(FILE_NAMES),
     "provided": Key(FILE_NAMES),
     "sandbox_imports": Key(MODULE_NAMES),
+    "grader_imports": Key(MODULE_NAMES),
     "fresh_worker_per_question": Key(BOOLEAN),
     "question_seconds": Key(SECONDS),
     "submission_seconds": Key(SECONDS),

@@ -116,7 +116,7 @@ class WarmGrader:
         # imported here at all: the session child does that, so workers never see it.
         self.zygote = Zygote(self.isolation, imports=self.assignment.sandbox_imports, huge_pages=self.huge_pages)
         try:
-            prepare_parent(preload=self.preload)
+            prepare_parent(preload=self.preload, modules=self.assignment.grader_imports)
             if self.notebooks:
                 import_nbformat()  # once here, rather than in each grading child
             gc.freeze()

@@ -69,17 +69,13 @@ class MemoryWatch:
                 self._kill(pids)
 
     def _processes(self) -> list[int]:
-        sessions = set() if self.uid is not None else self.sessions()
+        """The submission's processes: those of its uid, else those in its workers' sessions (every
+        process on the machine is looked at, ten times a second: only the one field is read)."""
+        sessions = {str(pid).encode() for pid in self.sessions()} if self.uid is None else set()
+        wanted, key = ({str(self.uid).encode()}, b"Uid") if self.uid is not None else (sessions, b"NSsid")
         found = []
         for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            fields = _status(int(name))
-            if fields is None:
-                continue
-            if self.uid is not None and fields.get("Uid", "").split()[:1] == [str(self.uid)]:
-                found.append(int(name))
-            elif sessions and fields.get("NSsid", "").split()[:1] and int(fields["NSsid"].split()[0]) in sessions:
+            if name.isdigit() and _first_value(_status_bytes(int(name)), key) in wanted:
                 found.append(int(name))
         return found
 
@@ -94,19 +90,26 @@ class MemoryWatch:
                 pass
 
 
-def _status(pid: int) -> dict[str, str] | None:
+def _status_bytes(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/status", "rb") as status:
-            lines = status.read().decode(errors="replace").splitlines()
+            return status.read()
     except OSError:
+        return b""
+
+
+def _first_value(status: bytes, key: bytes) -> bytes | None:
+    """The first word of the `key:` line of a /proc/PID/status (its real uid for Uid), or None."""
+    start = status.find(b"\n" + key + b":\t")
+    if start < 0:
         return None
-    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    words = status[start + len(key) + 3:status.find(b"\n", start + 1)].split()
+    return words[0] if words else None
 
 
 def _status_kib(pid: int, key: str) -> int:
-    fields = _status(pid) or {}
     try:
-        return int(fields.get(key, "0 kB").split()[0])
+        return int(_first_value(_status_bytes(pid), key.encode()) or 0)
     except ValueError:
         return 0
 

@@ -495,8 +495,8 @@ def _setpriv() -> str | None:
     return shutil.which("setpriv")
 
 
-def prepare_parent(preload: bool = False) -> None:
+def prepare_parent(preload: bool = False, modules: tuple[str, ...] | None = None) -> None:
     """Call before the first torch op in any process that will fork sandboxes or graders;
-    `preload` when it will fork many graders, which would each import the lazy torch modules
-    a suite's checks reach (see zygote.warm_up)."""
-    zygote.warm_up(zygote.LAZY_TORCH_MODULES if preload else ())
+    `preload` when it will fork many graders, which would each import `modules` (default: the
+    lazy torch modules a suite's checks may reach; see zygote.warm_up)."""
+    zygote.warm_up((zygote.LAZY_TORCH_MODULES if modules is None else modules) if preload else ())
