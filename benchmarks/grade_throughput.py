@@ -205,7 +205,8 @@ def fresh_processes(assignment_name: str, paths: list[Path], jobs: int) -> tuple
     def one(path: Path) -> None:
         # the test runner's own plugin (pytest-xdist, for `make test`) is no part of grading
         subprocess.run([sys.executable, "-m", "pytest", str(suite), "-q", "-p", "checks.suites.standalone",
-                        "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:xdist.looponfail", "--submission", str(path), "--rootdir", str(suite), "-c", "/dev/null"],
+                        "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:xdist.looponfail",
+                        "--submission", str(path), "--rootdir", str(suite), "-c", "/dev/null"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
     started, cpu_before = time.perf_counter(), cpu_seconds()

@@ -112,7 +112,8 @@ def graded(url: str, staff: str, started: float) -> float:
             time.sleep(0.25)
 
 
-def burst(urls: list[str], tokens: list[str], zips: list[bytes], staff: str | None = None) -> tuple[float, float | None]:
+def burst(urls: list[str], tokens: list[str], zips: list[bytes],
+          staff: str | None = None) -> tuple[float, float | None]:
     """Every client at once, client i through urls[i % len(urls)]: (seconds to the last feedback,
     seconds until every submission is graded, hidden suites included; None without a staff token).
     Feedback is what `checks submit` waits for: the public checks' result while the hidden ones
@@ -126,7 +127,8 @@ def burst(urls: list[str], tokens: list[str], zips: list[bytes], staff: str | No
             barrier.wait()
             for data in mine:
                 status = upload_and_wait(http, data)
-                if status["status"] not in ("done", "queued", "grading"):  # queued: its hidden suite, behind the feedback
+                # still queued: its hidden suite, behind the feedback
+                if status["status"] not in ("done", "queued", "grading"):
                     failures.append(status["status"])
 
     threads = [threading.Thread(target=client, args=(urls[i % len(urls)], token, mine))
@@ -265,7 +267,8 @@ def main() -> None:
         if args.url:
             tokens = [row["token"] for row in csv.DictReader(args.tokens.open())][:args.clients]
             # a fresh deployment's graders start their pools with their first submissions (not timed)
-            burst(args.url, tokens[:args.jobs * 2], [folder_zip(EXAMPLES / "reference")] * (args.jobs * 2), args.staff_token)
+            burst(args.url, tokens[:args.jobs * 2], [folder_zip(EXAMPLES / "reference")] * (args.jobs * 2),
+                  args.staff_token)
             times = burst(args.url, tokens, zips, args.staff_token)
             print(burst_line(f"burst against {', '.join(args.url)}", args.n, len(tokens), times, baseline), flush=True)
             print(f"idle, {args.idle} submissions one at a time through {args.url[0]}:")

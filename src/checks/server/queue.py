@@ -11,11 +11,12 @@ outlived its lease cannot record a second result. A pool that dies gives the sub
 the queue (up to MAX_ATTEMPTS tries); a failure of the grader itself is recorded for staff,
 never as the student's score.
 
-Where the student may not see the hidden results yet, a submission's public run comes first and is recorded at once; while other submissions wait
-for theirs, its hidden suite goes back to the queue behind them (Storage.defer, Storage.claim's
-order): under a deadline burst every student gets their public checks' feedback first, and the
-hidden results (shown after the due date) follow. Where the hidden results are shown at once,
-they are the feedback, and the public checks are not run.
+Where the student may not see the hidden results yet, a submission's public run comes first and
+is recorded at once; while other submissions wait for theirs, its hidden suite goes back to the
+queue behind them (Storage.defer, Storage.claim's order): under a deadline burst every student
+gets their public checks' feedback first, and the hidden results (shown after the due date)
+follow. Where the hidden results are shown at once, they are the feedback, and the public checks
+are not run.
 """
 
 from __future__ import annotations
