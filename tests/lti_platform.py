@@ -78,6 +78,15 @@ class Platform:
     def issuer(self) -> str:
         return self.url
 
+    def lti_table(self, launch_url: str, *, endpoints: bool = True) -> str:
+        """course.toml's [lti] table for a tool registered with this platform (`endpoints`: with
+        the service endpoints a launch would name)."""
+        table = (f'[lti]\nissuer = "{self.issuer}"\nclient_id = "{CLIENT_ID}"\ndeployment_ids = ["{DEPLOYMENT}"]\n'
+                 f'auth_login_url = "{self.url}/auth"\nauth_token_url = "{self.url}/token"\n'
+                 f'key_set_url = "{self.url}/jwks"\nlaunch_url = "{launch_url}"\n')
+        return table + (f'memberships_url = "{self.url}/nrps"\nlineitems_url = "{self.url}/lineitems"\n'
+                        if endpoints else "")
+
     def id_token(self, nonce: str, user: str) -> str:
         now = int(time.time())
         member = next((m for m in self.members if m["user_id"] == user), {"name": "", "email": "", "roles": []})
@@ -245,19 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(csv_module.DictReader((args.course / "roster.csv").open(encoding="utf-8")))
         platform.members = [{"user_id": row["lms_id"], "name": row["name"], "email": row["email"], "roles": [LEARNER],
                              "status": "Active"} for row in rows if row.get("lms_id")]
-        print(f"""simulated platform on {platform.url} for {args.seconds:g} s; put this in {args.course / 'course.toml'}:
-
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{platform.url}/auth"
-auth_token_url = "{platform.url}/token"
-key_set_url = "{platform.url}/jwks"
-launch_url = "https://checks.example.edu/lti/launch"
-memberships_url = "{platform.url}/nrps"
-lineitems_url = "{platform.url}/lineitems"
-""", flush=True)
+        print(f"simulated platform on {platform.url} for {args.seconds:g} s; put this in {args.course / 'course.toml'}:"
+              f"\n\n{platform.lti_table('https://checks.example.edu/lti/launch')}", flush=True)
         try:
             time.sleep(args.seconds)
         except KeyboardInterrupt:

@@ -24,7 +24,7 @@ from checks.policy.roster import read_roster  # noqa: E402
 from checks.reports.gradebook import DB_FILE, Graded, Gradebook  # noqa: E402
 from checks.suites.scoring import LATE, Adjustment, QuestionResult, SubmissionResult  # noqa: E402
 
-from lti_platform import CLIENT_ID, DEPLOYMENT, running  # noqa: E402
+from lti_platform import CLIENT_ID, running  # noqa: E402
 
 LAUNCH_URL = "https://checks.example.edu/lti/launch"
 
@@ -50,18 +50,7 @@ def course(tmp_path):
     (folder / "roster.csv").write_text("student_id,name,email,lms_id\ns1,Ann Lee,ann@example.edu,u-ann\n")
     key = tool_key(folder, create=True)
     with running(key.jwks(), LAUNCH_URL) as platform:
-        (folder / "course.toml").write_text(f"""roster = "roster.csv"
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{platform.url}/auth"
-auth_token_url = "{platform.url}/token"
-key_set_url = "{platform.url}/jwks"
-launch_url = "{LAUNCH_URL}"
-memberships_url = "{platform.url}/nrps"
-lineitems_url = "{platform.url}/lineitems"
-""")
+        (folder / "course.toml").write_text(f'roster = "roster.csv"\n{platform.lti_table(LAUNCH_URL)}')
         yield folder, platform
 
 

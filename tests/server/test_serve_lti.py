@@ -15,7 +15,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from checks.lti.keys import tool_key  # noqa: E402
-from lti_platform import CLIENT_ID, DEPLOYMENT, running  # noqa: E402
+from lti_platform import CLIENT_ID, running  # noqa: E402
 from serving import add_staff, course_folder, free_port, import_roster, start_server  # noqa: E402
 
 
@@ -45,16 +45,7 @@ def launched(tmp_path_factory):
     key = tool_key(folder, create=True)
     with running(key.jwks(), launch_url) as platform:
         text = (folder / "course.toml").read_text()
-        (folder / "course.toml").write_text(f'''{text}
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{platform.url}/auth"
-auth_token_url = "{platform.url}/token"
-key_set_url = "{platform.url}/jwks"
-launch_url = "{launch_url}"
-''')
+        (folder / "course.toml").write_text(f"{text}\n{platform.lti_table(launch_url, endpoints=False)}")
         server = start_server(folder, port=port, wait_for_graders=False)
         try:
             yield server, platform, tokens

@@ -27,7 +27,7 @@ from checks.server.app import create_app  # noqa: E402
 from checks.server.config import load_config  # noqa: E402
 from checks.server.roster import add_user  # noqa: E402
 from checks.server.storage import INSTRUCTOR, STUDENT, Storage, User  # noqa: E402
-from lti_platform import CLIENT_ID, DEPLOYMENT, running  # noqa: E402
+from lti_platform import CLIENT_ID, running  # noqa: E402
 from serving import course_folder, csrf_of  # noqa: E402
 from test_serve_lti import _Form  # noqa: E402
 
@@ -66,17 +66,8 @@ def course(tmp_path):
     key = tool_key(folder, create=True)
     with running(key.jwks(), LAUNCH_URL) as platform:
         def serve(*, endpoints: bool = True) -> tuple[TestClient, Storage, dict[str, str]]:
-            urls = f'memberships_url = "{platform.url}/nrps"\nlineitems_url = "{platform.url}/lineitems"\n'
-            (folder / "course.toml").write_text(f'''{(folder / "course.toml").read_text()}
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{CLIENT_ID}"
-deployment_ids = ["{DEPLOYMENT}"]
-auth_login_url = "{platform.url}/auth"
-auth_token_url = "{platform.url}/token"
-key_set_url = "{platform.url}/jwks"
-launch_url = "{LAUNCH_URL}"
-{urls if endpoints else ""}''')
+            text = (folder / "course.toml").read_text()
+            (folder / "course.toml").write_text(f"{text}\n{platform.lti_table(LAUNCH_URL, endpoints=endpoints)}")
             config = load_config(folder)
             storage = Storage(config.storage_url)
             tokens = {user.id: add_user(storage, user).token for user in (
