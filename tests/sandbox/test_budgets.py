@@ -192,17 +192,19 @@ def test_a_submission_that_fills_its_temp_space_costs_only_itself(level, make_co
 def test_a_temp_space_of_its_own_keeps_an_installation_under_tmp_importable_and_read_only(tmp_path):
     """A virtualenv or source tree under /tmp (a CI clone there, say) stays visible, read-only, in
     the worker's fresh /tmp: a module not imported yet still imports, and nothing else of the old
-    /tmp shows through."""
+    /tmp shows through. Clearing the temp space up between questions removes what a question left,
+    also beside the installation, and never walks the installation (it once took seconds a question)."""
     script = textwrap.dedent("""
         import os, sys, tempfile
         from checks.sandbox import worker
-        lib = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-lib-")
+        lib = tempfile.mkdtemp(dir=tempfile.mkdtemp(dir="/tmp", prefix="checks-test-clone-"), prefix="lib-")
         with open(os.path.join(lib, "lazy_module.py"), "w") as module:
             module.write("VALUE = 42\\n")
         beside = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-beside-")
         sys.path.insert(0, lib)
         home = tempfile.mkdtemp(dir="/tmp", prefix="checks-test-home-")
-        print("mounted", worker._private_temp(home, 16 * 2**20))
+        kept = worker._private_temp(home, 16 * 2**20)
+        print("mounted", kept is not None and os.path.realpath(lib) in kept)
         import lazy_module
         print("imported", lazy_module.VALUE)
         print("old /tmp shows", os.path.exists(beside))
@@ -212,14 +214,24 @@ def test_a_temp_space_of_its_own_keeps_an_installation_under_tmp_importable_and_
         except OSError:
             print("read-only")
         print("home", os.path.isdir(home))
+        left = [os.path.join("/tmp", "left-behind"), os.path.join(os.path.dirname(lib), "left-beside")]
+        for path in left:
+            open(path, "w").close()
+        walked = []
+        real_rmtree = worker.shutil.rmtree
+        worker.shutil.rmtree = lambda path, **options: walked.append(path) or real_rmtree(path, **options)
+        open(os.path.join(home, ".output"), "w").close()
+        worker._Home(home, {"a.py": b"x = 1"}, kept).clear_up()
+        print("cleared", [os.path.exists(path) for path in left], os.path.exists(os.path.join(lib, "lazy_module.py")),
+              [path for path in walked if path.startswith(lib)])
     """)
     # the namespace is the child's own: the folders it made are still there, out here
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     for folder in Path("/tmp").glob("checks-test-*"):
         shutil.rmtree(folder, ignore_errors=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:5] == ["mounted True", "imported 42", "old /tmp shows False", "read-only",
-                                            "home True"], done.stdout
+    assert done.stdout.split("\n")[:6] == ["mounted True", "imported 42", "old /tmp shows False", "read-only",
+                                            "home True", "cleared [False, False] True []"], done.stdout
 
 
 # ---------------------------------------------------------------- memory of all its processes together

@@ -84,8 +84,8 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
         except OSError:  # that CPU is gone: run anywhere
             pass
     uid = config.get("uid")
-    temp_mounted = uid is not None and bool(config.get("temp_bytes")) and _private_temp(home, config["temp_bytes"])
-    laid_out = _Home(home, config["files"], temp_mounted)
+    kept = _private_temp(home, config["temp_bytes"]) if uid is not None and config.get("temp_bytes") else None
+    laid_out = _Home(home, config["files"], kept)
     _capture_output(laid_out.output_path)
     if uid is not None:
         _hand_over(home, uid)
@@ -115,7 +115,9 @@ class _Home:
     question: what the last one wrote, printed or left in temp space goes, and a file of the
     submission it changed is written again."""
 
-    def __init__(self, path: str, files: dict[str, bytes], temp_mounted: bool) -> None:
+    def __init__(self, path: str, files: dict[str, bytes], temp_kept: tuple[str, ...] | None) -> None:
+        """`temp_kept`: None where the temp folders are not this worker's own; else the folders
+        of the Python installation mounted, read-only, in them (_private_temp), which stay."""
         self.path = path
         self.output_path = os.path.join(path, ".output")
         self.files = {}
@@ -124,7 +126,7 @@ class _Home:
             if target.startswith(path + os.sep):  # course/submissions.py refuses others already
                 self.files[target] = data
         self.own_entries = {name.split("/")[0] for name in files} | {os.path.basename(self.output_path)}
-        self.temp_mounted = temp_mounted  # the temp folders are this worker's own, to empty
+        self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
 
     @staticmethod
@@ -147,11 +149,25 @@ class _Home:
         for target, data in self.files.items():
             if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
                 self.stamps[target] = self._write(target, data)
-        if self.temp_mounted:
+        if self.temp_kept is not None:  # the temp folders are this worker's own, to empty
             for folder in TEMP_FOLDERS:
                 if os.path.isdir(folder) and not os.path.islink(folder):
-                    below = os.path.relpath(self.path, folder).split(os.sep)[0]  # the home's own way down
-                    remove_entries(folder, keep={below})
+                    # all but the home (cleared above) and the installation's folders (read-only:
+                    # never walked), and the ways down to them
+                    _clear_around(folder, [path for path in (self.path, *self.temp_kept)
+                                           if path.startswith(folder + os.sep)])
+
+
+def _clear_around(folder: str, kept: list[str]) -> None:
+    """Remove what is in `folder` but the paths `kept` below it, and the folders on the way to them."""
+    ways: dict[str, list[str]] = {}
+    for path in kept:
+        ways.setdefault(os.path.relpath(path, folder).split(os.sep)[0], []).append(path)
+    remove_entries(folder, keep=set(ways))
+    for name, paths in ways.items():
+        below = os.path.join(folder, name)
+        if below not in paths and os.path.isdir(below) and not os.path.islink(below):
+            _clear_around(below, paths)
 
 
 @functools.lru_cache(maxsize=1)
@@ -279,7 +295,7 @@ def _die_with(keeper: int) -> None:
         os._exit(0)
 
 
-def _private_temp(home: str, size: int) -> bool:
+def _private_temp(home: str, size: int) -> tuple[str, ...] | None:
     """Give this worker (and what it starts) temp space of its own: a mount namespace in which
     /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
     student who fills them fills only their own, and all of it vanishes with the worker's
@@ -287,12 +303,13 @@ def _private_temp(home: str, size: int) -> bool:
     this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file). The Python
     installation and the folders imports come from stay visible, read-only, where they lie
     under one of those folders (a virtualenv in /tmp): a fresh tmpfs over them would hide every
-    module not imported yet. True when /tmp is its own."""
+    module not imported yet. None where /tmp is not its own, else the folders kept so (which
+    clearing up between questions leaves alone)."""
     libc = _libc()
     if libc.unshare(CLONE_NEWNS) != 0:
-        return False
+        return None
     if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return False  # a namespace of our own, but mounts would reach the zygote's: mount nothing
+        return None  # a namespace of our own, but mounts would reach the zygote's: mount nothing
     folders = [folder for folder in TEMP_FOLDERS if os.path.isdir(folder) and not os.path.islink(folder)]
     kept = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in _imports_under(folders)}  # before they are covered
     options = f"size={size},mode=1777,nr_inodes={max(1024, size // 4096)}".encode()
@@ -306,13 +323,13 @@ def _private_temp(home: str, size: int) -> bool:
                     or libc.mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY, None) != 0):
                 for folder in reversed(mounted):  # the imports would fail: no temp space of its own, then
                     libc.umount2(folder.encode(), MNT_DETACH)
-                return False
+                return None
     finally:
         for handle in kept.values():
             os.close(handle)
     if "/tmp" in mounted and home.startswith("/tmp/"):
         os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
-    return "/tmp" in mounted
+    return tuple(kept) if "/tmp" in mounted else None
 
 
 def _imports_under(folders: list[str]) -> list[str]:
