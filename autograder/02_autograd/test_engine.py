@@ -12,7 +12,6 @@ once (send_ahead): they run in the same order as one by one.
 import warnings
 
 import numpy as np
-import pytest
 import torch
 
 from checks.suite import call_or_fail, case_rng, cases, fail, question

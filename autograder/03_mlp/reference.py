@@ -86,16 +86,6 @@ def tolerance(device, dtype_name):
     return TOLERANCES[(torch.device(device).type, dtype_name)]
 
 
-def as_floats(value):
-    """`value` as a float64 array, or None when it is not numeric (anything may come back)."""
-    if value is None:
-        return None
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
 def number(got, what):
     """A Python float from a returned number (int, float, NumPy scalar or size-1 array)."""
     if isinstance(got, bool) or got is None:

@@ -11,7 +11,6 @@ Each case of a @cases test makes one call in the sandbox, so each test sends its
 import functools
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 

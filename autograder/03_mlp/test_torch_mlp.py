@@ -7,7 +7,6 @@ the gradients where a GPU is present (see reference.BACKWARD_BEFORE_FORK).
 Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
 (send_ahead): they run in the same order as one by one."""
 
-import numpy as np
 import pytest
 import torch
 

@@ -57,10 +57,11 @@ class MemoryWatch:
 
     def _watch(self) -> None:
         while not self._stopped.wait(POLL_SECONDS):
-            pids = self._processes()
-            # resident anonymous memory first (cheap, but counts pages still shared with the
-            # zygote); only over the cap is each process's own share worked out
-            if sum(_status_kib(pid, "RssAnon") for pid in pids) * KIB <= self.cap_bytes:
+            found = self._processes()
+            pids = list(found)
+            # resident anonymous memory first (read with the scan; counts pages still shared with
+            # the zygote); only over the cap is each process's own share worked out
+            if sum(_kib(status, b"RssAnon") for status in found.values()) * KIB <= self.cap_bytes:
                 continue
             used = sum(_private_kib(pid) for pid in pids) * KIB
             if used > self.cap_bytes:
@@ -68,15 +69,16 @@ class MemoryWatch:
                                 f"(the limit is {self.cap_bytes / 2**20:.0f} MiB); they were stopped")
                 self._kill(pids)
 
-    def _processes(self) -> list[int]:
-        """The submission's processes: those of its uid, else those in its workers' sessions (every
-        process on the machine is looked at, ten times a second: only the one field is read)."""
+    def _processes(self) -> dict[int, bytes]:
+        """The submission's processes, each with its /proc/PID/status: those of its uid, else those
+        in its workers' sessions (every process on the machine is looked at, ten times a second:
+        only the one field is read)."""
         sessions = {str(pid).encode() for pid in self.sessions()} if self.uid is None else set()
         wanted, key = ({str(self.uid).encode()}, b"Uid") if self.uid is not None else (sessions, b"NSsid")
-        found = []
+        found = {}
         for name in os.listdir("/proc"):
-            if name.isdigit() and _first_value(_status_bytes(int(name)), key) in wanted:
-                found.append(int(name))
+            if name.isdigit() and _first_value(status := _status_bytes(int(name)), key) in wanted:
+                found[int(name)] = status
         return found
 
     def _kill(self, pids: list[int]) -> None:
@@ -107,9 +109,10 @@ def _first_value(status: bytes, key: bytes) -> bytes | None:
     return words[0] if words else None
 
 
-def _status_kib(pid: int, key: str) -> int:
+def _kib(status: bytes, key: bytes) -> int:
+    """A size field (kB) of a /proc/PID/status; 0 where it has none."""
     try:
-        return int(_first_value(_status_bytes(pid), key.encode()) or 0)
+        return int(_first_value(status, key) or 0)
     except ValueError:
         return 0
 
@@ -120,7 +123,7 @@ def _private_kib(pid: int) -> int:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
             lines = rollup.read().decode(errors="replace").splitlines()
     except OSError:
-        return _status_kib(pid, "RssAnon")
+        return _kib(_status_bytes(pid), b"RssAnon")
     total = 0
     for line in lines:
         key, _, rest = line.partition(":")

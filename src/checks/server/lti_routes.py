@@ -21,10 +21,8 @@ or cannot be reached is said so on the page (502), and then nothing is recorded 
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import html
-import io
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -33,7 +31,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from checks.course import inert
 from checks.course.assignment import CourseError
 from checks.policy import records
 from checks.policy.roster import Roster, read_roster
@@ -211,17 +208,6 @@ def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]
     return done, issued, kept
 
 
-def tokens_csv(issued: list[roster.Issued]) -> str:
-    """The new tokens as `checks roster import` writes them (student_id, name, email, role, token)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student_id", "name", "email", "role", "token"])
-    for one in issued:
-        writer.writerow([inert.csv_cell(cell) for cell in (one.user.id, one.user.name, one.user.email, one.user.role)]
-                        + [one.token])
-    return buffer.getvalue()
-
-
 async def staff_sync_roster(server: Server, request: Request) -> Response:
     """Staff sync the roster from the LMS (Names and Role Provisioning): the new learners' tokens
     are shown on this page once, never stored."""
@@ -241,8 +227,8 @@ async def staff_sync_roster(server: Server, request: Request) -> Response:
     summary = (f"The LMS lists {len(done.added)} new learner(s), added to the roster; {done.kept} already there; "
                f"{len(done.skipped)} skipped (not active learners). {len(issued)} new account(s), {kept} account(s) "
                "already there kept theirs.")
-    return _lms_page(server, request, heading=heading, summary=summary, issued=issued, tokens_csv=tokens_csv(issued),
-                     back="/staff/students")
+    return _lms_page(server, request, heading=heading, summary=summary, issued=issued,
+                     tokens_csv=roster.tokens_csv(issued), back="/staff/students")
 
 
 ROUTES: list[tuple[str, Callable, list[str]]] = [

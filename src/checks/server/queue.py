@@ -185,12 +185,12 @@ class GradingQueue:
                 self._warm += 1
                 if self._warm == self.jobs:
                     self.ready.set()
+            public = self._public_assignments(grader)
             while not self._stop.is_set():
                 with self._arrived:
                     seen = self._generation
                 try:
-                    row = self.storage.claim(worker, list(self.assignments), self.lease_seconds,
-                                             public=self._public_assignments(grader))
+                    row = self.storage.claim(worker, list(self.assignments), self.lease_seconds, public=public)
                 except Exception as error:  # noqa: BLE001 - the database is away (restarting): try again
                     log.error("could not claim a submission: %s", error)
                     self._stop.wait(1.0)
@@ -203,7 +203,7 @@ class GradingQueue:
                 with self._held_lock:
                     self._held[row.id] = row.claim or ""
                 try:
-                    self._grade(grader, worker, row)
+                    self._grade(grader, worker, row, public)
                 finally:
                     with self._held_lock:
                         self._held.pop(row.id, None)
@@ -230,7 +230,8 @@ class GradingQueue:
                 except Exception as error:  # noqa: BLE001 - the database is away: try again next round
                     log.error("could not renew the lease of %s: %s", submission_id, error)
 
-    def _grade(self, grader: Grader, worker: str, row: SubmissionRow) -> None:
+    def _grade(self, grader: Grader, worker: str, row: SubmissionRow, public: list[str]) -> None:
+        """`public`: the assignments whose public checks this grader runs (_public_assignments)."""
         assignment = self.assignments[row.assignment]
         if row.attempts > MAX_ATTEMPTS:  # its graders died (or stalled past their lease) every time
             self._record(row, worker, result=None, error=f"claimed {row.attempts} times: every grader before this "
@@ -238,13 +239,13 @@ class GradingQueue:
             return
         path = self.data_dir / row.path
         named = named_files(assignment)
-        if (grader.public and has_public_checks(assignment) and row.public_result is None and row.public_error is None
+        if (row.assignment in public and row.public_result is None and row.public_error is None
                 and not self.hidden_shown(row)):
             if not self._grade_public(grader, worker, row, lambda: read_submission(path, named)):
                 return
             # the student has what they wait for; the hidden suite, whose results they may not see
             # yet, waits while another student waits for their public checks
-            if self.storage.public_waiting(self._public_assignments(grader)):
+            if self.storage.public_waiting(public):
                 if not self.storage.defer(row.id, worker, row.claim):
                     log.warning("%s was not given back for its hidden suite: its claim was no longer current", row.id)
                 self.notify()
@@ -252,11 +253,7 @@ class GradingQueue:
         try:
             value, error = grader.grade(assignment, row.user_id, lambda: read_submission(path, named))
         except PoolFailed as failure:
-            if row.attempts < MAX_ATTEMPTS:
-                log.warning("the pool died grading %s (try %d); queued again: %s", row.id, row.attempts, failure)
-                self.storage.release_claim(row.id, worker, row.claim)
-                self.notify()
-            else:
+            if not self._queued_again(row, worker, "grading pool", failure):
                 self._record(row, worker, result=None, error=f"the grading pool died {row.attempts} "
                              f"times on it: {failure}")
             return
@@ -275,10 +272,7 @@ class GradingQueue:
         try:
             value, error = grader.grade(self.assignments[row.assignment], row.user_id, load, public=True)
         except PoolFailed as failure:
-            if row.attempts < MAX_ATTEMPTS:
-                log.warning("the public pool died on %s (try %d); queued again: %s", row.id, row.attempts, failure)
-                self.storage.release_claim(row.id, worker, row.claim)
-                self.notify()
+            if self._queued_again(row, worker, "public checks' pool", failure):
                 return False
             value, error = None, f"the public checks' pool died {row.attempts} times on it: {failure}"
         except Exception as failure:  # noqa: BLE001 - the grader's failure, for staff, never a score
@@ -293,6 +287,15 @@ class GradingQueue:
             return False
         for listener in self.finished:  # long polls waiting on it look again
             listener(row.id)
+        return True
+
+    def _queued_again(self, row: SubmissionRow, worker: str, pool: str, failure: PoolFailed) -> bool:
+        """A pool died under the submission: give it back to the queue while it has tries left."""
+        if row.attempts >= MAX_ATTEMPTS:
+            return False
+        log.warning("the %s died on %s (try %d); queued again: %s", pool, row.id, row.attempts, failure)
+        self.storage.release_claim(row.id, worker, row.claim)
+        self.notify()
         return True
 
     def _record(self, row: SubmissionRow, worker: str, *, result: dict | None, error: str | None) -> None:

@@ -61,19 +61,24 @@ def add_user(storage: Storage, person: User) -> Issued:
     return Issued(user, token)
 
 
-def write_tokens(path: Path, issued: list[Issued]) -> None:
-    """The tokens to hand out, readable by the owner only; never over an existing file."""
+def tokens_csv(issued: list[Issued]) -> str:
+    """The tokens to hand out, as CSV (student_id, name, email, role, token)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student_id", "name", "email", "role", "token"])
     for one in issued:
         writer.writerow([inert.csv_cell(cell) for cell in
                          (one.user.id, one.user.name, one.user.email, one.user.role)] + [one.token])
+    return buffer.getvalue()
+
+
+def write_tokens(path: Path, issued: list[Issued]) -> None:
+    """The tokens to hand out, readable by the owner only; never over an existing file."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         raise CourseError(f"{path} exists: the tokens are written once; name another file with --tokens") from None
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(buffer.getvalue())
+        out.write(tokens_csv(issued))
         out.flush()
         os.fsync(out.fileno())

@@ -135,6 +135,12 @@ class SubmissionRow:
     public_error: str | None = None  # the public run's grader failure, for staff only
 
 
+def _held(submission_id: str, worker: str, claim: str | None) -> list[Any]:
+    """The submission is being graded by `worker` (under `claim`, when given, still the current one)."""
+    held = [submissions.c.id == submission_id, submissions.c.status == GRADING, submissions.c.claimed_by == worker]
+    return held if claim is None else [*held, submissions.c.claim == claim]
+
+
 def _public_done(assignments: list[str]) -> Any:
     """A submission of one of these assignments whose public checks have run (a result or a failure)."""
     return and_(submissions.c.assignment.in_(assignments),
@@ -275,10 +281,7 @@ class Storage:
         does, and then nothing is written. Each recorded result is logged in `gradings`."""
         now = time.time()
         status = FAILED if error else DONE
-        held = [submissions.c.id == submission_id, submissions.c.status == GRADING,
-                submissions.c.claimed_by == worker]
-        if claim is not None:
-            held.append(submissions.c.claim == claim)
+        held = _held(submission_id, worker, claim)
         with self._write() as conn:
             current = conn.execute(select(submissions.c.claim).where(*held).with_for_update()).first()
             if current is None:
@@ -295,10 +298,7 @@ class Storage:
         """Record the public checks' result (or the public run's failure) while `worker` still holds
         the claim: written before the hidden suite runs, so that a student reads it at once. False,
         and nothing written, when the claim is no longer current."""
-        held = [submissions.c.id == submission_id, submissions.c.status == GRADING,
-                submissions.c.claimed_by == worker]
-        if claim is not None:
-            held.append(submissions.c.claim == claim)
+        held = _held(submission_id, worker, claim)
         with self._write() as conn:
             return bool(conn.execute(update(submissions).where(*held).values(
                 public_result=None if result is None else json.dumps(result), public_error=error)).rowcount)
@@ -308,9 +308,7 @@ class Storage:
         hidden suite later (Storage.claim takes it after the submissions still waiting for their
         public checks); not counted as a try. False, and nothing changed, when the claim is no
         longer current."""
-        held = [submissions.c.id == submission_id, submissions.c.status == GRADING, submissions.c.claimed_by == worker]
-        if claim is not None:
-            held.append(submissions.c.claim == claim)
+        held = _held(submission_id, worker, claim)
         with self._write() as conn:
             return bool(conn.execute(update(submissions).where(*held).values(
                 status=QUEUED, claimed_by=None, lease_until=None, claim=None,
@@ -334,9 +332,7 @@ class Storage:
 
     def release_claim(self, submission_id: str, worker: str, claim: str | None = None) -> None:
         """Give a claimed submission back to the queue (its grader went away before grading it)."""
-        held = [submissions.c.id == submission_id, submissions.c.status == GRADING, submissions.c.claimed_by == worker]
-        if claim is not None:
-            held.append(submissions.c.claim == claim)
+        held = _held(submission_id, worker, claim)
         with self._write() as conn:
             conn.execute(update(submissions).where(*held).values(status=QUEUED, claimed_by=None, lease_until=None,
                                                                  claim=None))
