@@ -256,3 +256,91 @@ def test_each_question_draws_the_same_numbers_each_time_it_is_graded(make_course
     drawn = {qid: feedback.split("drew ", 1)[1].split("]")[0] + "]" for qid, feedback in gradings[0].items()}
     assert drawn["first"] == drawn["second"] == drawn["with_reference"], gradings[0]
     assert drawn["first"].startswith(drawn["blocked"].removesuffix("]")), gradings[0]
+
+
+def test_bytecode_a_student_sends_is_dropped_for_the_graders_own():
+    """A worker imports the submission's modules from the bytecode beside them without reading
+    their source again (worker._SubmissionModules): only the grader's may be there."""
+    forged = importlib.util.cache_from_source("strides.py")
+    files = {"strides.py": b"X = 1\n", "broken.py": b"def (\n", forged: b"forged",
+             importlib.util.cache_from_source("broken.py"): b"forged too"}
+    compiled = with_bytecode(files, {})
+    assert set(compiled) == {"strides.py", "broken.py", forged}
+    assert compiled[forged] != b"forged"
+
+
+MODULE_FACTS = """
+import importlib, importlib.util, sys
+
+
+def facts():
+    module = sys.modules[__name__]
+    return [module.__name__, module.__package__, module.__spec__.name, module.__spec__.origin == module.__file__,
+            module.__cached__ == importlib.util.cache_from_source(module.__file__), module.__file__.endswith("/good.py"),
+            facts.__code__.co_filename == module.__file__, type(module.__loader__).__name__]
+
+
+def rewrite_and_reload():
+    with open(__file__, "a") as source:
+        source.write("\\n\\ndef added():\\n    return 'rewritten'\\n")
+    return importlib.reload(sys.modules[__name__]).added()
+
+
+def rewritten_still():
+    return hasattr(sys.modules[__name__], "added")
+"""
+
+
+def test_a_submissions_module_imports_as_from_its_file_and_a_file_rewritten_anew(make_course):
+    """The module a question imports is the one its file gives (name, spec, file, bytecode path, the
+    file its code names), loaded from the grader's bytecode (worker._SubmissionModules); a question
+    that rewrites the file and reloads it runs what it wrote; the next question imports the file
+    as the student sent it."""
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_imports.py": """
+            from checks.suite import question, expect_equal
+
+            @question("facts", points=40)
+            def test_facts(student):
+                expect_equal(student.good.facts(), ["good", "", "good", True, True, True, True, "_SubmissionModules"])
+
+            @question("rewritten", points=30)
+            def test_rewritten(student):
+                expect_equal(student.good.rewrite_and_reload(), "rewritten")
+
+            @question("restored", points=30)
+            def test_restored(student):
+                expect_equal(student.good.rewritten_still(), False)
+        """,
+        "solutions/toy/good.py": MODULE_FACTS,
+        "subs/s/good.py": MODULE_FACTS,
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+    assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
+
+
+def test_a_question_and_its_grader_take_turns_on_one_core_as_batch_tasks(make_course):
+    """A grading child and its sandbox processes run on one core, and as batch tasks (sandbox/cores.py):
+    neither preempts the other when woken by its write."""
+    where = "import os\n\n\ndef where():\n    return [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)]\n"
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_where.py": """
+            import os
+            from checks.suite import question, expect_equal
+
+            @question("where", points=100)
+            def test_where(student):
+                graders = [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)]
+                expect_equal(len(graders[0]), 1)
+                expect_equal(graders[1], os.SCHED_BATCH)
+                expect_equal(student.good.where(), graders)
+        """,
+        "solutions/toy/good.py": where,
+        "subs/s/good.py": where,
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+    assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]

@@ -9,7 +9,6 @@ waits on then hand over on one core, several times faster than waking another.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
@@ -20,6 +19,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
+from checks.sandbox.cores import take_turns_on
+from checks.sandbox.forking import plain_fork
 from checks.sandbox.zygote import die_with_parent
 
 
@@ -107,13 +108,12 @@ def _fork_child(job: Callable[[Callable[[Any], None]], None], cpu: int | None = 
     """
     read_end, write_end = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    pid = plain_fork()
     if pid == 0:
         os.close(read_end)
         die_with_parent(parent, status=1)
         if cpu is not None:
-            with contextlib.suppress(OSError):  # that CPU is gone: run anywhere
-                os.sched_setaffinity(0, {cpu})
+            take_turns_on({cpu})  # with its sandbox processes (WorkerConfig.cpus)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         _silence_stdio()
         with os.fdopen(write_end, "w") as pipe:

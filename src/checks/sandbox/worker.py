@@ -12,11 +12,14 @@ grader); replies are untrusted and travel in the codec's format only.
 
 from __future__ import annotations
 
+import _imp
 import contextlib
 import ctypes
 import functools
 import importlib
 import importlib.abc
+import importlib.machinery
+import importlib.util
 import io
 import json
 import linecache
@@ -36,6 +39,8 @@ import types
 from typing import Any, Container
 
 from checks.sandbox import codec
+from checks.sandbox.cores import take_turns_on
+from checks.sandbox.forking import plain_fork
 from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 
 OUTPUT_EXCERPT_BYTES = 2000
@@ -52,6 +57,7 @@ LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH = 0x1, 0x20, 0x1000, 0x2
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+CHECKED_HASH_PYC = (3).to_bytes(4, "little")  # PEP 552's flags of the bytecode the grader compiles
 AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
 END_QUESTION_SECONDS = 2.0  # at most, for a question's processes to be gone; else the keeper gives up
 # where a process may write besides its home: each is a tmpfs of the worker's own, capped, where it can have one
@@ -78,17 +84,15 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     the first one's requests come on `sock` (read through `reader`), the grader's word between
     questions on `control`. `home` is an empty folder of ours (the zygote removes it)."""
     os.setsid()  # own process group: the grader kills the whole group
-    if config.get("cpus") and hasattr(os, "sched_setaffinity"):
-        try:
-            os.sched_setaffinity(0, config["cpus"])  # its grader's core: they take turns, never run together
-        except OSError:  # that CPU is gone: run anywhere
-            pass
+    if config.get("cpus"):
+        take_turns_on(config["cpus"])  # its grader's core: they take turns, never run together
     uid = config.get("uid")
     kept = _private_temp(home, config["temp_bytes"]) if uid is not None and config.get("temp_bytes") else None
     laid_out = _Home(home, config["files"], kept)
     _capture_output(laid_out.output_path)
     if uid is not None:
         _hand_over(home, uid)
+        laid_out.stamp_again()  # changing owners changed each file's ctime
     _apply_limits(config["limits"])
     if uid is not None:
         os.setgroups([])
@@ -105,9 +109,10 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
+    modules = _SubmissionModules.install(laid_out)
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
-    _keep(sock, reader, control, laid_out)
+    _keep(sock, reader, control, laid_out, modules)
 
 
 class _Home:
@@ -142,6 +147,10 @@ class _Home:
         except OSError:  # the question after finds it missing, as the student's code left it
             return None
 
+    def stamp_again(self) -> None:
+        """Take each file's stamp again (before any student code ran), as its metadata changed."""
+        self.stamps = {target: None if stamp is None else _stamp(target) for target, stamp in self.stamps.items()}
+
     def clear_up(self) -> None:
         os.chdir(self.path)
         remove_entries(self.path, keep=self.own_entries)
@@ -156,6 +165,73 @@ class _Home:
                     # never walked), and the ways down to them
                     _clear_around(folder, [path for path in (self.path, *self.temp_kept)
                                            if path.startswith(folder + os.sep)])
+
+
+class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports the submission's top-level modules from the bytecode the grader compiled for them,
+    which the keeper holds: each question process is new, and finding the file, reading it again
+    and hashing it against its bytecode was a good part of its start. The file is the one the keeper
+    wrote (its stamp says so); one that changed, or a path a question put in front of the home, is
+    imported the usual way."""
+
+    def __init__(self, home: _Home) -> None:
+        self.home = home
+        self.modules: dict[str, tuple[str, str]] = {}  # name -> (source path, bytecode path)
+        for target in home.files:
+            name = os.path.relpath(target, home.path)
+            bytecode = importlib.util.cache_from_source(target)
+            if name.endswith(".py") and os.sep not in name and bytecode in home.files:
+                header = home.files[bytecode][:8]
+                if header[:4] == importlib.util.MAGIC_NUMBER and header[4:8] == CHECKED_HASH_PYC:
+                    self.modules[name[:-3]] = (target, bytecode)
+
+    @classmethod
+    def install(cls, home: _Home) -> "_SubmissionModules":
+        """Ahead of the path search, after the finders of built-in and frozen modules (which win
+        over a file of the same name, as without this one)."""
+        position = next((i for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder),
+                        len(sys.meta_path))
+        finder = cls(home)
+        sys.meta_path.insert(position, finder)
+        return finder
+
+    def import_now(self, name: str) -> types.ModuleType | None:
+        """Import `name` as importlib would through this finder, less its search of sys.meta_path
+        and its module locks (a question's first call names the module, on its one thread); None
+        where find_spec declines."""
+        spec = self.find_spec(name)
+        if spec is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec._initializing = True  # as importlib marks a module while it runs
+        try:
+            self.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        finally:
+            spec._initializing = False
+        return sys.modules.get(name, module)  # a module may put another in its place, as importlib allows
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
+        found = self.modules.get(fullname)
+        if found is None or path is not None or sys.path[:1] != [self.home.path]:
+            return None
+        source, _ = found
+        stamp = self.home.stamps.get(source)
+        if stamp is None or _stamp(source) != stamp:
+            return None
+        return importlib.util.spec_from_file_location(fullname, source, loader=self)
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201 - importlib protocol: the default module
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        source, bytecode = self.modules[module.__name__]
+        code = marshal.loads(memoryview(self.home.files[bytecode])[16:])
+        _imp._fix_co_filename(code, source)  # as importlib does: frames and tracebacks name the file
+        exec(code, module.__dict__)
 
 
 def _clear_around(folder: str, kept: list[str]) -> None:
@@ -185,7 +261,8 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return status.st_ino, status.st_size, status.st_ctime_ns  # a change time no process can set back
 
 
-def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home) -> None:
+def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home,
+          modules: _SubmissionModules) -> None:
     """The keeper's loop: fork a question process, then wait for the grader's word on `control`
     (a socket no question process holds). AFRESH: kill the question's processes, clear up, and
     fork the next one, whose requests come on a new socket sent to the grader with the reply.
@@ -194,13 +271,13 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
     keeper = os.getpid()
     handed: socket.socket | None = None  # the grader's end of the next question's socket
     while True:
-        pid = os.fork()
+        pid = plain_fork(reseed_random=False)  # the question starts from the keeper's seeded generators
         if pid == 0:
             control.close()
             if handed is not None:
                 handed.close()
             _die_with(keeper)
-            _answer(sock, reader, home)
+            _answer(sock, reader, home, modules)
         sock.close()
         if handed is not None:
             try:
@@ -220,10 +297,10 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
         reader = FrameReader(sock)
 
 
-def _answer(sock: socket.socket, reader: FrameReader, home: _Home) -> None:
+def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _SubmissionModules) -> None:
     """A question process: answer the grader's requests until it closes the socket."""
     try:
-        session = _Session(home.path, home.output_path)
+        session = _Session(home.path, home.output_path, modules)
         while True:
             try:
                 request = pickle.loads(reader.frame(1 << 30))  # from the grader: trusted
@@ -423,9 +500,10 @@ def refuse_imports(blocked: tuple[str, ...]) -> None:
 class _Session:
     """Dispatches requests; every reply is a JSON header plus, for a value, a codec payload."""
 
-    def __init__(self, home: str, output_path: str) -> None:
+    def __init__(self, home: str, output_path: str, modules: _SubmissionModules) -> None:
         self.home = home
         self.output_path = output_path
+        self.modules = modules
         self.drivers: dict[str, types.ModuleType] = {}
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
@@ -449,7 +527,7 @@ class _Session:
         module = sys.modules.get(module_name)  # imported by an earlier call: skip importlib's locks
         if module is None:
             try:
-                module = importlib.import_module(module_name)
+                module = self.modules.import_now(module_name) or importlib.import_module(module_name)
             except BaseException as error:
                 raise _ImportFailed(module_name) from error
         if not hasattr(module, name):

@@ -36,6 +36,7 @@ import types
 from typing import Iterable
 
 from checks.sandbox import hugepages, worker
+from checks.sandbox.forking import plain_fork
 from checks.sandbox.framing import FrameReader
 
 PID = struct.Struct("!i")
@@ -135,7 +136,7 @@ def serve_spawns(listener: socket.socket, homes: str | None = None, run_dir: str
             # the grader waits for a worker it kills to be gone: its home goes before the next comes
             _remove_homes_of_the_dead(living)
             home = tempfile.mkdtemp(prefix="checks-sandbox-")
-            pid = os.fork()
+            pid = plain_fork(reseed_random=False)  # the worker seeds every generator itself
             if pid == 0:
                 listener.close()
                 conn.close()
