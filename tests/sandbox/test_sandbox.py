@@ -296,9 +296,7 @@ def test_a_submissions_module_imports_as_from_its_file_and_a_file_rewritten_anew
     file its code names), loaded from the grader's bytecode (worker._SubmissionModules); a question
     that rewrites the file and reloads it runs what it wrote; the next question imports the file
     as the student sent it."""
-    root = make_course({
-        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
-        "autograder/toy/test_imports.py": """
+    result = grade_one_module(make_course, MODULE_FACTS, """
             from checks.suite import question, expect_equal
 
             @question("facts", points=40)
@@ -312,12 +310,7 @@ def test_a_submissions_module_imports_as_from_its_file_and_a_file_rewritten_anew
             @question("restored", points=30)
             def test_restored(student):
                 expect_equal(student.good.rewritten_still(), False)
-        """,
-        "solutions/toy/good.py": MODULE_FACTS,
-        "subs/s/good.py": MODULE_FACTS,
-        "assignments/toy/.keep": "",
-    })
-    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+        """)
     assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
 
 
@@ -325,9 +318,7 @@ def test_a_question_and_its_grader_take_turns_on_one_core_as_batch_tasks(make_co
     """A grading child and its sandbox processes run on one core, and as batch tasks (sandbox/cores.py):
     neither preempts the other when woken by its write."""
     where = "import os\n\n\ndef where():\n    return [sorted(os.sched_getaffinity(0)), os.sched_getscheduler(0)]\n"
-    root = make_course({
-        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
-        "autograder/toy/test_where.py": """
+    result = grade_one_module(make_course, where, """
             import os
             from checks.suite import question, expect_equal
 
@@ -337,10 +328,13 @@ def test_a_question_and_its_grader_take_turns_on_one_core_as_batch_tasks(make_co
                 expect_equal(len(graders[0]), 1)
                 expect_equal(graders[1], os.SCHED_BATCH)
                 expect_equal(student.good.where(), graders)
-        """,
-        "solutions/toy/good.py": where,
-        "subs/s/good.py": where,
-        "assignments/toy/.keep": "",
-    })
-    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+        """)
     assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
+
+
+def grade_one_module(make_course, module: str, suite: str):
+    """The result of grading `module` as the student's good.py with `suite`, against itself as the reference."""
+    root = make_course({"autograder/toy/assignment.toml": 'files = ["good.py"]\n', "autograder/toy/test_one.py": suite,
+                        "solutions/toy/good.py": module, "subs/s/good.py": module, "assignments/toy/.keep": ""})
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+    return result
