@@ -39,7 +39,7 @@ from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
 from checks.sandbox.jail import Isolation
 from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
-from checks.sandbox.worker import AFRESH
+from checks.sandbox.worker import AFRESH, CHECKED_HASH_PYC
 
 MAX_HEADER_BYTES = 1 << 20
 SPAWN_TIMEOUT = 120.0  # the first spawn waits for a jailed zygote to import torch
@@ -114,7 +114,6 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
     student's code runs. Bytecode in `files` (a __pycache__ the student sent) is dropped: a worker
     trusts what it is given to be the bytecode of the source beside it.
     """
-    checked_hash_pyc = (3).to_bytes(4, "little")
     # bytecode is the grader's alone: a worker imports it without reading the source again
     files = {name: data for name, data in files.items() if "__pycache__" not in name.split("/")}
     compiled = {}
@@ -127,7 +126,7 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
             except Exception:  # noqa: BLE001 - SyntaxError, null bytes, RecursionError, MemoryError
                 cache[name, source] = None
             else:
-                cache[name, source] = (importlib.util.MAGIC_NUMBER + checked_hash_pyc
+                cache[name, source] = (importlib.util.MAGIC_NUMBER + CHECKED_HASH_PYC
                                        + importlib.util.source_hash(source) + marshal.dumps(code))
         if cache[name, source] is not None:
             compiled[importlib.util.cache_from_source(name)] = cache[name, source]

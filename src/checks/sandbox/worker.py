@@ -57,7 +57,7 @@ LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH = 0x1, 0x20, 0x1000, 0x2
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
-CHECKED_HASH_PYC = (3).to_bytes(4, "little")  # PEP 552's flags of the bytecode the grader compiles
+CHECKED_HASH_PYC = (3).to_bytes(4, "little")  # PEP 552's flags of the bytecode the grader compiles (with_bytecode)
 AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
 END_QUESTION_SECONDS = 2.0  # at most, for a question's processes to be gone; else the keeper gives up
 # where a process may write besides its home: each is a tmpfs of the worker's own, capped, where it can have one
