@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 # run in a fresh interpreter: a pytest-xdist worker runs threads of its own, and plain_fork then
 # falls back to os.fork (which the script checks too)
 SCRIPT = textwrap.dedent("""
@@ -42,19 +44,22 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_a_plain_fork_skips_the_at_fork_hooks_only_while_one_thread_runs():
+@pytest.fixture(scope="module")
+def facts() -> dict:
+    """What the script's children said, run once for the module's tests."""
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
+
+
+def test_a_plain_fork_skips_the_at_fork_hooks_only_while_one_thread_runs(facts):
     """A hook registered with os.register_at_fork does not run in a plain_fork child of a process
     with one thread, and does where a second thread runs (os.fork's answer to held locks)."""
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True)
-    facts = json.loads(done.stdout)
     assert not facts["alone"]["hook"] and not facts["alone, not reseeded"]["hook"]
     assert facts["beside a thread"]["hook"]
 
 
-def test_a_plain_fork_reseeds_pythons_generator_unless_told_not_to():
+def test_a_plain_fork_reseeds_pythons_generator_unless_told_not_to(facts):
     """As os.fork does, the child's random draws are its own; with reseed_random=False it draws what
     its parent would (a question process starts from its keeper's seeded generator)."""
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=True)
-    facts = json.loads(done.stdout)
     assert facts["alone, not reseeded"]["draw"] == facts["expected"] == facts["parent draws"]
     assert facts["alone"]["draw"] != facts["expected"]

@@ -58,23 +58,24 @@ class MemoryWatch:
     def _watch(self) -> None:
         while not self._stopped.wait(POLL_SECONDS):
             found = self._processes()
-            pids = list(found)
             # resident anonymous memory first (read with the scan; counts pages still shared with
             # the zygote); only over the cap is each process's own share worked out
             if sum(_kib(status, b"RssAnon") for status in found.values()) * KIB <= self.cap_bytes:
                 continue
-            used = sum(_private_kib(pid) for pid in pids) * KIB
+            used = sum(_private_kib(pid) for pid in found) * KIB
             if used > self.cap_bytes:
                 self.tripped = (f"memory limit: the submission's processes together used {used / 2**20:.0f} MiB "
                                 f"(the limit is {self.cap_bytes / 2**20:.0f} MiB); they were stopped")
-                self._kill(pids)
+                self._kill(list(found))
 
     def _processes(self) -> dict[int, bytes]:
         """The submission's processes, each with its /proc/PID/status: those of its uid, else those
         in its workers' sessions (every process on the machine is looked at, ten times a second:
         only the one field is read)."""
-        sessions = {str(pid).encode() for pid in self.sessions()} if self.uid is None else set()
-        wanted, key = ({str(self.uid).encode()}, b"Uid") if self.uid is not None else (sessions, b"NSsid")
+        if self.uid is not None:
+            wanted, key = {str(self.uid).encode()}, b"Uid"
+        else:
+            wanted, key = {str(pid).encode() for pid in self.sessions()}, b"NSsid"
         found = {}
         for name in os.listdir("/proc"):
             if name.isdigit() and _first_value(status := _status_bytes(int(name)), key) in wanted:
