@@ -219,8 +219,19 @@ class ChecksPlugin:
                 case.passed, case.message = False, case.message or message
         elif not passed or (call.when == "call" and not _is_case_loop(item)):
             self._record(item, item.nodeid, passed, message, grader_error)
+        if passed and call.when == "call" and _is_case_loop(item):
+            passed, message = self._case_loop_outcome()
         return pytest.TestReport(item.nodeid, item.location, {}, "passed" if passed else "failed",
                           None if passed else message, call.when, [], call.duration, call.start, call.stop)
+
+    def _case_loop_outcome(self) -> tuple[bool, str]:
+        """A test made with @cases fails, for pytest, when one of its cases failed: an author's
+        plain `pytest -p checks.suites.standalone` run must not say "passed" on failing work."""
+        cases = self.cases[self._first_case_of_item:]
+        failed = [case for case in cases if not case.passed]
+        if not failed:
+            return True, ""
+        return False, f"{len(failed)} of {len(cases)} cases failed; the first, {failed[0].nodeid}: {failed[0].message}"
 
     def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
                              error: Exception | None) -> None:
