@@ -208,6 +208,9 @@ print("yours: accuracy", yours(training.evaluate, model, loader, "cpu"), "; stil
 #   what is it after one step?
 # - **steps_per_epoch**: a loader over N = 10000 examples, batch size 128, `drop_last=False`:
 #   how many optimizer steps in one epoch?
+# - **loss_uniform**: a classifier over 10 classes gives every class the same logit; what is its
+#   cross-entropy loss on one example, to 3 significant digits? (`checks test` shows how close each
+#   answer must be.)
 
 # %% [markdown]
 # ## Everything at once

@@ -133,3 +133,22 @@ def test_hidden_only_is_checked_as_any_other_key(make_course):
     detail = verdicts["every hidden question has a public check"].detail
     assert "good.add is declared hidden_only but has a public check" in detail
     assert "hidden_only names 'good.sbu', which the suite does not have (did you mean 'good.sub'?)" in detail
+
+
+def test_a_quiz_mutant_inside_the_keys_tolerance_keeps_its_points_and_one_outside_does_not(make_course):
+    fixed = SOLUTION.replace("a * b + (a == 3)", "a * b")
+    quiz_mutants = MUTANTS + "".join(
+        f'\n[[mutant]]\nname = "{name}"\nquestion = "quiz.answer"\nfile = "quiz.toml"\nfind = "answer = 6"\n'
+        f'replace = "answer = {value}"\n{extra}\n'
+        for name, value, extra in [("rounded", 6.4, "keeps_points = true"), ("too_far", 6.6, "keeps_points = true"),
+                                   ("wrong", 7, "")])
+    root = make_course({"solutions/toy/good.py": fixed, "solutions/toy/quiz.toml": "answer = 6\n",
+                        "autograder/toy/assignment.toml": 'files = ["good.py"]\n[quiz.answer]\nanswer = 6\n'
+                                                          'points = 10\ndigits = 1\n',
+                        "autograder/toy/test_toy.py": HIDDEN, "autograder/toy/mutants.toml": quiz_mutants,
+                        "assignments/toy/tests/test_public.py": PUBLIC.replace("points=40", "points=50"),
+                        "autograder/toy/README.md": ""})
+    verdicts = {v.submission: v for v in verify(load_assignment(root, "toy"), jobs=1)}
+    assert verdicts["mutant:rounded"].ok and verdicts["mutant:rounded"].expectation == "keeps full marks (quiz.answer)"
+    assert not verdicts["mutant:too_far"].ok and "quiz.answer 0/10" in verdicts["mutant:too_far"].detail
+    assert verdicts["mutant:wrong"].ok and verdicts["mutant:wrong"].expectation == "loses points on quiz.answer only"

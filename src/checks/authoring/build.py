@@ -12,8 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
-from checks.course.assignment import MARKER_FILE, Assignment, load_assignment, marker_text
-from checks.course.release import IGNORED, stub_files
+from checks.course.assignment import MARKER_FILE, Assignment, QuizItem, load_assignment, marker_text
+from checks.course.release import IGNORED, quiz_notes, stub_files
 from checks.course.solution_regions import RegionError
 from checks.course.stubs import stub_functions
 from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
@@ -21,15 +21,17 @@ from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
 BuildError = RegionError  # a solution file whose regions do not pair up; str() names the file and line
 
 
-def release_files(solution_dir: Path, *, with_notebook: bool = True) -> dict[str, bytes]:
+def release_files(solution_dir: Path, *, with_notebook: bool = True,
+                  quiz: tuple[QuizItem, ...] = ()) -> dict[str, bytes]:
     """The student release generated from one solutions/<name> folder; its lesson source
     (solutions/<name>/<name>.py, where there is one) becomes the notebook <name>.ipynb, unless
-    `with_notebook` is False (grading the stubs needs no notebook, nor jupytext)."""
+    `with_notebook` is False (grading the stubs needs no notebook, nor jupytext). `quiz`: the keys,
+    whose declared tolerances the blank quiz.toml states."""
     files: dict[str, bytes] = {}
     lesson = lesson_source(solution_dir)
     if lesson.is_file() and with_notebook:
         files[notebook_name(solution_dir)] = build_notebook(lesson.read_text(encoding="utf-8"), lesson.name).encode()
-    return files | stub_files(solution_dir, leave_out=lesson)
+    return files | stub_files(solution_dir, leave_out=lesson, quiz_notes=quiz_notes(quiz))
 
 
 def _current_files(release_dir: Path) -> dict[str, bytes]:
@@ -64,8 +66,8 @@ def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
     differences: list[str] = []
     for name in names:
         release_dir = root / "assignments" / name
-        wanted = release_files(root / "solutions" / name)
         assignment = _marker_assignment(root, name)
+        wanted = release_files(root / "solutions" / name, quiz=assignment.quiz)
         wanted[MARKER_FILE] = (marker_text(assignment) + stubs_table(assignment.files, wanted)).encode()
         current = _current_files(release_dir)
         stale = sorted(set(current) - set(wanted))

@@ -36,6 +36,7 @@ class Mutant:
     file: str
     find: str
     replace: str
+    keeps_points: bool = False  # a change that must cost nothing (a quiz answer inside its tolerance)
 
     def apply(self, files: dict[str, bytes]) -> dict[str, bytes]:
         source = files[self.file].decode("utf-8")
@@ -92,9 +93,10 @@ def verify(assignment: Assignment, *, jobs: int | None = None, settings: Setting
     reference_result = results[REFERENCE]
     verdicts = [_full_marks(reference_result), _nothing(results[STUBS])]
     questions = {q.qid for q in reference_result.questions}
-    verdicts += [_only_question(results[f"mutant:{m.name}"], m, questions) for m in mutants]
+    verdicts += [(_keeps_points if m.keeps_points else _only_question)(results[f"mutant:{m.name}"], m, questions)
+                 for m in mutants]
     code_questions = {q for q in questions if not q.startswith("quiz.")}
-    uncovered = sorted(code_questions - {m.question for m in mutants})
+    uncovered = sorted(code_questions - {m.question for m in mutants if not m.keeps_points})
     verdicts.append(Verdict(SUITE, "every code question has a mutant", not uncovered,
                             f"no mutant for {', '.join(uncovered)}" if uncovered else f"{len(code_questions)} questions covered"))
     verdicts.append(_points_add_up(reference_result))
@@ -240,6 +242,12 @@ def _nothing(result: SubmissionResult) -> Verdict:
     earned = [f"{q.qid} {q.score:g}" for q in result.questions if q.score > 0]
     detail = _grader_error(result) or f"{result.score:g}/{result.max_score:g}" + (f"; earned: {', '.join(earned)}" if earned else "")
     return Verdict(result.name, "scores 0", ok, detail)
+
+
+def _keeps_points(result: SubmissionResult, mutant: Mutant, questions: set[str]) -> Verdict:
+    """A mutant marked keeps_points (an answer within its quiz key's tolerance) scores full marks."""
+    full = _full_marks(result)
+    return Verdict(result.name, f"keeps full marks ({mutant.question})", full.ok, full.detail)
 
 
 def _only_question(result: SubmissionResult, mutant: Mutant, questions: set[str]) -> Verdict:

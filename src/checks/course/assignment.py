@@ -17,6 +17,7 @@ from typing import Any
 
 from checks.config.errors import UsageError
 from checks.course.schema import ASSIGNMENT_TOML, Schema, problems
+from checks.course.tolerance import Tolerance, read_tolerance
 
 
 REFERENCES_DIR = "references"  # an exported grader's reference files, in place of solutions/
@@ -32,6 +33,7 @@ class QuizItem:
     key: str
     answer: float | bool
     points: float
+    tolerance: Tolerance = Tolerance()  # for a numeric answer
 
     @property
     def qid(self) -> str:
@@ -152,6 +154,8 @@ def marker_text(assignment: Assignment) -> str:
              f"provided = [{', '.join(_toml_string(name) for name in assignment.provided)}]"]
     if assignment.quiz:
         lines += ["", "[quiz]"] + [f"{_toml_key(item.key)} = {_toml_string(answer_kind(item))}" for item in assignment.quiz]
+        lines += ["", "[quiz_tolerance]"] + [f"{_toml_key(item.key)} = {_toml_string(item.tolerance.describe())}"
+                                             for item in assignment.quiz if not isinstance(item.answer, bool)]
     return "\n".join(lines) + "\n"
 
 
@@ -198,6 +202,19 @@ def load_copy(folder: Path) -> Assignment:
                       files=names("files"), provided=names("provided"), release=folder.resolve())
 
 
+def _quiz_items(path: Path, tables: dict[str, dict]) -> tuple[QuizItem, ...]:
+    """The [quiz.<key>] tables as items; a tolerance that does not fit its key is a CourseError."""
+    items, found = [], []
+    for key, spec in tables.items():
+        tolerance, problem = read_tolerance(spec, key, spec["answer"])
+        if problem:
+            found.append(problem)
+        items.append(QuizItem(key, spec["answer"], float(spec["points"]), tolerance))
+    if found:
+        raise CourseError(f"{path}: " + "; ".join(found))
+    return tuple(items)
+
+
 def load_assignment(root: Path, name: str) -> Assignment:
     """Read the assignment's config; a student's copy without autograder/ gets one from its files."""
     config_path = root / "autograder" / name / "assignment.toml"
@@ -211,7 +228,7 @@ def load_assignment(root: Path, name: str) -> Assignment:
         files = tuple(sorted(p.name for p in release.glob("*.py")))
         return Assignment(name=name, root=root, title=name, files=files)
     config = read_course_toml(config_path, ASSIGNMENT_TOML)
-    quiz = tuple(QuizItem(key, spec["answer"], float(spec["points"])) for key, spec in config.get("quiz", {}).items())
+    quiz = _quiz_items(config_path, config.get("quiz", {}))
     return Assignment(name=name, root=root, title=config.get("title", name), files=tuple(config.get("files", ())),
                       provided=tuple(config.get("provided", ())), quiz=quiz,
                       sandbox_imports=tuple(config.get("sandbox_imports", ())),

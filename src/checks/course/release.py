@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from checks.course.assignment import QUIZ_FILE
+from checks.course.assignment import QUIZ_FILE, QuizItem
 from checks.course.solution_regions import Region, split_regions
 
 DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
@@ -41,12 +41,25 @@ def _enclosing_name(lines: list[str], indent: int) -> str:
     return ".".join(names) or "this part"
 
 
-def blank_quiz(text: str) -> str:
-    """Keep the questions (comments), empty every answer."""
-    return "".join(QUIZ_ANSWER.sub(lambda m: f'{m["key"]} = ""', line) for line in text.splitlines(keepends=True))
+def blank_quiz(text: str, notes: dict[str, str] | None = None) -> str:
+    """Keep the questions (comments), empty every answer; `notes`: a comment after a key's empty
+    answer (how close a numeric answer must be, where the author set it)."""
+    notes = notes or {}
+
+    def blank(match: re.Match) -> str:
+        note = notes.get(match["key"])
+        return f'{match["key"]} = ""' + (f"  # {note}" if note else "")
+    return "".join(QUIZ_ANSWER.sub(blank, line) for line in text.splitlines(keepends=True))
 
 
-def stub_files(solution_dir: Path, *, leave_out: Path | None = None) -> dict[str, bytes]:
+def quiz_notes(quiz: tuple[QuizItem, ...]) -> dict[str, str]:
+    """What the release's quiz.toml says beside an answer: the tolerance an author declared."""
+    return {item.key: f"a number, counted {item.tolerance.describe()}" for item in quiz
+            if not isinstance(item.answer, bool) and item.tolerance.declared}
+
+
+def stub_files(solution_dir: Path, *, leave_out: Path | None = None,
+               quiz_notes: dict[str, str] | None = None) -> dict[str, bytes]:
     """The release's files made from solutions/<name> (every file but `leave_out`, the lesson
     source, and caches): .py files stripped of their solutions, the quiz blanked, the rest as is."""
     files: dict[str, bytes] = {}
@@ -58,7 +71,7 @@ def stub_files(solution_dir: Path, *, leave_out: Path | None = None) -> dict[str
         if path.suffix == ".py":
             files[name] = strip_solutions(path.read_text(encoding="utf-8"), name).encode()
         elif name == QUIZ_FILE:
-            files[name] = blank_quiz(path.read_text(encoding="utf-8")).encode()
+            files[name] = blank_quiz(path.read_text(encoding="utf-8"), quiz_notes).encode()
         else:
             files[name] = path.read_bytes()
     return files

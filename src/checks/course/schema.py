@@ -90,9 +90,16 @@ POLICY_TABLE: Schema = {
     "late": Key(TABLE, fields=LATE_TABLE),
 }
 
+TOLERANCE = Kind("a tolerance of 0 or more, such as 0.01", lambda value: _is_number(value) and value >= 0)
+DIGITS = Kind("a whole number of significant digits from 1 to 15", lambda value: type(value) is int and 1 <= value <= 15)
+
 QUIZ_ENTRY: Schema = {
     "answer": Key(ANSWER, required=True),
     "points": Key(POINTS, required=True),
+    # how close a numeric answer must be (course/tolerance.py): rtol and atol, or digits
+    "rtol": Key(TOLERANCE),
+    "atol": Key(TOLERANCE),
+    "digits": Key(DIGITS),
 }
 
 GRADESCOPE_TABLE: Schema = {
@@ -123,6 +130,8 @@ MUTANT_ENTRY: Schema = {
     "file": Key(NON_EMPTY_TEXT, required=True),
     "find": Key(NON_EMPTY_TEXT, required=True),
     "replace": Key(TEXT, required=True),
+    # a change that must NOT cost points (a quiz answer inside its key's tolerance, say)
+    "keeps_points": Key(BOOLEAN),
 }
 
 MUTANTS_TOML: Schema = {

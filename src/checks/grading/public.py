@@ -15,7 +15,7 @@ from checks.course.assignment import Assignment, CourseError
 from checks.course.selection import check_questions
 from checks.grading.session import Source, grade_sources
 from checks.suites.questions import declared_questions
-from checks.suites.quiz import AnswerForm, answer_kinds, check_answers
+from checks.suites.quiz import AnswerForm, answer_kinds, answer_tolerances, check_answers
 from checks.suites.scoring import SubmissionResult
 
 
@@ -58,7 +58,7 @@ def run_public_checks(assignment: Assignment, source: Source, quiz_bytes: bytes 
         if unknown:
             raise CourseError(f"{assignment.name} has no question {', '.join(map(repr, unknown))}; "
                               f"`checks test {assignment.name}` lists its questions")
-    quiz, quiz_problem = check_answers(kinds, quiz_bytes)
+    quiz, quiz_problem = check_answers(kinds, quiz_bytes, answer_tolerances(assignment))
     if questions:
         quiz = [form for form in quiz if form.qid in questions]
         quiz_problem = quiz_problem if quiz else ""

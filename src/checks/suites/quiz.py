@@ -1,7 +1,8 @@
 """Quiz answers: quiz.toml is parsed (never executed) and each key scored on its own.
 
-Numbers are accepted as int, float or a numeric string and compared with a relative tolerance of
-1e-6; booleans as TOML booleans or the strings true/false in any case. A missing, empty or
+Numbers are accepted as int, float or a numeric string and compared within the key's tolerance
+(course/tolerance.py: rtol/atol or significant digits; a relative 1e-6 by default), which students
+are shown; booleans as TOML booleans or the strings true/false in any case. A missing, empty or
 unreadable answer costs that question only, and the feedback says which it was. An answer of any
 TOML type or size (a 5,000-digit integer, nan, a nested table, a date, a long string) is graded or
 refused on its own, and shown in the feedback in a few words (answer_summary), never whole.
@@ -27,7 +28,6 @@ MAX_QUIZ_BYTES = 64 * 1024
 # dots and brackets of keys and tables: tomllib's time grows with the square of a key's depth (a
 # 64 KiB `a.a.a...` key took seconds in the grader's own process); answers are `key = value` lines
 MAX_QUIZ_NESTING = 4_000
-REL_TOL = 1e-6
 SHOWN_ANSWER = 60  # characters of an answer quoted back in feedback
 NO_ANSWER = "no answer yet"  # an AnswerForm's note for a key with no answer
 
@@ -89,9 +89,10 @@ def _score(item: QuizItem, given: Any) -> QuestionResult:
         return result(False, f"{item.key}: {problem}")
     if isinstance(item.answer, bool):
         correct = parsed is item.answer
-    else:
-        correct = math.isclose(parsed, float(item.answer), rel_tol=REL_TOL, abs_tol=1e-12)
-    return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer.")
+        return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer.")
+    correct = item.tolerance.accepts(parsed, float(item.answer))
+    return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer "
+                  f"(answers count {item.tolerance.describe()} of the key).")
 
 
 def _as_number(value: Any) -> tuple[float | None, str]:
@@ -175,9 +176,20 @@ def answer_kinds(assignment: Assignment) -> dict[str, str | None]:
     return {key: None for key in answers}
 
 
-def check_answers(kinds: dict[str, str | None], data: bytes | None) -> tuple[list[AnswerForm], str]:
+def answer_tolerances(assignment: Assignment) -> dict[str, str]:
+    """How close each numeric answer must be, in words (course/tolerance.py): from the quiz key
+    where the course has it, else from the release's marker."""
+    if assignment.quiz:
+        return {item.key: item.tolerance.describe() for item in assignment.quiz if not isinstance(item.answer, bool)}
+    told = read_marker(assignment.release_dir).get("quiz_tolerance")
+    return {key: text for key, text in told.items() if isinstance(text, str)} if isinstance(told, dict) else {}
+
+
+def check_answers(kinds: dict[str, str | None], data: bytes | None,
+                  tolerances: dict[str, str] | None = None) -> tuple[list[AnswerForm], str]:
     """Whether each answer is present and of its kind (never whether it is right), and why the file
-    cannot be read at all ("" when it can). A key the quiz does not ask is reported too: most are typos."""
+    cannot be read at all ("" when it can). A key the quiz does not ask is reported too: most are typos.
+    `tolerances`: how close each numeric answer must be, shown beside it."""
     if not kinds:
         return [], ""
     answers, problem = read_answers(data)
@@ -194,7 +206,9 @@ def check_answers(kinds: dict[str, str | None], data: bytes | None) -> tuple[lis
             problem = "" if not all(problems) else f"expected a number or true/false, got {answer_summary(given)}."
         else:
             problem = (_as_bool(given) if kind == ANSWER_KINDS[1] else _as_number(given))[1]
-        forms.append(AnswerForm(key, not problem, problem.rstrip(".") if problem else f"answered ({kind or 'well-formed'})"))
+        told = (tolerances or {}).get(key)
+        shown = f"counted {told}" if told and kind != ANSWER_KINDS[1] else kind or "well-formed"
+        forms.append(AnswerForm(key, not problem, problem.rstrip(".") if problem else f"answered ({shown})"))
     forms += [AnswerForm(key[:SHOWN_ANSWER], False, f"not a question of this quiz (a typo? the keys are {', '.join(kinds)})")
               for key in answers if key not in kinds]
     return forms, ""
