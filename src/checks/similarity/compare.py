@@ -3,7 +3,10 @@
 A fingerprint of the starter code (the stubs the course released) is no one's: it is left out of
 every submission first, so the starter alone scores nothing. A fingerprint that a large part of
 the class shares (more than COMMON_SHARE of the submissions, and more than COMMON_MIN of them)
-is an idiom the exercise calls for, not evidence of copying, and is left out too (as MOSS does).
+is an idiom the exercise calls for, not evidence of copying, and is left out too (as MOSS does),
+unless the very submissions that share it share most of their code with each other: a group
+that holds at least RING_SHARE of each member's fingerprints together is a copy ring, the
+strongest signal there is, however large it is, and its fingerprints count.
 
 A pair's similarity is the share of their fingerprints they hold in common (2|A∩B| / (|A| + |B|),
 0 to 1), with each side's share beside it: a submission copied whole into a larger one shows as
@@ -23,6 +26,7 @@ from checks.similarity.fingerprints import Fingerprint
 
 COMMON_SHARE = 0.10
 COMMON_MIN = 4
+RING_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class Comparison:
     sizes: dict[str, int]  # each submission's fingerprints that count
     left_out_common: int  # distinct fingerprints left out as common to the class
     kept: dict[str, set[int]]  # each submission's fingerprints that count
+    common_above: int = COMMON_MIN  # a fingerprint held by more submissions than this was common
+    rings: list[tuple[str, ...]] = ()  # groups too large for COMMON_* that share most of their code: kept
 
 
 def compare(codes: list[Code], starter: list[Fingerprint]) -> Comparison:
@@ -86,13 +92,25 @@ def compare(codes: list[Code], starter: list[Fingerprint]) -> Comparison:
         for value in hashes:
             holders[value].append(index)
     limit = max(COMMON_MIN, math.ceil(COMMON_SHARE * len(codes)))
-    common = {value for value, who in holders.items() if len(who) > limit}
+    widely_held = {value: frozenset(who) for value, who in holders.items() if len(who) > limit}
+    rings = _rings(widely_held, own)
+    common = {value for value, who in widely_held.items() if who not in rings}
     kept = [hashes - common for hashes in own]
     counts = _pair_counts([who for value, who in holders.items() if value not in common and len(who) > 1], len(codes))
     pairs = [Pair(codes[i].name, codes[j].name, shared, len(kept[i]), len(kept[j])) for (i, j), shared in counts.items()]
     pairs.sort(key=lambda p: (-p.similarity, -p.shared, p.a, p.b))
     return Comparison(pairs, {code.name: len(k) for code, k in zip(codes, kept)}, len(common),
-                      {code.name: k for code, k in zip(codes, kept)})
+                      {code.name: k for code, k in zip(codes, kept)}, limit,
+                      sorted(tuple(sorted(codes[i].name for i in ring)) for ring in rings))
+
+
+def _rings(widely_held: dict[int, frozenset[int]], own: list[set[int]]) -> set[frozenset[int]]:
+    """The groups of submissions that hold, together and no one else, at least RING_SHARE of every
+    member's fingerprints: copied code, not an idiom, however many copied it."""
+    together: dict[frozenset[int], int] = defaultdict(int)
+    for who in widely_held.values():
+        together[who] += 1
+    return {who for who, count in together.items() if count >= RING_SHARE * min(len(own[i]) for i in who)}
 
 
 def _pair_counts(postings: list[list[int]], n: int) -> dict[tuple[int, int], int]:

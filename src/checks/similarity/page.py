@@ -117,5 +117,5 @@ def similarity_html(assignment: str, comparison: Comparison, codes: list[Code], 
     return environment.get_template("similarity.html.j2").render(
         assignment=assignment, pairs=comparison.pairs[:MAX_ROWS], total_pairs=len(comparison.pairs),
         submissions=len(codes), threshold=threshold, shown=shown_pairs(comparison, codes, shown),
-        sizes=comparison.sizes, left_out_common=comparison.left_out_common, skipped=sorted(skipped.items()),
-        csv_file=CSV_FILE)
+        sizes=comparison.sizes, left_out_common=comparison.left_out_common, common_above=comparison.common_above,
+        rings=comparison.rings, skipped=sorted(skipped.items()), csv_file=CSV_FILE)
