@@ -248,6 +248,18 @@ def _parser() -> argparse.ArgumentParser:
                             help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
 
+    new_cmd = _command(commands, "new", "write a new assignment that builds and verifies at once",
+                       "Write a minimal complete assignment NAME into the course (here, or --course DIR; an empty "
+                       "folder becomes a course): the reference with its solution region and quiz answer, the "
+                       "lesson notebook's source and README in solutions/NAME/, the hidden suite, "
+                       "assignment.toml and a mutant per question in autograder/NAME/. `checks build` and "
+                       "`checks verify NAME` hold on it at once; then make it yours (docs/first-assignment.md).",
+                       "  checks new 04_norms\n  checks new 04_norms --title \"Norms and normalization\"\n"
+                       "  checks build 04_norms && checks verify 04_norms")
+    new_cmd.add_argument("name", metavar="NAME", help="the new assignment's folder name, such as 04_norms")
+    new_cmd.add_argument("--title", default="", help="its title (default: the example's, \"Standardizing a tensor\")")
+    new_cmd.set_defaults(run=_new, without_course=True)
+
     export = _command(commands, "export", "write an assignment's grader for another course tool, or a gradebook CSV",
                       "Write what another course tool needs to grade an assignment with its hidden suite. "
                       "gradescope: DIR/autograder.zip (setup.sh, run_autograder and the hidden suite, never "
@@ -725,6 +737,18 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
         console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
         all_ok &= held == len(verdicts)
     return 0 if all_ok else 1
+
+
+def _new(root: Path | None, args: argparse.Namespace) -> int:
+    from checks.authoring.new import new_assignment
+
+    root = root or Path.cwd()
+    written = new_assignment(root, args.name, title=args.title)
+    for path in written:
+        console.print(f"  wrote {path.relative_to(root)}", markup=False)
+    console.print(f"new assignment {args.name}: {len(written)} files. Next: checks build {args.name} && "
+                  f"checks verify {args.name}", markup=False)
+    return 0
 
 
 def _export(root: Path | None, args: argparse.Namespace) -> int:

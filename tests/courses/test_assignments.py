@@ -1,22 +1,23 @@
-"""Every assignment's hidden suite against its reference and its stubs; the full proof (each
-mutant loses only its own question, reruns agree) is marked slow: `make test-all`."""
+"""Every assignment of the course (found, not listed: a new one is held to the same) against its
+reference and its stubs; the full proof (each mutant loses only its own question, reruns agree) is
+marked slow: `make test-all`."""
 
 from __future__ import annotations
 
 import pytest
 
 from checks.authoring.build import release_files
-from checks.course.assignment import load_assignment
+from checks.course.assignment import list_assignments, load_assignment
 from checks.grading.session import Source, grade_sources
 from checks.course.submissions import read_submission
 from checks.authoring.verify import verify
 
 from conftest import REPO
 
-LATER_ASSIGNMENTS = ["02_autograd", "03_mlp"]  # 01_tensors: test_tensors_course.py
+ASSIGNMENTS = list_assignments(REPO)
 
 
-@pytest.mark.parametrize("name", LATER_ASSIGNMENTS)
+@pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_reference_scores_100_and_stubs_0(name):
     assignment = load_assignment(REPO, name)
     sources = [Source.from_files("reference", read_submission(assignment.solution_dir).files),
@@ -53,7 +54,7 @@ def test_a_patch_applied_at_import_time_reaches_no_other_question():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", LATER_ASSIGNMENTS)
+@pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_every_mutant_loses_points_on_its_own_question_only(name):
     verdicts = verify(load_assignment(REPO, name))
     assert all(v.ok for v in verdicts), [f"{v.submission}: {v.detail}" for v in verdicts if not v.ok]
