@@ -69,8 +69,8 @@ class Connector(ServiceConnector):
             answer = self._requests_session.get(url, headers=headers)
         if not answer.ok:
             raise LtiServiceException(answer)
-        try:
-            following = next_url(answer.headers.get("Link"), answer.url or url)
+        try:  # only a list (a GET) has pages
+            following = None if is_post else next_url(answer.headers.get("Link"), answer.url or url)
         except LinkHeaderError as error:
             raise LtiError(f"the platform's Link header at {url} cannot be read: {error}") from None
         if following is not None:
