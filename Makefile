@@ -13,7 +13,7 @@ setup: $(STAMP)
 $(STAMP): constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev,notebooks,cluster,interop,serve,postgres,lms]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev,notebooks,cluster,interop,serve,postgres,lms,lms-test]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -4,7 +4,11 @@ that checks the tool's client assertion against the tool's registered JWKS (sign
 expiry, a jti used once), Names and Role Provisioning (two pages), and Assignment and Grade
 Services (line items, scores). Real HTTP, real JWT signing: nothing of the tool is mocked.
 
-Knobs for the refusals a tool must make: `sign_with_other_key`, `expires_in`, `audience`.
+Knobs for the refusals a tool must make: `sign_with_other_key`, `expires_in`, `audience`; for
+paging (RFC 8288 Link headers): `page_size` (members and line items a page), `link_style` (how
+`rel` is written: quoted, unquoted, or in a list of relations), and every next page's URL has
+upper-case letters the platform reads case-sensitively (a lower-cased URL is a 404); and
+`single_lineitem` (a launch's AGS claim names only that `lineitem`, no container).
 The server runs in a thread with a time limit on each request and is always shut down by the
 context manager.
 """
@@ -18,6 +22,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from urllib.parse import parse_qs, urlsplit
@@ -47,6 +52,13 @@ def new_key() -> tuple[str, str]:
     return private, public
 
 
+def _instant(stamp: str) -> datetime | None:
+    """An AGS score timestamp: ISO 8601 with a time zone and sub-second precision, else None."""
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(Z|[+-]\d\d:\d\d)", stamp):
+        return None
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
 class Platform:
     """The platform's state; `url` once started."""
 
@@ -73,6 +85,27 @@ class Platform:
         self.sign_with_other_key = False
         self.expires_in = 300
         self.audience: str | None = None
+        self.page_size = 2
+        self.latest: dict[tuple[str, str], datetime] = {}  # (line item, user) -> the newest score's timestamp
+        self.ignored: list[dict] = []  # scores not newer than the one before (AGS lets a platform ignore them)
+        self.link_style = "quoted"  # or "unquoted", "list"
+        self.single_lineitem: str | None = None
+
+    def link(self, path: str, page: int, total: int) -> dict[str, str]:
+        """The Link header of page `page` of `total` (none on the last): the next page's URL has a
+        query the platform reads case-sensitively."""
+        if page >= total:
+            return {}
+        rel = {"quoted": 'rel="next"', "unquoted": "rel=next", "list": 'rel="prev next"'}[self.link_style]
+        first = f'<{self.url}{path}?Page=1&Cursor=AbC>; rel="first", ' if self.link_style == "list" else ""
+        return {"Link": f'{first}<{self.url}{path}?Page={page + 1}&Cursor=AbC>; {rel}'}
+
+    def paged(self, items: list, query: dict[str, str]) -> tuple[list, int, int] | None:
+        """(this page's items, its number, how many pages); None for a page URL the platform did not write."""
+        if query and (query.get("Cursor") != "AbC" or not query.get("Page", "").isdigit()):
+            return None
+        page, total = int(query.get("Page", "1")), max(1, -(-len(items) // self.page_size))
+        return items[(page - 1) * self.page_size:page * self.page_size], page, total
 
     @property
     def issuer(self) -> str:
@@ -102,8 +135,9 @@ class Platform:
             "https://purl.imsglobal.org/spec/lti/claim/context": {"id": "course-1", "title": "Tensors"},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
                 "context_memberships_url": f"{self.url}/nrps", "service_versions": ["2.0"]},
-            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": {
-                "scope": AGS_SCOPES, "lineitems": f"{self.url}/lineitems"},
+            "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": (
+                {"scope": AGS_SCOPES, "lineitems": f"{self.url}/lineitems"} if self.single_lineitem is None else
+                {"scope": [AGS_SCOPES[2]], "lineitem": self.single_lineitem}),
         }
         key = self.other_private if self.sign_with_other_key else self.private
         return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "platform-1"})
@@ -167,15 +201,25 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path == "/nrps":
             if NRPS_SCOPE not in self._scopes():
                 return self._send(401, {"error": "unauthorized"})
-            page = int(query.get("page", "1"))
-            members = p.members[:2] if page == 1 else p.members[2:]
-            links = {"Link": f'<{p.url}/nrps?page=2>; rel="next"'} if page == 1 else {}
+            paged = p.paged(p.members, query)
+            if paged is None:
+                return self._send(404, {"error": f"no such page: {self.path}"})
+            members, page, total = paged
             return self._send(200, {"id": f"{p.url}/nrps", "context": {"id": "course-1"}, "members": members},
-                              "application/vnd.ims.lti-nrps.v2.membershipcontainer+json", links)
+                              "application/vnd.ims.lti-nrps.v2.membershipcontainer+json", p.link("/nrps", page, total))
+        if url.path in p.lineitems or f"{p.url}{url.path}" in p.lineitems:
+            if not set(AGS_SCOPES[:2]) & set(self._scopes()):
+                return self._send(401, {"error": "unauthorized"})
+            return self._send(200, p.lineitems[f"{p.url}{url.path}"], "application/vnd.ims.lis.v2.lineitem+json")
         if url.path == "/lineitems":
             if not set(AGS_SCOPES[:2]) & set(self._scopes()):
                 return self._send(401, {"error": "unauthorized"})
-            return self._send(200, list(p.lineitems.values()), "application/vnd.ims.lis.v2.lineitemcontainer+json")
+            paged = p.paged(list(p.lineitems.values()), query)
+            if paged is None:
+                return self._send(404, {"error": f"no such page: {self.path}"})
+            items, page, total = paged
+            return self._send(200, items, "application/vnd.ims.lis.v2.lineitemcontainer+json",
+                              p.link("/lineitems", page, total))
         return self._send(404, {"error": "not found"})
 
     def do_POST(self) -> None:  # noqa: N802
@@ -210,7 +254,15 @@ class _Handler(BaseHTTPRequestHandler):
             required = {"userId", "scoreGiven", "scoreMaximum", "activityProgress", "gradingProgress", "timestamp"}
             if not required <= set(score) or score["scoreGiven"] > score["scoreMaximum"]:
                 return self._send(400, {"error": "bad score"})
-            p.scores.append({**score, "lineitem": f"{p.url}/lineitems/{match[1]}"})
+            item, at = f"{p.url}/lineitems/{match[1]}", _instant(score["timestamp"])
+            if at is None:
+                return self._send(400, {"error": f"timestamp {score['timestamp']!r} is not ISO 8601 with sub-seconds"})
+            last = p.latest.get((item, score["userId"]))
+            if last is not None and at <= last:  # AGS: a score not newer than the last one is ignored
+                p.ignored.append({**score, "lineitem": item})
+                return self._send(200, {})
+            p.latest[(item, score["userId"])] = at
+            p.scores.append({**score, "lineitem": item})
             return self._send(200, {})
         return self._send(404, {"error": "not found"})
 

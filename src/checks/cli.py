@@ -271,7 +271,7 @@ def _parser() -> argparse.ArgumentParser:
                       "grading nothing (into that folder, or to --out FILE). "
                       "canvas, moodle: that folder's final scores as Canvas's gradebook import CSV or Moodle's grade "
                       "import CSV (FOLDER/canvas.csv, FOLDER/moodle.csv, or --out FILE), students from the course "
-                      "roster. "
+                      "roster, or by the ids a Canvas or Moodle download came with (Moodle's: its grading worksheet). "
                       "student: DIR/ASSIGNMENT-student/ and its zip, what a student needs and nothing of the "
                       "staff's: the release (stubs, public checks, lesson notebook, quiz.toml without answers), "
                       "a wheel of checks and setup_env.py, which installs only the light runtime.",
@@ -818,18 +818,21 @@ def _export_lms(root: Path | None, args: argparse.Namespace) -> int:
     if args.fill:
         raise CourseError("--fill is for the nbgrader and otter exports")
     course = load_course(root or find_course_root(), args)
-    roster = course.require_roster(f"`checks export {args.tool}`")
     folder = Path(args.assignment)
     held = Gradebook.existing(folder / DB_FILE).assignment if folder.is_dir() else ""
     title = args.title or (load_assignment(course.root, held).title if held in course.policies else held)
-    export = export_lms_csv(folder, args.tool, roster, title=title, dest=args.out,
+    # no roster needed for an LMS's download: its ids came with it (export_lms_csv says when one is)
+    export = export_lms_csv(folder, args.tool, course.roster, title=title, dest=args.out,
                             assignment_id=args.lms_assignment_id or "")
     console.print(plain(f"wrote {export.path}: {export.rows} student(s), final scores, from {folder / 'gradebook.sqlite'} "
                         "(nothing graded)"), soft_wrap=True)
     for why in export.left_out:
         console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
-    console.print("Canvas: Grades > Import. " if args.tool == "canvas" else
-                  "Moodle: Grades > Import > CSV file; map from Email address to useremail.")
+    console.print({"canvas": "Canvas: Grades > Import.",
+                   "moodle": "Moodle: Grades > Import > CSV file; map from Email address to useremail.",
+                   "moodle-worksheet": "Moodle (its participant ids, from the download): the assignment's View all "
+                                       "submissions > Upload grading worksheet (the Offline grading worksheet feedback "
+                                       "type on)."}[export.kind])
     return 0
 
 

@@ -1,6 +1,7 @@
 """`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line (a front
 end, beside cli.py, over checks.lti; needs the `lms` extra). `key` makes the tool's key pair in
-the course folder (once) and prints its public JWKS for the LMS's tool registration; `roster`
+the course folder (once) and prints its public JWKS for the LMS's tool registration (raw JSON on
+standard output, the message on standard error; the course server serves it at /lti/jwks); `roster`
 adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
 final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
 [lti] memberships_url and lineitems_url, else those the latest launch at the course server named
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -53,9 +55,13 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
     if args.action == "key":
         existed = (course.folder / "lti").exists()
         key = tool_key(course.folder, create=True)
-        console.print(plain(f"{'the' if existed else 'made the'} tool's key: {key.path} (mode 600; it never leaves "
-                            "this folder). Register this public key set with the LMS:"))
-        console.print(Text(json.dumps(key.jwks(), indent=2)))
+        Console(highlight=False, stderr=True).print(
+            plain(f"{'the' if existed else 'made the'} tool's key: {key.path} (mode 600; it never leaves this folder). "
+                  "Register the public key set on standard output with the LMS, or its URL on the course server, "
+                  "https://SERVER/lti/jwks"), soft_wrap=True)
+        # raw, never through the console: it wraps long lines, and the modulus is one (not JSON then)
+        sys.stdout.write(json.dumps(key.jwks(), indent=2) + "\n")
+        sys.stdout.flush()
         return 0
     registration = load_registration(course.folder)
     config = registration.config
@@ -70,12 +76,12 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
                             f"{len(done.skipped)} (not active learners)"))
         return 0
-    from checks.lti.services import post_scores
+    from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook
 
     if args.folder is None:
         raise CourseError("`checks lti post FOLDER`: the --out folder of `checks grade`")
-    lineitems = endpoint(registration, "lineitems_url")
+    ags = ags_endpoint(registration)
     book = Gradebook.existing(args.folder / DB_FILE)
     roster = course.require_roster("`checks lti post`")
     if args.label:
@@ -86,7 +92,7 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = load_assignment(course.root, book.assignment).title
     else:
         label = book.assignment
-    done = post_scores(registration.conf, config.issuer, {"lineitems": lineitems}, book.load(), roster,
+    done = post_scores(registration.conf, config.issuer, ags, book.load(), roster,
                        assignment=book.assignment, label=label)
     console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}" if done.lineitem
                         else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)

@@ -6,9 +6,11 @@ Assignment and Grade Services, and the tool's private key, which never leaves th
 from __future__ import annotations
 
 import html.parser
+import json
 import os
 import re
 
+import jwt
 import pytest
 import requests
 
@@ -18,8 +20,8 @@ from checks import cli  # noqa: E402
 from checks.course.assignment import CourseError  # noqa: E402
 from checks.lti.config import load_registration, read_lti  # noqa: E402
 from checks.lti.keys import key_path, tool_key  # noqa: E402
-from checks.lti.launch import LtiError, launch, login, store_for  # noqa: E402
-from checks.lti.services import import_roster, post_scores  # noqa: E402
+from checks.lti.launch import LtiError, keep_endpoints, launch, login, store_for  # noqa: E402
+from checks.lti.services import AGS_SCOPES, ags_endpoint, import_roster, post_scores  # noqa: E402
 from checks.policy.roster import read_roster  # noqa: E402
 from checks.reports.gradebook import DB_FILE, Graded, Gradebook  # noqa: E402
 from checks.suites.scoring import LATE, Adjustment, QuestionResult, SubmissionResult  # noqa: E402
@@ -211,3 +213,97 @@ def test_a_platform_that_cannot_be_reached_is_said_so(course):
     with pytest.raises(LtiError, match="could not be reached"):
         post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
                     book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="Tensors")
+
+
+# ---------------------------------------------------------------------------- issue 46: what a platform may write
+
+@pytest.mark.parametrize("style", ["quoted", "unquoted", "list"])
+def test_every_page_of_the_roster_is_read_at_the_url_the_platform_wrote(course, style):
+    """RFC 8288: `rel=next` unquoted, or in a list of relations; the next URL kept exactly (the
+    simulator answers 404 to a lower-cased one)."""
+    folder, platform = course
+    platform.link_style, platform.page_size = style, 1  # four pages
+    registration = load_registration(folder)
+    done = import_roster(registration.conf, platform.issuer, f"{platform.url}/nrps", folder / "roster.csv")
+    assert (done.added, done.kept, sorted(done.skipped)) == (["u-bob"], 1, ["u-gone", "u-tina"])
+    pages = [path for method, path, _ in platform.requests if path.startswith("/nrps")]
+    assert pages == ["/nrps"] + [f"/nrps?Page={n}&Cursor=AbC" for n in (2, 3, 4)]
+
+
+@pytest.mark.parametrize("style", ["quoted", "unquoted", "list"])
+def test_a_line_item_on_a_later_page_is_found_and_never_made_twice(course, style):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    for n in range(1, 4):  # the course's other columns come first
+        platform.lineitems[f"{platform.url}/lineitems/{n}"] = {"id": f"{platform.url}/lineitems/{n}", "tag": f"other{n}",
+                                                               "label": f"Other {n}", "scoreMaximum": 5}
+    platform.link_style = style
+    registration = load_registration(folder)
+    ags = {"lineitems": f"{platform.url}/lineitems"}
+    first = post_scores(registration.conf, platform.issuer, ags, book.load(), read_roster(folder / "roster.csv"),
+                        assignment="toy", label="Tensors")
+    assert len(platform.lineitems) == 4  # made once, as the fourth: on page 2
+    again = post_scores(registration.conf, platform.issuer, ags, book.load(), read_roster(folder / "roster.csv"),
+                        assignment="toy", label="Tensors")
+    assert again.lineitem == first.lineitem and len(platform.lineitems) == 4
+
+
+def test_two_posts_in_a_row_carry_sub_second_times_that_increase(course):
+    """AGS: a score whose timestamp is not newer than the last for its (line item, user) may be
+    ignored (the simulator does): the second post, a regrade, must win."""
+    folder, platform = course
+    out, book = graded(folder, platform)
+    registration = load_registration(folder)
+    ags, roster = {"lineitems": f"{platform.url}/lineitems"}, read_roster(folder / "roster.csv")
+    post_scores(registration.conf, platform.issuer, ags, book.load(), roster, assignment="toy", label="Tensors")
+    records = book.load()
+    records[0].result.adjustments.clear()  # the late penalty waived: 9.0, not 8.1
+    post_scores(registration.conf, platform.issuer, ags, records, roster, assignment="toy", label="Tensors")
+    assert platform.ignored == [] and [s["scoreGiven"] for s in platform.scores] == [8.1, 9.0]
+    first, second = (s["timestamp"] for s in platform.scores)
+    assert re.fullmatch(r".*T\d\d:\d\d:\d\d\.\d{6}\+00:00", first) and second > first
+
+
+def test_a_launch_that_names_only_its_own_line_item_can_be_posted_to(course):
+    folder, platform = course
+    out, book = graded(folder, platform)
+    item = f"{platform.url}/lineitems/7"
+    platform.lineitems[item] = {"id": item, "label": "Tensors", "scoreMaximum": 10}
+    platform.single_lineitem = item
+    fields, cookies = browse(folder, platform)
+    done = launch(load_registration(folder).conf, fields, cookies, store_for(folder))
+    assert "lineitems" not in done.ags and done.ags["lineitem"] == item
+    keep_endpoints(store_for(folder), done)
+    (folder / "course.toml").write_text((folder / "course.toml").read_text().replace(
+        f'lineitems_url = "{platform.url}/lineitems"\n', ""))
+    registration = load_registration(folder)
+    ags = ags_endpoint(registration)
+    assert ags == {"lineitem": item, "scope": [AGS_SCOPES[2]]}
+    posted = post_scores(registration.conf, platform.issuer, ags, book.load(), read_roster(folder / "roster.csv"),
+                         assignment="toy", label="Tensors")
+    assert posted.lineitem == item and [(s["userId"], s["lineitem"]) for s in platform.scores] == [("u-ann", item)]
+    assert len(platform.lineitems) == 1  # none made
+
+
+@pytest.mark.parametrize("step", ["login", "launch"])
+def test_an_unknown_issuer_is_refused_naming_it(course, step):
+    folder, platform = course
+    conf = load_registration(folder).conf
+    with pytest.raises(LtiError, match="the issuer 'https://lms.elsewhere.example' is not registered"):
+        if step == "login":
+            login(conf, {"iss": "https://lms.elsewhere.example", "login_hint": "u-ann", "target_link_uri": LAUNCH_URL,
+                         "client_id": CLIENT_ID}, store_for(folder), launch_url=LAUNCH_URL)
+        else:
+            fields, cookies = browse(folder, platform)
+            claims = jwt.decode(fields["id_token"], options={"verify_signature": False})
+            forged = jwt.encode({**claims, "iss": "https://lms.elsewhere.example"}, platform.private, algorithm="RS256",
+                                headers={"kid": "platform-1"})
+            launch(conf, {**fields, "id_token": forged}, cookies, store_for(folder))
+
+
+def test_lti_key_prints_the_jwks_as_json_on_a_narrow_terminal(course, capfd, monkeypatch):
+    folder, platform = course
+    monkeypatch.setenv("COLUMNS", "40")
+    assert cli.main(["--course", str(folder), "lti", "key"]) == 0
+    printed = capfd.readouterr()
+    assert json.loads(printed.out) == tool_key(folder).jwks() and "tool's key" in printed.err

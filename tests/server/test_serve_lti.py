@@ -100,3 +100,28 @@ def test_launches_the_tool_cannot_trust_are_refused(launched):
     assert refused.status_code == 403 and "no account on this server" in refused.text
     http = server.client()
     assert http.post("/lti/launch", data={"id_token": "x", "state": "y"}).status_code == 403
+
+
+def test_an_unknown_issuer_is_a_4xx_that_names_it(launched):
+    """Issue 46: PyLTI1p3 raises a bare Exception for an issuer it has no registration for (a 500)."""
+    import jwt
+
+    server, platform, _ = launched
+    http = server.client()
+    started = http.get("/lti/login", params={"iss": "https://lms.elsewhere.example", "login_hint": "u-ann",
+                                             "target_link_uri": f"{server.url}/lti/launch", "client_id": CLIENT_ID})
+    assert started.status_code == 400 and "'https://lms.elsewhere.example' is not registered" in started.text
+    http, fields = browse(server, platform, "u-ann")
+    claims = jwt.decode(fields["id_token"], options={"verify_signature": False})
+    forged = jwt.encode({**claims, "iss": "https://lms.elsewhere.example"}, platform.private, algorithm="RS256",
+                        headers={"kid": "platform-1"})
+    refused = http.post("/lti/launch", data={**fields, "id_token": forged})
+    assert refused.status_code == 403 and "'https://lms.elsewhere.example' is not registered" in refused.text
+    assert "Traceback" not in refused.text
+
+
+def test_the_tools_public_key_set_is_served_for_the_platform(launched):
+    server, platform, _ = launched
+    answer = server.client().get("/lti/jwks")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json")
+    assert answer.json() == platform.tool_jwks and all("d" not in key for key in answer.json()["keys"])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+import jwt
 import requests
 from pylti1p3.cookie import CookieService
 from pylti1p3.exception import LtiException, OIDCException
@@ -31,6 +32,7 @@ from pylti1p3.redirect import Redirect
 from pylti1p3.request import Request
 from pylti1p3.session import SessionService
 
+from checks.course import inert
 from checks.course.assignment import CourseError
 
 HTTP_SECONDS = 10.0  # every call to the platform
@@ -197,23 +199,49 @@ def keep_endpoints(store: Store, done: Launch, *, now: float | None = None) -> N
     """Keep the service endpoints a checked launch names (those it names; the others stay as
     they were), so that staff can sync the roster and post grades without writing them in course.toml."""
     kept = kept_endpoints(store)
-    found = {"memberships_url": done.memberships_url, "lineitems_url": str(done.ags.get("lineitems") or "")}
+    found = {"memberships_url": done.memberships_url, "lineitems_url": str(done.ags.get("lineitems") or ""),
+             "lineitem": str(done.ags.get("lineitem") or "")}
     if not any(found.values()):
         return
     kept.update({key: value for key, value in found.items() if value})
+    if found["lineitem"]:  # a link's own line item, with the scopes the platform gave for it
+        kept["ags_scope"] = [str(scope) for scope in done.ags.get("scope") or []]
     kept.update({"context_id": done.context_id, "at": time.time() if now is None else now})
     store.set_value(ENDPOINTS_KEY, kept)
 
 
 def kept_endpoints(store: Store) -> dict[str, Any]:
-    """The endpoints the latest launch named: memberships_url, lineitems_url, context_id, at ({}: none yet)."""
+    """The endpoints the latest launch named: memberships_url, lineitems_url, lineitem (and its
+    ags_scope), context_id, at ({}: none yet)."""
     value = store.get_value(ENDPOINTS_KEY)
     return dict(value) if isinstance(value, dict) else {}
+
+
+def _registered(conf: Any, issuer: Any, step: str) -> None:
+    """LtiError naming the issuer, unless the course registered it (PyLTI1p3 raises a bare
+    Exception for an unknown one: a 500 to the browser)."""
+    try:
+        known = bool(issuer) and isinstance(issuer, str) and conf.find_registration_by_issuer(issuer) is not None
+    except Exception:  # noqa: BLE001 - PyLTI1p3's "iss ... not found in settings" is a bare Exception
+        known = False
+    if not known:
+        shown = inert.visible(str(issuer), keep="")[:200] if issuer else "(none)"
+        raise LtiError(f"LTI {step} refused: the issuer {shown!r} is not registered with this tool "
+                       "(course.toml's [lti] issuer names the one platform it takes)")
+
+
+def _claimed_issuer(id_token: str) -> Any:
+    """The `iss` an id_token claims, unverified: only to find whose keys verify it."""
+    try:
+        return jwt.decode(id_token, options={"verify_signature": False}).get("iss")
+    except jwt.InvalidTokenError:
+        return None
 
 
 def login(conf: Any, params: dict[str, str], store: Store, *, launch_url: str) -> LoginRedirect:
     """Answer a third-party initiated login (iss, login_hint, target_link_uri, client_id,
     lti_message_hint): a state and a nonce are made and kept, and the browser is sent on."""
+    _registered(conf, params.get("iss"), "login")
     request, cookies = _Request(params), _Cookies({})
     session = _Session(request)
     session.set_data_storage(store)
@@ -227,6 +255,8 @@ def login(conf: Any, params: dict[str, str], store: Store, *, launch_url: str) -
 def launch(conf: Any, params: dict[str, str], cookies: dict[str, str], store: Store) -> Launch:
     """Check the platform's post (id_token, state) with the browser's cookies: signature, expiry,
     issuer, audience, deployment, message type, the state, and a nonce not used before."""
+    if params.get("id_token"):
+        _registered(conf, _claimed_issuer(params["id_token"]), "launch")
     request = _Request(params)
     session = _Session(request)
     session.set_data_storage(store)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,6 +34,7 @@ from checks.course import inert
 from checks.course.assignment import CourseError
 from checks.lti.config import Registration
 from checks.lti.launch import LtiError, TimedSession, kept_endpoints, store_for
+from checks.lti.links import LinkHeaderError, next_url
 from checks.policy.roster import OPTIONAL, REQUIRED, Roster, read_roster
 from checks.reports.gradebook import Graded
 from checks.reports.render import adjustment_line
@@ -44,8 +46,65 @@ AGS_SCOPES = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
               "https://purl.imsglobal.org/spec/lti-ags/scope/score"]
 
 
-def _connector(conf: Any, issuer: str) -> ServiceConnector:
-    return ServiceConnector(conf.find_registration_by_issuer(issuer), TimedSession())
+MAX_PAGES = 10_000  # of one list (a roster, the line items): more is a platform that pages in a loop
+
+
+class Connector(ServiceConnector):
+    """PyLTI1p3's service calls, with the next page read from the Link header per RFC 8288
+    (checks.lti.links): PyLTI1p3 2.0.0 lower-cases the header before it looks, so it follows a
+    URL that is not the platform's and misses `rel=next` unquoted or in a list of relations."""
+
+    def __init__(self, registration: Any, session: requests.Session) -> None:
+        super().__init__(registration, session)
+        self._followed: set[str] = set()
+
+    def make_service_request(self, scopes: Any, url: str, is_post: bool = False, data: str | None = None,
+                             content_type: str = "application/json", accept: str = "application/json",
+                             case_insensitive_headers: bool = False) -> Any:
+        headers = {"Authorization": "Bearer " + self.get_access_token(scopes), "Accept": accept}
+        if is_post:
+            headers["Content-Type"] = content_type
+            answer = self._requests_session.post(url, data=data or None, headers=headers)
+        else:
+            answer = self._requests_session.get(url, headers=headers)
+        if not answer.ok:
+            raise LtiServiceException(answer)
+        try:  # only a list (a GET) has pages
+            following = None if is_post else next_url(answer.headers.get("Link"), answer.url or url)
+        except LinkHeaderError as error:
+            raise LtiError(f"the platform's Link header at {url} cannot be read: {error}") from None
+        if following is not None:
+            if following in self._followed or following == url or len(self._followed) >= MAX_PAGES:
+                raise LtiError(f"the platform's pages do not end: {url} names {following} as the next page, "
+                               f"which was read already (or the list is over {MAX_PAGES} pages)")
+            self._followed.add(following)
+        return {"headers": answer.headers if case_insensitive_headers else dict(answer.headers),
+                "body": answer.json() if answer.content else None, "next_page_url": following}
+
+
+def _connector(conf: Any, issuer: str) -> Connector:
+    return Connector(conf.find_registration_by_issuer(issuer), TimedSession())
+
+
+class _Clock:
+    """Score timestamps: microseconds, and each later than the one before in this process, so that
+    two posts in a row for one (line item, user) never carry one time (AGS keeps the newer)."""
+
+    EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def stamp(self, now: datetime | None = None) -> str:
+        at = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        micros = (at - self.EPOCH) // timedelta(microseconds=1)
+        with self._lock:
+            micros = self._last = max(micros, self._last + 1)
+        return (self.EPOCH + timedelta(microseconds=micros)).isoformat(timespec="microseconds")
+
+
+CLOCK = _Clock()
 
 
 @contextlib.contextmanager
@@ -157,15 +216,44 @@ def _to_post(records: list[Graded], roster: Roster) -> tuple[list[tuple[Graded, 
     return chosen, left_out
 
 
+def ags_endpoint(registration: Registration) -> dict[str, Any]:
+    """The Assignment and Grade Services claim to post with: the line items container (course.toml's
+    lineitems_url, else the latest launch's), else the single line item the latest launch named
+    (a platform may give a link only its own `lineitem`); CourseError says where to give one."""
+    kept = kept_endpoints(store_for(registration.folder))
+    if registration.config.lineitems_url or kept.get("lineitems_url"):
+        return {"lineitems": endpoint(registration, "lineitems_url")}
+    if kept.get("lineitem"):
+        return {"lineitem": str(kept["lineitem"]), "scope": list(kept.get("ags_scope") or AGS_SCOPES)}
+    return {"lineitems": endpoint(registration, "lineitems_url")}  # refused, saying where to give it
+
+
+def _single_lineitem(service: AssignmentsGradesService, url: str, assignment: str, scopes: list[str]) -> LineItem:
+    """The one line item a launch named: read back where the scope allows, and refused when it is
+    another assignment's (its tag or resourceId names another)."""
+    if not any(scope in scopes for scope in AGS_SCOPES[:2]):
+        return LineItem({"id": url})
+    item = service.get_lineitem(url)
+    for named in (item.get_tag(), item.get_resource_id()):
+        if named and named != assignment:
+            raise LtiError(f"the line item the launch named ({url}) is for {named!r}, not {assignment!r}: launch the "
+                           f"tool from {assignment}'s link in the LMS, or give lineitems_url in course.toml's [lti]")
+    return item if item.get_id() else LineItem({"id": url})
+
+
 def post_scores(conf: Any, issuer: str, ags: dict[str, Any], records: list[Graded], roster: Roster, *,
                 assignment: str, label: str, now: datetime | None = None) -> Posted:
     """Find (by tag: the assignment's name) or create the line item, then post each final score:
-    the one code path of `checks lti post` and the course server. Nothing is sent when nothing is
-    to be posted; PostFailed when the platform fails (with what it had taken before)."""
-    service_data = {"scope": ags.get("scope") or AGS_SCOPES, "lineitems": ags.get("lineitems", "")}
+    the one code path of `checks lti post` and the course server. Where the claim names only one
+    `lineitem` (no container), the scores go to it. Nothing is sent when nothing is to be
+    posted; PostFailed when the platform fails (with what it had taken before). Each score's
+    timestamp is later than the one before (CLOCK), to the microsecond."""
+    scopes = list(ags.get("scope") or AGS_SCOPES)
+    service_data = {"scope": scopes, "lineitems": ags.get("lineitems", "")}
     if ags.get("lineitem"):
         service_data["lineitem"] = ags["lineitem"]
-    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="seconds")
+    if not (ags.get("lineitems") or ags.get("lineitem")):
+        raise CourseError("no Assignment and Grade Services endpoint: neither `lineitems` nor `lineitem` is given")
     maximum = max((r.result.max_score for r in records if r.ok), default=0.0)
     chosen, left_out = _to_post(records, roster)
     done = Posted("", left_out=left_out)
@@ -174,14 +262,17 @@ def post_scores(conf: Any, issuer: str, ags: dict[str, Any], records: list[Grade
     try:
         with _calling("Assignment and Grade Services"):
             service = AssignmentsGradesService(_connector(conf, issuer), service_data)
-            item = service.find_or_create_lineitem(
-                LineItem().set_tag(assignment).set_label(label).set_score_maximum(maximum).set_resource_id(assignment))
+            if ags.get("lineitems"):
+                item = service.find_or_create_lineitem(LineItem().set_tag(assignment).set_label(label)
+                                                       .set_score_maximum(maximum).set_resource_id(assignment))
+            else:
+                item = _single_lineitem(service, str(ags["lineitem"]), assignment, scopes)
             done.lineitem = str(item.get_id())
             for record, lms_id in chosen:
                 result = record.result
                 comment = "; ".join(adjustment_line(a) for a in result.adjustments)
                 grade = (Grade().set_score_given(result.final_score).set_score_maximum(result.max_score)
-                         .set_user_id(lms_id).set_timestamp(stamp).set_activity_progress("Completed")
+                         .set_user_id(lms_id).set_timestamp(CLOCK.stamp(now)).set_activity_progress("Completed")
                          .set_grading_progress("FullyGraded"))
                 if comment:
                     grade.set_comment(comment)

@@ -1,5 +1,6 @@
 """LTI 1.3 on the course server: the OIDC third-party initiated login (/lti/login) and the launch
-(/lti/launch), which signs the launching user in to the server's pages; and the staff's two LMS
+(/lti/launch), which signs the launching user in to the server's pages; the tool's public key set
+(/lti/jwks, the URL to register the tool with); and the staff's two LMS
 actions, each a form on their pages: post an assignment's final scores from the server's own
 gradebook (/staff/lti/scores), and sync the roster from the LMS (/staff/lti/roster).
 
@@ -29,7 +30,7 @@ from typing import Any, Callable
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from checks.course.assignment import CourseError
 from checks.policy import records
@@ -63,6 +64,18 @@ async def _params(request: Request) -> dict[str, str]:
         form = await request.form(max_files=0, max_fields=20)
         params.update({key: value for key, value in form.items() if isinstance(value, str)})
     return params
+
+
+async def lti_jwks(server: Server, request: Request) -> Response:
+    """The tool's public key set, for the platform's registration of the tool (its "public JWK
+    URL"): the public half only, as `checks lti key` prints it; never the private key."""
+    registration = _registration(server)
+    jwks = getattr(server, "_lti_jwks", None)
+    if jwks is None:
+        from checks.lti.keys import tool_key
+
+        jwks = server._lti_jwks = tool_key(registration.folder).jwks()  # type: ignore[attr-defined]
+    return JSONResponse(jwks, headers={"Cache-Control": "public, max-age=300"})
 
 
 async def lti_login(server: Server, request: Request) -> Response:
@@ -142,15 +155,15 @@ def _lms_page(server: Server, request: Request, *, status: int = 200, **context:
 def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
     """Post `assignment`'s final scores from the server's gradebook (audited); LtiError or
     CourseError when it cannot."""
-    from checks.lti.services import PostFailed, endpoint, post_scores
+    from checks.lti.services import PostFailed, ags_endpoint, post_scores
 
     registration = _registration(server)
-    lineitems = endpoint(registration, "lineitems_url")
+    ags = ags_endpoint(registration)
     course = app._course(server)
     people = _course_roster(server)
     label = server.assignments[assignment].title or assignment
     try:
-        done = post_scores(registration.conf, registration.issuer, {"lineitems": lineitems},
+        done = post_scores(registration.conf, registration.issuer, ags,
                            gradebook.scores(server.storage, assignment, course), people,
                            assignment=assignment, label=label, now=_now())
     except PostFailed as failed:
@@ -232,6 +245,7 @@ async def staff_sync_roster(server: Server, request: Request) -> Response:
 
 
 ROUTES: list[tuple[str, Callable, list[str]]] = [
+    ("/lti/jwks", lti_jwks, ["GET"]),
     ("/lti/login", lti_login, ["GET", "POST"]),
     ("/lti/launch", lti_launch, ["POST"]),
     ("/staff/lti/scores", staff_post_scores, ["POST"]),
