@@ -727,16 +727,30 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
     for name in args.names or list_assignments(root):
         assignment = load_assignment(root, name)
         verdicts = verify(assignment, jobs=args.jobs, settings=args.settings)
+        _print_verdicts(name, verdicts)
+        held = sum(v.ok for v in verdicts)
+        console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
+        all_ok &= held == len(verdicts)
+    return 0 if all_ok else 1
+
+
+VERIFY_TABLE_WIDTH = 120  # narrower (or piped), the table's columns fold every detail into slivers
+
+
+def _print_verdicts(name: str, verdicts: list) -> None:
+    """A table on a wide terminal; elsewhere (80 columns, a pipe, a CI log) a line per verdict,
+    whose detail wraps as the reader's terminal wraps it."""
+    if console.is_terminal and console.width >= VERIFY_TABLE_WIDTH:
         table = Table(title=f"verify {name}", title_justify="left")
         for column in ("submission", "expectation", "ok", "detail"):
             table.add_column(column, overflow="fold")
         for v in verdicts:
             table.add_row(v.submission, v.expectation, "[green]yes[/green]" if v.ok else "[red]NO[/red]", v.detail)
         console.print(table)
-        held = sum(v.ok for v in verdicts)
-        console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
-        all_ok &= held == len(verdicts)
-    return 0 if all_ok else 1
+        return
+    print(f"verify {name}")
+    for v in verdicts:
+        print(f"  {'yes' if v.ok else 'NO ':3}  {v.submission}: {v.expectation}: {v.detail}")
 
 
 def _new(root: Path | None, args: argparse.Namespace) -> int:

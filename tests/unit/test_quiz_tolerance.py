@@ -74,14 +74,21 @@ def test_students_are_told_the_tolerance_in_the_release_the_answer_form_and_the_
                      'sure = ""\n')
     marker = marker_text(assignment)
     assert 'log_half = "to 2 significant digits"' in marker and "sure" not in marker.split("[quiz_tolerance]")[1]
-    tolerances = {"log_half": "to 2 significant digits", "count": "to about 6 significant digits (a relative 1e-06)"}
+    tolerances = {"log_half": "to 2 significant digits"}
     forms, _ = check_answers({"log_half": "number", "count": "number", "sure": "true or false"},
                              b"log_half = -0.693\ncount = 6\nsure = true\n", tolerances)
     assert [form.note for form in forms] == ["answered (counted to 2 significant digits)",
-                                             "answered (counted to about 6 significant digits (a relative 1e-06))",
+                                             "answered (number)",
                                              "answered (true or false)"]
     right, wrong = (grade_quiz((QuizItem("log_half", -0.6931471805599453, 2.0, Tolerance(digits=2)),),
                                {"quiz.toml": answer}) for answer in (b"log_half = -0.693\n", b"log_half = -0.70\n"))
     assert right[0].score == 2.0 and right[0].feedback == "Correct."
     assert wrong[0].score == 0.0
     assert wrong[0].feedback == "log_half = -0.7 is not the right answer (answers count to 2 significant digits of the key)."
+
+
+def test_without_a_declared_tolerance_nothing_more_is_said():
+    root_items = (QuizItem("count", 6, 1.0),)
+    (wrong,) = grade_quiz(root_items, {"quiz.toml": b"count = 7\n"})
+    assert wrong.feedback == "count = 7 is not the right answer."
+    assert quiz_notes(root_items) == {}

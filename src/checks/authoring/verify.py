@@ -102,6 +102,10 @@ def verify(assignment: Assignment, *, jobs: int | None = None, settings: Setting
     verdicts.append(_points_add_up(reference_result))
     if reference_result.error:  # nothing to compare the public checks and the notebook with
         return verdicts
+    if not assignment.release_dir.is_dir():  # verify before build: say so, not "no public checks at all"
+        return verdicts + [Verdict(SUITE, "the release is built", False, f"assignments/{assignment.name} does not "
+                                   f"exist yet: run `checks build {assignment.name}`, then verify again (the public "
+                                   "checks and the notebook are compared with it)")]
     public = _public_result(assignment, reference, settings)
     verdicts += _public_checks(reference_result, public, hidden_only)
     notebook = _notebook_verdict(assignment, reference_result)

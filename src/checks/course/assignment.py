@@ -154,8 +154,10 @@ def marker_text(assignment: Assignment) -> str:
              f"provided = [{', '.join(_toml_string(name) for name in assignment.provided)}]"]
     if assignment.quiz:
         lines += ["", "[quiz]"] + [f"{_toml_key(item.key)} = {_toml_string(answer_kind(item))}" for item in assignment.quiz]
-        lines += ["", "[quiz_tolerance]"] + [f"{_toml_key(item.key)} = {_toml_string(item.tolerance.describe())}"
-                                             for item in assignment.quiz if not isinstance(item.answer, bool)]
+        declared = [item for item in assignment.quiz if not isinstance(item.answer, bool) and item.tolerance.declared]
+        if declared:  # how close a numeric answer must be, where the author said (course/tolerance.py)
+            lines += ["", "[quiz_tolerance]"] + [f"{_toml_key(item.key)} = {_toml_string(item.tolerance.describe())}"
+                                                 for item in declared]
     return "\n".join(lines) + "\n"
 
 

@@ -139,21 +139,25 @@ MUTANTS_TOML: Schema = {
 }
 
 
-def problems(table: Mapping[str, Any], schema: Schema, within: str = "") -> list[str]:
+def problems(table: Mapping[str, Any], schema: Schema, within: str = "", outer: Schema | None = None) -> list[str]:
     """Every mistake in `table` against `schema`, one sentence each. `within` names the table
-    ("[quiz.a_grad]") for keys below the top level."""
+    ("[quiz.a_grad]") for keys below the top level; `outer` is the schema of the table around it."""
     where = f" in {within}" if within else ""
     found = []
     for key, value in table.items():
         spec = schema.get(key)
-        if spec is None:
+        if spec is None and outer is not None and key in outer:
+            found.append(f"`{key}` is read as part of {within}: in TOML a key belongs to the last [table] above "
+                         f"it, so move `{key} = ...` above the first [table] of the file")
+        elif spec is None:
             close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.7)
             found.append(f"unknown key `{key}`{where}" + (f" (did you mean `{close[0]}`?)" if close
                                                          else f" (known: {', '.join(schema)})"))
         elif not spec.kind.accepts(value):
             found.append(f"`{key}`{where} must be {spec.kind.words}, not {_describe(value)}")
         elif spec.fields is not None:  # a table within a table is named in full: [policy.late]
-            found += problems(value, spec.fields, f"[{within.strip('[]')}.{key}]" if within else f"[{key}]")
+            found += problems(value, spec.fields, f"[{within.strip('[]')}.{key}]" if within else f"[{key}]",
+                              None if within else schema)
         elif spec.values is not None:
             label = f"[{within.strip('[]')}.{key}]" if within else f"[{key}]"
             found += [f"`{name}` in {label} must be {spec.values.words}, not {_describe(item)}"
@@ -163,7 +167,7 @@ def problems(table: Mapping[str, Any], schema: Schema, within: str = "") -> list
                 if type(entry) is not dict:
                     found.append(f"{label} must be a table, not {_describe(entry)}")
                 else:
-                    found += problems(entry, spec.entries, label)
+                    found += problems(entry, spec.entries, label, None if within else schema)
     for key, spec in schema.items():
         if spec.required and key not in table:
             found.append(f"{within or 'the file'} has no `{key}` ({spec.kind.words})")

@@ -91,8 +91,8 @@ def _score(item: QuizItem, given: Any) -> QuestionResult:
         correct = parsed is item.answer
         return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer.")
     correct = item.tolerance.accepts(parsed, float(item.answer))
-    return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer "
-                  f"(answers count {item.tolerance.describe()} of the key).")
+    told = f" (answers count {item.tolerance.describe()} of the key)" if item.tolerance.declared else ""
+    return result(correct, "Correct." if correct else f"{item.key} = {answer_summary(given)} is not the right answer{told}.")
 
 
 def _as_number(value: Any) -> tuple[float | None, str]:
@@ -177,10 +177,11 @@ def answer_kinds(assignment: Assignment) -> dict[str, str | None]:
 
 
 def answer_tolerances(assignment: Assignment) -> dict[str, str]:
-    """How close each numeric answer must be, in words (course/tolerance.py): from the quiz key
-    where the course has it, else from the release's marker."""
+    """How close each numeric answer must be, in words (course/tolerance.py), where the author
+    declared it (docs say the default): from the quiz key where the course has it, else the marker."""
     if assignment.quiz:
-        return {item.key: item.tolerance.describe() for item in assignment.quiz if not isinstance(item.answer, bool)}
+        return {item.key: item.tolerance.describe() for item in assignment.quiz
+                if not isinstance(item.answer, bool) and item.tolerance.declared}
     told = read_marker(assignment.release_dir).get("quiz_tolerance")
     return {key: text for key, text in told.items() if isinstance(text, str)} if isinstance(told, dict) else {}
 

@@ -439,8 +439,12 @@ class Student:
 
     def __getattr__(self, module: str) -> "_ModuleProxy":
         if module.startswith("_") or module not in self._modules:
-            raise AttributeError(f"the assignment has no student module {module!r}; "
-                                 f"it has {sorted(self._modules)}")
+            if not self._modules:
+                raise AttributeError(f"the suite asks for the student module {module!r}, but the assignment names no "
+                                     f"student files: add `files = [\"{module}.py\"]` to its assignment.toml")
+            raise AttributeError(f"the suite asks for the student module {module!r}, which is not among the "
+                                 f"assignment's files ({', '.join(sorted(self._modules))}): add \"{module}.py\" to "
+                                 "`files` (or `provided`) in its assignment.toml, or correct the suite")
         return _ModuleProxy(self, module)
 
     def call(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
