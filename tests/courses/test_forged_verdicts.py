@@ -129,3 +129,56 @@ def test_the_reference_keeps_its_points_on_those_questions():
     for qid in qids:
         question = result.question(qid)
         assert question.passed and question.score == question.max_score, question.feedback
+
+
+# ---- 02_autograd: the recursion limit of engine.deep_chain ------------------------------------------
+
+AUTOGRAD = load_assignment(REPO, "02_autograd")
+
+# backward sorts the graph by recursion, after raising the limit through the original
+# sys.setrecursionlimit it kept at import (the old guard had replaced only the module's attribute),
+# and sets it back before returning (the old check read the limit afterwards).
+RECURSIVE_SORT = '''
+        order, expanded = [], set()
+
+        def visit(tensor):
+            if id(tensor) in expanded:
+                return
+            expanded.add(id(tensor))
+            if tensor.grad_fn is not None:
+                for parent in tensor.grad_fn.parents:
+                    if parent is not None:
+                        visit(parent)
+            order.append(tensor)
+
+        _kept_limit(100_000)
+        visit(self)
+        _kept_limit(1_000)
+'''
+
+
+def _recursive_engine() -> dict[str, bytes]:
+    files = read_submission(AUTOGRAD.solution_dir).files
+    text = files["engine.py"].decode()
+    start = text.index("        order, expanded = [], set()\n")
+    end = text.index("        # `order` lists every tensor after its inputs")
+    text = text[:start] + RECURSIVE_SORT.lstrip("\n") + "\n" + text[end:]
+    text = text.replace("import rules\n", "import rules\nimport sys\n\n_kept_limit = sys.setrecursionlimit\n", 1)
+    return {**files, "engine.py": text.encode()}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_recursive_backward_that_raised_the_limit_through_a_kept_reference_loses_deep_chain(level):
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("recursive", _recursive_engine())], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(level))
+    question = result.question("engine.deep_chain")
+    assert question.score == 0, question.feedback
+    assert "recursion limit" in question.feedback
+
+
+def test_the_reference_engine_keeps_deep_chain():
+    files = read_submission(AUTOGRAD.solution_dir).files
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("reference", files)], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
+    question = result.question("engine.deep_chain")
+    assert question.score == question.max_score, question.feedback
