@@ -1,6 +1,7 @@
 """Grader-side helpers for the 01_tensors suite: PyTorch references and stride comparisons. The
-likely mistakes are named from the table the public checks read too (assignments/01_tensors/tests/
-diagnoses.py, written from solutions/01_tensors/tests/): `diagnosis(qid, **case)`.
+likely mistakes are named by the grader's models of them (tensor_mistakes.py, never released: a
+model of a mistake is most of an answer); the public checks read what those models say of the
+public cases only, from a table `checks build` writes (release_data.py).
 
 Every expected value is computed by PyTorch: once per case when the suite is collected (a test's
 `reference`, see torch_reference), so that every submission of a batch shares it. This module only
@@ -14,10 +15,8 @@ import functools
 import numpy as np
 import torch
 
-from checks.suite import as_index_tuple, ask_reference, expect_raises, fail, public_module
-
-_diagnoses = public_module(__file__, "diagnoses")  # one table of likely mistakes, shared with the public checks
-diagnosis, REFUSED = _diagnoses.diagnosis, _diagnoses.REFUSED
+from checks.suite import as_index_tuple, ask_reference, expect_raises, fail
+from tensor_mistakes import REFUSED, diagnosis
 
 
 # ---- asking PyTorch -------------------------------------------------------------------------

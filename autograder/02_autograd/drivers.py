@@ -422,13 +422,56 @@ def apply_chain(x, w, ops):
     return x
 
 
+class _Deep(Exception):
+    pass
+
+
+def _frame_depth(stop):
+    """How many frames the caller is under, counted up to `stop`: through a traceback's frames,
+    C types that no code can patch (sys._getframe could be replaced)."""
+    try:
+        raise _Deep
+    except _Deep as error:
+        frame, depth = error.__traceback__.tb_frame, 0
+    while frame is not None and depth <= stop:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+def _probed(tensor, limit, deepest):
+    """`tensor` (a leaf of the student's class) made to note how deep in the stack its attributes
+    are read: a backward that recurses once per node reads the first leaves of a long chain from
+    as many frames down. Its class is swapped for a subclass of the student's own, for backward
+    only, and set back after."""
+    plain = type(tensor)
+
+    def __getattribute__(self, name):
+        depth = _frame_depth(limit)
+        if depth > deepest[0]:
+            deepest[0] = depth
+        if depth > limit:
+            raise RecursionError(f"backward reached a leaf {depth:,} frames down, deeper than the recursion limit "
+                                 f"of {limit:,} allows: it recursed once per node")
+        return plain.__getattribute__(self, name)
+
+    try:
+        tensor.__class__ = type(plain.__name__, (plain,), {"__getattribute__": __getattribute__, "__slots__": (),
+                                                           "__module__": plain.__module__})
+    except TypeError:  # a class that cannot be swapped: no evidence, never a false failure
+        pass
+    return plain
+
+
 def deep_chain(x_data, w_data, ops, recursion_limit=1000):
     """x0 (leaf), w (leaf); x_{k+1} = op_k(x_k) for each op; L = x_n.sum(); L.backward().
 
     Runs at Python's default recursion limit, which the student's code may not raise: while the
     chain runs, sys.setrecursionlimit refuses any higher limit, and a limit raised all the same
-    (through a reference the code kept) is reported as "limit_raised". Each op is ("add_c", c),
-    ("mul_c", c), ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",).
+    (through a reference the code kept) is reported as "limit_raised". That guard lives where the
+    student's code runs; the evidence the grader judges is "deepest": how many frames down
+    backward read the leaves (x0 and w sit at the far end of the chain), which no frame count
+    within the limit can reach. Each op is ("add_c", c), ("mul_c", c), ("sub_c", c) (x = c - x),
+    ("div_c", c), ("neg",), ("add_w",) or ("mul_w",).
     """
     set_limit, get_limit = sys.setrecursionlimit, sys.getrecursionlimit
 
@@ -445,16 +488,24 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000):
     previous = get_limit()
     set_limit(recursion_limit)
     sys.setrecursionlimit = held
+    deepest = [0]
+    classes = []
     try:
         x = apply_chain(x, w, ops)
         loss = x.sum()
+        classes = [(leaf, _probed(leaf, recursion_limit, deepest)) for leaf in (x0, w)]
         loss.backward()
+        for leaf, plain in classes:
+            leaf.__class__ = plain
+        classes = []
         limit_raised = get_limit() > recursion_limit
         value = plain_array(loss.data)
         grads = [plain_array(x0.grad), plain_array(w.grad)]
         set_limit(recursion_limit)
         del x, loss  # free the deep graph while the limit still holds
     finally:
+        for leaf, plain in classes:
+            leaf.__class__ = plain
         sys.setrecursionlimit = set_limit
         set_limit(previous)
-    return {"loss": value, "grads": grads, "limit_raised": limit_raised}
+    return {"loss": value, "grads": grads, "limit_raised": limit_raised, "deepest": deepest[0]}

@@ -703,7 +703,7 @@ def test_deep_chain(student, use_w):
     got = call_or_fail(lambda: student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT),
                        text=f"While running {story}:",
                        mistake=diagnoses.raised_hint("engine.deep_chain", limit=RECURSION_LIMIT))
-    if got.get("limit_raised"):
+    if got.get("limit_raised") or not isinstance(got.get("deepest"), int) or got["deepest"] > RECURSION_LIMIT:
         fail(f"While running {story}: your code raised Python's recursion limit, which this check holds at "
              f"{RECURSION_LIMIT:,}. {diagnoses.EXPLICIT_STACK}")
     check_array(got["loss"], loss, "L.data", f"After {story}")

@@ -118,18 +118,18 @@ def count_parameters_of(spec):
 
 # ------------------------------------------------------------------------ training.SGD
 
-# torch.optim is off limits for training.SGD, but torch itself must stay importable, so blocking
-# the import (sys.modules) is not an option: `torch.optim` is imported by `import torch`. Instead,
-# before the student's code runs, the driver:
+# torch.optim is off limits for training.SGD. The verdict comes from behaviour, not from a guard
+# in this process (which student code could switch off): the SGD checks hand training.SGD
+# parameters that are not leaves of the autograd graph (clones of the leaves, whose .grad the
+# driver sets from torch.autograd.grad, as backward would on a leaf). The update the curriculum
+# asks for works on them as on leaves; every torch.optim optimizer refuses them ("can't optimize a
+# non-leaf Tensor"), so an SGD that hands them to torch.optim fails every case, whatever it did
+# to the patches below; one that makes them retain their grad (which torch.optim accepts) is
+# seen by the grader in what comes back ("leaves"). Those patches stay, for a clear message only: before the student's code
+# runs, the driver
 #   1. refuses an SGD class that IS or inherits from torch.optim.Optimizer (an alias or subclass);
-#   2. replaces Optimizer.__init__ on the class object: every torch optimizer runs it, however the
-#      student got hold of the class (torch.optim.SGD, an alias taken at import, a subclass);
-#   3. replaces the module-level kernels of torch.optim.sgd (_single_tensor_sgd,
-#      _multi_tensor_sgd, _fused_sgd), which torch.optim.sgd.sgd looks up in its module globals
-#      on every call: this catches the functional API under any alias too.
-# Each replacement records the use and raises. The record is returned with the results, so a
-# student who swallows the exception is still caught. The patches live in this sandbox process
-# only, which serves this one question.
+#   2. replaces Optimizer.__init__ on the class object and the module-level kernels of
+#      torch.optim.sgd (_single_tensor_sgd, _multi_tensor_sgd, _fused_sgd), each recording its use.
 _TORCH_OPTIM_USED = []
 
 
@@ -198,22 +198,40 @@ def sgd_run(init, targets, lr, momentum, weight_decay, set_to_none, as_generator
                                      as_generator, idle)
 
 
+def non_leaf_params(init):
+    """Parameters for training.SGD that torch.optim refuses: clones (not leaves) of float64 leaves."""
+    return [torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=True).clone() for a in init]
+
+
+def backward_into(loss, params):
+    """What loss.backward() does to leaves' .grad, done to `params` (non-leaves): set, or added in
+    place to the gradient already there."""
+    grads = torch.autograd.grad(loss, params)
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            if p.grad is None:
+                p.grad = g
+            else:
+                p.grad.add_(g)
+
+
 def _sgd_run(training, init, targets, lr, momentum, weight_decay, set_to_none, as_generator, idle):
-    params = [torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=True) for a in init]
+    params = non_leaf_params(init)
     trained = [p for i, p in enumerate(params) if i not in idle]
     optimizer = training.SGD((p for p in params) if as_generator else params, lr=lr,
                              momentum=momentum, weight_decay=weight_decay)
     trajectory, grad_changed = [], []
     for k, step_targets in enumerate(targets):
         optimizer.zero_grad(set_to_none=set_to_none)
-        sgd_loss(trained, [t for i, t in enumerate(step_targets) if i not in idle]).backward()
+        backward_into(sgd_loss(trained, [t for i, t in enumerate(step_targets) if i not in idle]), trained)
         before = [None if p.grad is None else p.grad.clone() for p in params]
         optimizer.step()
         for i, (p, g) in enumerate(zip(params, before)):
             if g is not None and (p.grad is None or not torch.equal(p.grad, g)):
                 grad_changed.append((k, i))
         trajectory.append([_array(p) for p in params])
-    return {"trajectory": trajectory, "grad_changed": grad_changed, "torch_optim": list(_TORCH_OPTIM_USED)}
+    return {"trajectory": trajectory, "grad_changed": grad_changed, "torch_optim": list(_TORCH_OPTIM_USED),
+            "leaves": [bool(p.is_leaf or p.retains_grad) for p in params]}
 
 
 def sgd_zero_grad(init, set_to_none):
@@ -226,40 +244,38 @@ def sgd_zero_grad(init, set_to_none):
 
 
 def _sgd_zero_grad(training, init, set_to_none):
-    params = [torch.tensor(np.asarray(a), dtype=torch.float64, requires_grad=True) for a in init]
+    params = non_leaf_params(init)
     optimizer = training.SGD(params, lr=0.1)
-    sum(((p + 1.0) ** 3).sum() for p in params).backward()
+    backward_into(sum(((p + 1.0) ** 3).sum() for p in params), params)
     if set_to_none is None:
         optimizer.zero_grad()
     else:
         optimizer.zero_grad(set_to_none=set_to_none)
     return {"grads": [None if p.grad is None else _array(p.grad) for p in params],
-            "torch_optim": list(_TORCH_OPTIM_USED)}
+            "torch_optim": list(_TORCH_OPTIM_USED), "leaves": [bool(p.is_leaf or p.retains_grad) for p in params]}
 
 
 # ------------------------------------------------------------------------ training.train_epoch
 
-class _Recorder:
-    """Wraps an optimizer: logs zero_grad/step calls and the parameters after every step."""
+class _RecordingSGD(torch.optim.SGD):
+    """torch.optim.SGD itself (a real torch.optim.Optimizer, as the curriculum says train_epoch is
+    handed: code that checks isinstance(optimizer, torch.optim.Optimizer) sees one) that also logs
+    its zero_grad/step calls and the parameters after every step."""
 
-    def __init__(self, optimizer, model, events):
-        self.optimizer = optimizer
-        self.model = model
+    def __init__(self, params, model, events, **options):
+        super().__init__(params, **options)
+        self.recorded_model = model
         self.events = events
         self.snapshots = []
 
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
     def zero_grad(self, set_to_none=True):
         self.events.append("zero_grad")
-        self.optimizer.zero_grad(set_to_none=set_to_none)
+        super().zero_grad(set_to_none=set_to_none)
 
-    def step(self, *args, **kwargs):
+    def step(self, closure=None):
         self.events.append("step")
-        result = self.optimizer.step(*args, **kwargs)
-        self.snapshots.append({k: _array(v) for k, v in self.model.state_dict().items()})
+        result = super().step(closure)
+        self.snapshots.append({k: _array(v) for k, v in self.recorded_model.state_dict().items()})
         return result
 
 
@@ -278,7 +294,7 @@ class _RecordingLoss(nn.Module):
 
 
 def train_epoch_run(sizes, state, X, Y, batch_size, shuffle_seed, lr, momentum, device):
-    """training.train_epoch on the reference MLP with a (recorded) torch.optim.SGD.
+    """training.train_epoch on the reference MLP with a torch.optim.SGD that records its calls.
 
     Returns what train_epoch returned, the parameters after every optimizer step, and the order
     of events (zero_grad, forward:<device>, loss, backward, step) for the feedback.
@@ -292,7 +308,7 @@ def train_epoch_run(sizes, state, X, Y, batch_size, shuffle_seed, lr, momentum, 
     model.to(device)
     events = []
     model.register_forward_pre_hook(lambda module, inputs: events.append(f"forward:{inputs[0].device.type}"))
-    optimizer = _Recorder(torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum), model, events)
+    optimizer = _RecordingSGD(model.parameters(), model, events, lr=lr, momentum=momentum)
     loader = make_loader(X, Y, batch_size, shuffle_seed)
     returned = training.train_epoch(model, loader, optimizer, _RecordingLoss(events), torch.device(device))
     if isinstance(returned, torch.Tensor):
@@ -303,27 +319,44 @@ def train_epoch_run(sizes, state, X, Y, batch_size, shuffle_seed, lr, momentum, 
 # ------------------------------------------------------------------------ training.evaluate
 
 class Probe(nn.Module):
-    """A small classifier with dropout that records the mode and grad mode of every forward."""
+    """A small classifier with dropout that records the mode and grad mode of every forward.
 
-    def __init__(self, d_in, d_hidden, d_out):
+    The record is for the feedback's words only: it lives in an object student code is handed.
+    With `trap`, the verdict comes from behaviour instead: in train mode the probe's logits are
+    negated (every prediction changes, so the accuracy shows the mode), and each forward adds
+    to a leaf tensor that requires grad in place, which torch's autograd refuses, in C, unless
+    gradients are off (no_grad or inference_mode): a graph-building evaluation raises.
+    """
+
+    def __init__(self, d_in, d_hidden, d_out, trap=False):
         super().__init__()
         self.fc1 = nn.Linear(d_in, d_hidden)
         self.drop = nn.Dropout(0.5)
         self.fc2 = nn.Linear(d_hidden, d_out)
         self.calls = []
+        self.trap = trap
+        self.seen = torch.zeros((), requires_grad=True) if trap else None  # not in the state_dict
 
     def forward(self, x):
         self.calls.append({"training": self.training, "grad": torch.is_grad_enabled(),
                            "device": x.device.type})
-        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+        out = self.fc2(self.drop(torch.relu(self.fc1(x))))
+        if self.trap:
+            self.seen.add_(1.0)  # RuntimeError while gradients are enabled: the graph it would build
+            if self.training:
+                out = -out
+        return out
 
 
-def evaluate_run(sizes, state, X, Y, batch_size, start_training, device):
+GRAD_TRAP = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def evaluate_run(sizes, state, X, Y, batch_size, start_training, device, trap=False):
     """training.evaluate on a Probe in the given mode; reports accuracy and what the probe saw."""
     import training
 
     _tf32_off()
-    model = Probe(*sizes)
+    model = Probe(*sizes, trap=trap)
     model.load_state_dict(_tensors(state, torch.float32))
     model.to(device)
     model.train(start_training)

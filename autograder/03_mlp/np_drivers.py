@@ -37,16 +37,17 @@ def forward_then_backward(params, X, grad_logits):
 
 
 def sgd_update_checked(params, grads, lr):
-    """Call sgd_update and report whether it changed its inputs instead of building new ones."""
+    """Call sgd_update and hand back, besides its result, the arrays it was given and the dict as it
+    now is: objects, not a verdict. The grader compares them with the copy it kept (it judges
+    whether anything changed in place; nothing here calls a function student code could replace)."""
     import numpy_mlp
 
-    originals = {key: np.array(value, copy=True) for key, value in params.items()}
+    given = list(params.items())  # the array objects themselves: their memory is the evidence
     result = numpy_mlp.sgd_update(params, grads, lr)
-    changed = sorted(key for key in originals if not np.array_equal(params[key], originals[key]))
     if not isinstance(result, dict):
         raise TypeError(f"sgd_update must return a dict; it returned {type(result).__name__}")
     return {
         "result": {str(key): np.asarray(value) for key, value in result.items()},
-        "changed_in_place": changed,
-        "same_dict": result is params,
+        "given_after": {key: value for key, value in given},
+        "dict_after": {str(key): value for key, value in params.items()},
     }

@@ -94,10 +94,27 @@ def _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none, **
     call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
             f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
     got = call_or_fail(lambda: student.run(drivers.sgd_run, init, targets, lr, momentum, weight_decay, set_to_none,
-                                           **extra), text=call)
-    if got["torch_optim"]:
-        fail(f"training.SGD used {got['torch_optim'][0]}: write the update yourself, without torch.optim.")
+                                           **extra), text=call, mistake=_torch_optim_refused)
+    _no_torch_optim(got, "write the update yourself, without torch.optim.")
     return got
+
+
+def _torch_optim_refused(raised):
+    """What torch.optim says of the parameters these checks hand SGD, said as the mistake it is."""
+    if "non-leaf" in str(getattr(raised, "message", "")):
+        return "torch.optim was used (it refuses these parameters): write the update yourself, without torch.optim"
+    return None
+
+
+def _no_torch_optim(got, advice):
+    """Judged here: the parameters training.SGD was given are not leaves, which torch.optim refuses
+    (drivers.non_leaf_params); one made a leaf or made to retain its grad was readied for it. The
+    sandbox's record of a torch.optim call only names what was used."""
+    if got["torch_optim"]:
+        fail(f"training.SGD used {got['torch_optim'][0]}: {advice}")
+    if any(got["leaves"]):
+        fail("training.SGD turned the parameters it was given into leaves or made them retain their "
+             f"gradient, as handing them to torch.optim takes: {advice}")
 
 
 def _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none, idle=(),
@@ -198,9 +215,8 @@ def test_sgd_zero_grad(student, set_to_none):
     init, _ = _sgd_data(5)
     call = "zero_grad()" if set_to_none is None else f"zero_grad(set_to_none={set_to_none})"
     got = call_or_fail(lambda: student.run(drivers.sgd_zero_grad, init, set_to_none),
-                       text=f"SGD(params, lr=0.1), backward, then {call}")
-    if got["torch_optim"]:
-        fail(f"training.SGD used {got['torch_optim'][0]}: write it yourself, without torch.optim.")
+                       text=f"SGD(params, lr=0.1), backward, then {call}", mistake=_torch_optim_refused)
+    _no_torch_optim(got, "write it yourself, without torch.optim.")
     for i, (expected, g) in enumerate(zip(ZERO_GRADS(set_to_none), got["grads"])):
         if expected is None:
             if g is not None:
@@ -376,13 +392,22 @@ def _eval_case(batching, device):
 EVAL_CASES = per_device(_eval_case, [(batching,) for batching in EVAL_BATCHINGS], backward=False)
 
 
-def _run_eval(student, device, batching, start_training):
+GRAD_ENABLED = ("gradients were enabled during the forward passes, so autograd built a graph for nothing. "
+                "Run the loop inside a with torch.no_grad(): block")
+
+
+def _grad_enabled(raised):
+    return GRAD_ENABLED if drivers.GRAD_TRAP in str(getattr(raised, "message", "")) else None
+
+
+def _run_eval(student, device, batching, start_training, trap=False):
     n, batch_size = EVAL_BATCHINGS[batching]
     X, Y, correct = EVAL_CASES(batching, device=device)
     call = (f"evaluate(a model in {'train' if start_training else 'eval'} mode, a loader of {n} examples "
             f"in batches of {batch_size}, {device!r})")
     got = call_or_fail(lambda: student.run(drivers.evaluate_run, PROBE_SIZES, PROBE_STATE, X, Y, batch_size,
-                                           start_training, device), text=call)
+                                           start_training, device, trap), text=call,
+                       mistake=_grad_enabled if trap else None)
     return got, call, n, batch_size, correct
 
 
@@ -407,19 +432,27 @@ def test_evaluate_accuracy(student, device, batching, start_training):
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])
 def test_evaluate_eval_mode_no_graph(student, device, start_training):
-    got, call, *_ = _run_eval(student, device, "ragged", start_training)
-    calls = got["calls"]
+    """Judged on behaviour (drivers.Probe's trap): a forward with gradients on raises, and one in
+    train mode negates the logits, so only eval mode gives the accuracy PyTorch's eval mode gives.
+    The probe's own record of its calls only chooses the words."""
+    got, call, n, _, correct = _run_eval(student, device, "ragged", start_training, trap=True)
+    calls = got["calls"] if isinstance(got.get("calls"), list) else []
+    value = got["returned"]
+    if isinstance(value, dict):
+        value = value.get("tensor")
+    try:
+        value = float(np.asarray(value, dtype=np.float64).reshape(()))
+    except (TypeError, ValueError):
+        fail(f"{call} returned {got['returned']!r}; expected the accuracy, a Python float in [0, 1].")
+    if np.isclose(value, correct / n, rtol=1e-6, atol=1e-6):
+        if any(isinstance(c, dict) and c.get("device") != torch.device(device).type for c in calls):
+            fail(f"{call}: the batches reached the model on {calls[0]['device']}; move them with x.to(device).")
+        return
     if not calls:
         fail(f"{call} never ran the model.")
-    if any(c["training"] for c in calls):
-        fail(f"{call}: the model ran in train mode ({sum(c['training'] for c in calls)} of {len(calls)} "
-             "forward passes), so dropout and batch norm behave as in training. Call model.eval() before "
-             "the loop.")
-    if any(c["grad"] for c in calls):
-        fail(f"{call}: gradients were enabled during the forward passes, so autograd built a graph for "
-             "nothing. Run the loop inside a with torch.no_grad(): block.")
-    if any(c["device"] != torch.device(device).type for c in calls):
-        fail(f"{call}: the batches reached the model on {calls[0]['device']}; move them with x.to(device).")
+    fail(f"{call} returned {value:.6g}; in eval mode the model gets {correct / n:.6g} ({correct} of {n} correct). "
+         "This model answers differently in train mode: call model.eval() before the loop, so that dropout "
+         "and batch norm behave as at test time.")
 
 
 @question("training.evaluate", points=1)

@@ -1,12 +1,17 @@
-"""One table of likely mistakes per assignment, read by the public checks and the hidden suite alike
-(solutions/<name>/tests/diagnoses.py, released beside the public checks): a mistake the grader
-names, `checks test` names too, in the same words. 01_tensors first, then 02_autograd and 03_mlp.
+"""Likely mistakes: a mistake the grader names, `checks test` names too, in the same words.
+01_tensors keeps its models in the grader (autograder/01_tensors/tensor_mistakes.py) and releases
+what they say of the public cases as data (tests/diagnoses.json, written by `checks build`);
+02_autograd and 03_mlp share one table with the public checks (solutions/<name>/tests/diagnoses.py).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
+import sys
 
+import numpy as np
 import pytest
 
 from checks.course.assignment import load_assignment
@@ -19,7 +24,18 @@ from conftest import REPO
 
 ASSIGNMENT = load_assignment(REPO, "01_tensors")
 REFERENCE = read_submission(ASSIGNMENT.solution_dir).files
-TABLE = public_module(str(ASSIGNMENT.autograder_dir / "tensor_checks.py"), "diagnoses")
+
+
+def _module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+TABLE = _module(ASSIGNMENT.autograder_dir / "tensor_mistakes.py", "checks_test_tensor_mistakes")  # the grader's models
+PUBLIC = _module(ASSIGNMENT.public_tests_dir / "diagnoses.py", "checks_test_public_diagnoses")  # the release's lookup
 EMPTY_PRODUCT = "Likely mistake: the product of no sizes at all is 1: a 0-d tensor holds exactly one element."
 
 
@@ -96,10 +112,59 @@ def test_a_diagnosis_that_breaks_on_an_odd_value_says_nothing():
     assert TABLE.diagnosis("strides.transpose", shape=(2, 3), strides=(3, 1), expected=((3, 2), (1, 3)))(object()) is None
 
 
-def test_the_hidden_suite_loads_the_table_from_the_release_and_exports_ship_it():
+def test_the_models_stay_in_the_grader_and_the_release_holds_only_data():
+    """The released lookup defines no model of a mistake; the hidden suite and its export read the
+    grader's own module, and no export ships a public one for 01."""
+    released = ASSIGNMENT.public_tests_dir / "diagnoses.py"
+    defined = {node.name for node in ast.walk(ast.parse(released.read_text())) if isinstance(node, ast.FunctionDef)}
+    assert defined == {"plain", "case_key", "_fits", "_load", "diagnosis", "named", "refusal_hint"}
+    assert not set(TABLE.DIAGNOSES) & defined
     shipped = hidden_files(ASSIGNMENT)
-    assert shipped["assignments/01_tensors/tests/diagnoses.py"] == ASSIGNMENT.public_tests_dir / "diagnoses.py"
-    assert TABLE.__file__ == str(ASSIGNMENT.public_tests_dir / "diagnoses.py")
+    assert "autograder/01_tensors/tensor_mistakes.py" in shipped
+    assert "assignments/01_tensors/tests/diagnoses.py" not in shipped
+
+
+def _public_cases():
+    table = json.loads((ASSIGNMENT.public_tests_dir / "diagnoses.json").read_text())["questions"]
+    return [(qid, key, mistakes) for qid, cases in sorted(table.items()) for key, mistakes in sorted(cases.items())]
+
+
+def test_the_public_table_covers_every_public_case_and_question():
+    cases = _public_cases()
+    assert {qid for qid, _, _ in cases} == set(TABLE.DIAGNOSES) == set(declared_questions(ASSIGNMENT.public_tests_dir))
+    assert sum(len(m) for _, _, m in cases) >= 40  # most public cases name at least one mistake
+    sys.path.insert(0, str(ASSIGNMENT.autograder_dir))
+    try:
+        builder = _module(ASSIGNMENT.autograder_dir / "release_data.py", "checks_test_release_data")
+        parametrized = list(builder.public_cases(ASSIGNMENT.public_tests_dir))
+    finally:
+        sys.path.remove(str(ASSIGNMENT.autograder_dir))
+    assert len(parametrized) >= 38 and len(cases) == len(parametrized)  # every parametrized public case has a key
+
+
+@pytest.mark.parametrize("qid, key, mistakes", _public_cases(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_public_lookup_says_what_the_grader_says_of_each_recorded_wrong_answer(qid, key, mistakes):
+    case = json.loads(key)
+    for value, message in mistakes:
+        got = PUBLIC.REFUSED if value == {"refused": True} else value
+        assert PUBLIC.diagnosis(qid, **case)(got) == message
+        filled = TABLE.REFUSED if got is PUBLIC.REFUSED else _filled(value)
+        assert TABLE.diagnosis(qid, **case)(filled) == message
+
+
+def _filled(value):
+    """A wrong answer of the table with its uncompared places (None) filled with 7."""
+    if isinstance(value, list):
+        return tuple(_filled(v) for v in value)
+    return 7 if value is None else value
+
+
+def test_the_public_lookup_names_nothing_for_a_case_or_answer_it_does_not_list():
+    assert PUBLIC.diagnosis("strides.numel", shape=(2, 3), expected=6)(5) is not None
+    assert PUBLIC.diagnosis("strides.numel", shape=(2, 3), expected=6)(7) is None
+    assert PUBLIC.diagnosis("strides.numel", shape=(9, 9), expected=81)(18) is None  # not a public case
+    assert PUBLIC.diagnosis("strides.numel", shape=(2, 3), expected=6)(object()) is None
+    assert PUBLIC.diagnosis("strides.numel", shape=(2, 3), expected=6)(True) is None
 
 
 # ---- 02_autograd and 03_mlp: the same, with tables that may use torch (in the grader) -----------

@@ -58,10 +58,13 @@ def _ignored_upstream(fn, inputs, grad, k):
 def _left_aligned(grad, shape, want):
     """What lining `shape` up with grad's FIRST axes gives (as finding the kept axes by their sizes
     does when sizes repeat), where that differs from the right answer."""
-    summed = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
-    for k, size in enumerate(shape):
-        if size == 1 and summed.shape[k] != 1:
-            summed = summed.sum(axis=k, keepdims=True)
+    # PyTorch's own gradient of that wrong broadcast: `shape` padded with 1s on the RIGHT, expanded
+    padded = tuple(shape) + (1,) * (grad.ndim - len(shape))
+    if len(padded) != grad.ndim or any(p not in (1, g) for p, g in zip(padded, grad.shape)):
+        return
+    x = torch.zeros(padded, dtype=torch.float64, requires_grad=True)
+    (summed,) = torch.autograd.grad(x.expand(grad.shape), [x], _t64(grad))
+    summed = summed.numpy().reshape(tuple(shape))
     if summed.shape == want.shape and not np.allclose(summed, want):
         yield summed, ("this sums the wrong axes: broadcasting lines shapes up from the LAST axis, so the axes "
                        "to sum away are grad's leading ones. Choose them by position, not by size: with equal "

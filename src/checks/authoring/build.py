@@ -3,13 +3,18 @@
 The lesson source solutions/<name>/<name>.py becomes the notebook <name>.ipynb (notebooks/lesson.py).
 Solution regions become `raise NotImplementedError("<function>: <hint>")`, quiz answers become
 empty strings, and every other file is copied as it is; each release also gets its marker
-(course/assignment.py), so that a student's copy of it can be checked anywhere.
+(course/assignment.py), so that a student's copy of it can be checked anywhere. Data a release
+needs from the grader's side (01's table of likely mistakes for the public cases) comes from
+autograder/<name>/release_data.py, whose `files(solution_dir)` the build calls: what the hidden
+suite knows reaches students as values for the public cases, never as code.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
 
 from checks.course.assignment import MARKER_FILE, Assignment, QuizItem, load_assignment, marker_text
@@ -32,6 +37,31 @@ def release_files(solution_dir: Path, *, with_notebook: bool = True,
     if lesson.is_file() and with_notebook:
         files[notebook_name(solution_dir)] = build_notebook(lesson.read_text(encoding="utf-8"), lesson.name).encode()
     return files | stub_files(solution_dir, leave_out=lesson, quiz_notes=quiz_notes(quiz))
+
+
+RELEASE_DATA = "release_data.py"
+
+
+def release_data(autograder_dir: Path, solution_dir: Path) -> dict[str, bytes]:
+    """The files autograder/<name>/release_data.py computes for the release (none without it). It is
+    the course's own code, run with its suite folder importable, and its modules forgotten after."""
+    path = autograder_dir / RELEASE_DATA
+    if not path.is_file():
+        return {}
+    before = set(sys.modules)
+    sys.path.insert(0, str(autograder_dir))
+    try:
+        spec = importlib.util.spec_from_file_location(f"checks_release_data_{autograder_dir.name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type] - a .py file always has a spec
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        made = module.files(solution_dir)
+    finally:
+        sys.path.remove(str(autograder_dir))
+        for name in set(sys.modules) - before:
+            file = getattr(sys.modules[name], "__file__", None) or ""
+            if file.startswith(str(autograder_dir)) or name.startswith("checks_release"):
+                del sys.modules[name]
+    return {str(name): bytes(data) for name, data in made.items()}
 
 
 def _current_files(release_dir: Path) -> dict[str, bytes]:
@@ -68,6 +98,7 @@ def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
         release_dir = root / "assignments" / name
         assignment = _marker_assignment(root, name)
         wanted = release_files(root / "solutions" / name, quiz=assignment.quiz)
+        wanted |= release_data(root / "autograder" / name, root / "solutions" / name)
         wanted[MARKER_FILE] = (marker_text(assignment) + stubs_table(assignment.files, wanted)).encode()
         current = _current_files(release_dir)
         stale = sorted(set(current) - set(wanted))

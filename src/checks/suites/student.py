@@ -513,9 +513,11 @@ def compile_drivers(folders: set[Path], tests: set[str]) -> None:
 @functools.lru_cache(maxsize=None)
 def _driver_code(module_name: str) -> bytes:
     """A suite helper module's bytecode, compiled once per grading process instead of once per
-    sandbox (milliseconds each); the sandbox runs it as the module `module_name`."""
+    sandbox (milliseconds each); the sandbox runs it as the module `module_name`. Compiled without
+    docstrings (optimize=2; no source goes either): student code can reach the module through its
+    frames, and what a hidden check says of itself is not for it to read or print."""
     source = inspect.getsource(sys.modules[module_name])
-    return marshal.dumps(compile(source, f"<grader driver {module_name}>", "exec"))
+    return marshal.dumps(compile(source, f"<grader driver {module_name}>", "exec", optimize=2))
 
 
 class _ModuleProxy:

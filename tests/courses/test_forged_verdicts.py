@@ -1,0 +1,184 @@
+"""The sandbox produces evidence; the grader judges (issue 43). Each class of verdict that used to
+be computed where student code runs is attacked here by a hostile submission that switches the old
+guard off from its own module, at every isolation level the machine has; the verdict, now judged
+in the grader on behaviour or on evidence the submission cannot rewrite, still costs it the points.
+
+Each submission is the reference with one function rewritten: it does the forbidden thing and
+forges whatever the old in-sandbox check read. On the old drivers each scored full marks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from checks.course.assignment import load_assignment
+from checks.course.submissions import read_submission
+from checks.grading.session import Source, grade_sources
+from checks.sandbox import jail
+from conftest import REPO
+
+LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
+MLP = load_assignment(REPO, "03_mlp")
+
+# training.SGD hands the work to torch.optim, after setting the attribute the old guard read to
+# know that it had already patched torch.optim (so it patched nothing).
+OPTIM_SKIPPING_THE_GUARD = '''
+torch.optim.Optimizer.__init__._checks_forbidden = True
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
+        self.inner = torch.optim.SGD(list(params), lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+    def zero_grad(self, set_to_none=True):
+        self.inner.zero_grad(set_to_none=set_to_none)
+
+    def step(self):
+        self.inner.step()
+'''
+
+# The same, readying the parameters for torch.optim first (it accepts a non-leaf that retains grad).
+OPTIM_RETAINING_GRAD = OPTIM_SKIPPING_THE_GUARD.replace(
+    "torch.optim.SGD(list(params),", "torch.optim.SGD([p.retain_grad() or p for p in params],")
+
+# sgd_update changes the arrays in place, after making np.array_equal (which the old check called)
+# say that nothing changed.
+IN_PLACE_FORGING_ARRAY_EQUAL = '''
+np.array_equal = lambda *args, **kwargs: True
+
+
+def sgd_update(params, grads, lr):
+    for name in params:
+        params[name] -= lr * grads[name]
+    return dict(params)
+'''
+
+# evaluate builds a graph (no no_grad), and rewrites the probe's log (which the old check read).
+EVALUATE_FORGING_GRAD_LOG = '''
+def evaluate(model, loader, device):
+    was_training = model.training
+    model.eval()
+    correct, total = 0, 0
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        correct += (model(x).argmax(dim=1) == y).sum().item()
+        total += y.numel()
+    if hasattr(model, "calls"):
+        model.calls[:] = [dict(call, grad=False) for call in model.calls]
+    model.train(was_training)
+    return correct / total
+'''
+
+# evaluate never calls model.eval(), and rewrites the probe's log to say it ran in eval mode.
+EVALUATE_FORGING_MODE_LOG = '''
+def evaluate(model, loader, device):
+    correct, total = 0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            correct += (model(x).argmax(dim=1) == y).sum().item()
+            total += y.numel()
+    if hasattr(model, "calls"):
+        model.calls[:] = [dict(call, training=False) for call in model.calls]
+    return correct / total
+'''
+
+
+def _replaced(files: dict[str, bytes], name: str, function: str, code: str) -> dict[str, bytes]:
+    """The reference with `function` (a top-level def or class of `name`) replaced by `code`."""
+    lines = files[name].decode().splitlines(keepends=True)
+    start = next(k for k, line in enumerate(lines) if line.startswith((f"def {function}(", f"class {function}:")))
+    end = next((k for k in range(start + 1, len(lines)) if lines[k][:1] not in ("", " ", "\n", "#")), len(lines))
+    return {**files, name: "".join(lines[:start] + [code.lstrip("\n"), "\n\n"] + lines[end:]).encode()}
+
+
+def _grade(level: str, files: dict[str, bytes], qid: str):
+    (result,) = grade_sources(MLP, [Source.from_files("hostile", files)], jobs=1, questions=[qid], isolation=jail.choose(level))
+    return result.question(qid)
+
+
+REFERENCE = read_submission(MLP.solution_dir).files
+
+CASES = {
+    "optim skipping the guard": ("training.py", "SGD", OPTIM_SKIPPING_THE_GUARD, "training.SGD", "torch.optim"),
+    "optim retaining grad": ("training.py", "SGD", OPTIM_RETAINING_GRAD, "training.SGD", "torch.optim"),
+    "in place forging array_equal": ("numpy_mlp.py", "sgd_update", IN_PLACE_FORGING_ARRAY_EQUAL,
+                                     "numpy_mlp.sgd_update", "changed the params it was given"),
+    "no no_grad forging the log": ("training.py", "evaluate", EVALUATE_FORGING_GRAD_LOG, "training.evaluate",
+                                   "gradients were enabled"),
+    "no eval forging the log": ("training.py", "evaluate", EVALUATE_FORGING_MODE_LOG, "training.evaluate",
+                                "call model.eval() before the loop"),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_guard_switched_off_in_the_sandbox_still_costs_the_points(level, case):
+    name, function, code, qid, words = CASES[case]
+    question = _grade(level, _replaced(REFERENCE, name, function, code), qid)
+    assert not question.passed, question.feedback
+    assert words in " ".join(question.feedback.split()), question.feedback
+    if qid in ("training.SGD", "numpy_mlp.sgd_update"):
+        assert question.score == 0, question  # every case of these questions judges the same way
+
+
+def test_the_reference_keeps_its_points_on_those_questions():
+    qids = sorted({case[3] for case in CASES.values()})
+    (result,) = grade_sources(MLP, [Source.from_files("reference", REFERENCE)], jobs=1, questions=qids,
+                              isolation=jail.choose(LEVELS[0]))
+    for qid in qids:
+        question = result.question(qid)
+        assert question.passed and question.score == question.max_score, question.feedback
+
+
+# ---- 02_autograd: the recursion limit of engine.deep_chain ------------------------------------------
+
+AUTOGRAD = load_assignment(REPO, "02_autograd")
+
+# backward sorts the graph by recursion, after raising the limit through the original
+# sys.setrecursionlimit it kept at import (the old guard had replaced only the module's attribute),
+# and sets it back before returning (the old check read the limit afterwards).
+RECURSIVE_SORT = '''
+        order, expanded = [], set()
+
+        def visit(tensor):
+            if id(tensor) in expanded:
+                return
+            expanded.add(id(tensor))
+            if tensor.grad_fn is not None:
+                for parent in tensor.grad_fn.parents:
+                    if parent is not None:
+                        visit(parent)
+            order.append(tensor)
+
+        _kept_limit(100_000)
+        visit(self)
+        _kept_limit(1_000)
+'''
+
+
+def _recursive_engine() -> dict[str, bytes]:
+    files = read_submission(AUTOGRAD.solution_dir).files
+    text = files["engine.py"].decode()
+    start = text.index("        order, expanded = [], set()\n")
+    end = text.index("        # `order` lists every tensor after its inputs")
+    text = text[:start] + RECURSIVE_SORT.lstrip("\n") + "\n" + text[end:]
+    text = text.replace("import rules\n", "import rules\nimport sys\n\n_kept_limit = sys.setrecursionlimit\n", 1)
+    return {**files, "engine.py": text.encode()}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_recursive_backward_that_raised_the_limit_through_a_kept_reference_loses_deep_chain(level):
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("recursive", _recursive_engine())], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(level))
+    question = result.question("engine.deep_chain")
+    assert question.score == 0, question.feedback
+    assert "recursion limit" in question.feedback
+
+
+def test_the_reference_engine_keeps_deep_chain():
+    files = read_submission(AUTOGRAD.solution_dir).files
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("reference", files)], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
+    question = result.question("engine.deep_chain")
+    assert question.score == question.max_score, question.feedback
