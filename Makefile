@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TEST_JOBS ?= auto
 STAMP  := $(VENV)/.installed-$(shell cat constraints.txt pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test test-long test-all docs bench image image-check clean
+.PHONY: setup student demo test test-long test-all docs bench image image-check clean
 
 setup: $(STAMP)
 
@@ -16,6 +16,15 @@ $(STAMP): constraints.txt pyproject.toml
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[course,dev,notebooks,cluster,interop,serve,postgres,lms,lms-test]'
 	rm -f $(VENV)/.installed-*
 	touch $@
+
+# A student's or self-learner's environment from this clone: `checks test`, `checks pack`, the
+# client commands and the lesson notebooks' %checks (no staff extras: no server, Dask, nbgrader,
+# otter or test tools), in .venv-student beside the staff .venv.
+student:
+	$(PYTHON) -m venv .venv-student
+	.venv-student/bin/pip install --quiet --upgrade pip
+	.venv-student/bin/pip install --quiet -c constraints.txt -e '.[student]'
+	@echo "done: source .venv-student/bin/activate, then checks test 01_tensors"
 
 # The main job: grade the bundled example submissions of 01_tensors (reference, stubs, students).
 demo: $(STAMP)
