@@ -224,8 +224,17 @@ def _torch_steps(n, batch_size, drop_last):
     return len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
 
 
-@question("training.steps_per_epoch", points=3)
-@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True)
+STEPS_BOUNDARIES = {  # where a ceiling written as n // b + 1, or a floor, is wrong
+    "n a multiple of batch_size": lambda n, batch_size, **_: n > 0 and n % batch_size == 0,
+    "n below batch_size": lambda n, batch_size, **_: 0 < n < batch_size,
+    "n of 0": lambda n, **_: n == 0,
+    "batch of 1": lambda batch_size, **_: batch_size == 1,
+    "drop_last": lambda drop_last, **_: drop_last,
+}
+
+
+@question("training.steps_per_epoch", points=3, kinks=("n a multiple of batch_size", "n below batch_size", "n of 0"))
+@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True, boundaries=STEPS_BOUNDARIES)
 def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
     expected = reference
     got = call_or_fail(lambda: student.training.steps_per_epoch(n, batch_size, drop_last=drop_last),

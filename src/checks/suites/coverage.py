@@ -1,0 +1,98 @@
+"""Which boundary values each question's cases are at, read from a collected suite.
+
+A case generator declares the boundaries its cases cover (`@cases(boundaries=...)`, each a
+predicate asked of every case) and a question the kinks it must cover (`@question(kinks=...)`):
+the values where plausible implementations differ. `checks verify` prints the coverage per
+question and fails a question with a kink no case is at. Nothing here runs student code: the
+suite is only collected (`collect_coverage`, in a process of its own), as `checks verify` asks.
+
+    python -m pytest autograder/03_mlp --collect-only -p checks.suites.coverage --checks-coverage out.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+from checks.suites import api
+
+
+@dataclass
+class Coverage:
+    """One question's kinks and the boundaries its cases are at (boundary -> how many cases)."""
+
+    qid: str
+    kinks: list[str] = field(default_factory=list)
+    covered: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> list[str]:
+        """The kinks no case of the question is at."""
+        return [kink for kink in self.kinks if kink not in self.covered]
+
+    def describe(self) -> str:
+        """One line: each boundary covered with its count (a kink marked so), then what is missing."""
+        shown = [f"{name}{' (kink)' if name in self.kinks else ''}: {count}" for name, count in self.covered.items()]
+        text = "; ".join(shown) if shown else "no boundary declared"
+        if self.missing:
+            text += f"; NO case at the kink{'s' if len(self.missing) > 1 else ''} {', '.join(self.missing)}"
+        return text
+
+
+def coverage_of(items: Iterable[pytest.Item]) -> dict[str, Coverage]:
+    """Per question id, in suite order: its kinks (every test's @question) and its covered
+    boundaries (every @cases of its tests, summed over the tests and their pytest parameters)."""
+    found: dict[str, Coverage] = {}
+    for item in items:
+        options = api.question_options(item)
+        if options is None:
+            continue
+        coverage = found.setdefault(options["qid"], Coverage(options["qid"]))
+        coverage.kinks += [kink for kink in options["kinks"] if kink not in coverage.kinks]
+        declared: dict[str, list[str]] = getattr(getattr(item, "function", None), "checks_boundaries", {})
+        for name, labels in declared.items():
+            coverage.covered[name] = coverage.covered.get(name, 0) + len(labels)
+    return found
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("checks").addoption("--checks-coverage", type=Path, default=None,
+                                        help="write each question's boundary coverage to this JSON file")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{api.QUESTION_MARK}: the question a test belongs to")
+    config.addinivalue_line("markers", f"{api.DEFAULTS_MARK}: options for every question of a file")
+    config.addinivalue_line("markers", "cuda: needs a CUDA device")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    path = session.config.getoption("--checks-coverage")
+    if path is None:
+        return
+    errors = [f"{report.nodeid or 'the suite'}: {report.longreprtext[-800:]}" for report in _failed_collections]
+    try:
+        coverage = {qid: {"kinks": c.kinks, "covered": c.covered} for qid, c in coverage_of(session.items).items()}
+    except pytest.UsageError as error:
+        errors.append(str(error))
+        coverage = {}
+    path.write_text(json.dumps({"coverage": coverage, "errors": errors}), encoding="utf-8")
+
+
+_failed_collections: list[pytest.CollectReport] = []  # this process collects one suite
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _failed_collections.append(report)
+
+
+def read_coverage(path: Path) -> tuple[dict[str, Coverage], list[str]]:
+    """What `--checks-coverage` wrote: the coverage per question, and the suite's collection errors."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return ({qid: Coverage(qid, list(entry["kinks"]), dict(entry["covered"])) for qid, entry in data["coverage"].items()},
+            list(data["errors"]))
