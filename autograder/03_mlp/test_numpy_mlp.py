@@ -183,7 +183,8 @@ def test_softmax_cross_entropy(student, batch, classes, scale, spread, part):
 
     if part == "loss":
         loss = number(got[0], f"{call}: the loss")
-        hint = diagnosis("numpy_mlp.softmax_cross_entropy", part="loss", expected=expected_loss, **case)(loss)
+        hint = diagnosis("numpy_mlp.softmax_cross_entropy", part="loss", expected=expected_loss, other=got[1],
+                         other_expected=expected_grad, **case)(loss)
         if not np.isfinite(loss):
             fail(f"{call} returned loss {loss}; expected {expected_loss:.6g}." + (f" Likely mistake: {hint}." if hint
                  else " Keep every step finite for logits this large."))
@@ -195,7 +196,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, spread, part):
     name_call(f"{call}, its grad_logits,")
     expect_close(got[1], expected_grad, rtol=RTOL, atol=1e-12, what="entries of grad_logits",
                  diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="grad_logits", expected=expected_grad,
-                                    **case))
+                                    other=got[0], other_expected=expected_loss, **case))
 
 
 # ------------------------------------------------------------------------ forward and backward

@@ -58,11 +58,12 @@ def test_softmax_cross_entropy(student, scale):
     loss_t = F.cross_entropy(logits_t, torch.tensor(y))
     loss_t.backward()
     loss, grad = student.numpy_mlp.softmax_cross_entropy(logits, y)
-    expect_close(loss, loss_t.item(), what="loss", diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="loss",
-                                                                      logits=logits, y=y, expected=loss_t.item()))
-    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits",
-                 diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="grad_logits", logits=logits, y=y,
-                                    expected=logits_t.grad.numpy()))
+    expect_close(loss, loss_t.item(), what="loss", diagnose=diagnosis(
+        "numpy_mlp.softmax_cross_entropy", part="loss", logits=logits, y=y, expected=loss_t.item(), other=grad,
+        other_expected=logits_t.grad.numpy()))
+    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits", diagnose=diagnosis(
+        "numpy_mlp.softmax_cross_entropy", part="grad_logits", logits=logits, y=y, expected=logits_t.grad.numpy(),
+        other=loss, other_expected=loss_t.item()))
 
 
 @question("numpy_mlp.forward", points=6, block_imports=("torch",))

@@ -118,15 +118,32 @@ def _same(got: np.ndarray, value, expected) -> bool:
         return wrong and bool(np.allclose(got, value, rtol=1e-6, atol=1e-9, equal_nan=True))
 
 
-def softmax_cross_entropy(got, part, logits, y, expected, **_) -> str | None:
-    """`part`: "loss" (`got` a number) or "grad_logits"."""
+def _agrees(got: np.ndarray, value) -> bool:
+    """`got` is what `value` is: NaN for NaN, inf for inf, else close."""
+    value = np.asarray(value, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        return got.shape == value.shape and bool(np.allclose(got, value, rtol=1e-6, atol=1e-9, equal_nan=True))
+
+
+def softmax_cross_entropy(got, part, logits, y, expected, other=None, other_expected=None, **_) -> str | None:
+    """`part`: "loss" (`got` a number) or "grad_logits". `other`: the other half of what the
+    student returned (the gradient for the loss, the loss for the gradient), with the right value
+    of it, `other_expected`: a mistake is named only where it gives both halves as they came back."""
     batch = np.shape(logits)[0]
-    array = _floats(got)
+    array, other_array = _floats(got), _floats(other)
     if array is not None:
         at = 0 if part == "loss" else 1
+        found = []
         for mistake in _softmax_mistakes(logits, y):
-            if _same(array.reshape(()) if part == "loss" and array.size == 1 else array, mistake[at], expected):
-                return mistake[2]
+            if not _same(array.reshape(()) if part == "loss" and array.size == 1 else array, mistake[at], expected):
+                continue
+            if other_array is not None and other_expected is not None and not _agrees(
+                    other_array.reshape(()) if at == 1 and other_array.size == 1 else other_array, mistake[1 - at]):
+                continue
+            if mistake[2] not in found:
+                found.append(mistake[2])
+        if found:
+            return " Or: ".join(found)
     if part == "loss":
         return first_match(got, [
             (expected * batch, "the loss is summed over the batch: average it (divide by B)"),
