@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import (call_or_fail, case_rng, cases, expect_close, expect_equal, expect_raises, fail, is_close,
+from checks.suite import (call_or_fail, case_rng, cases, covers, expect_close, expect_equal, expect_raises, fail, is_close,
                           name_call, question)
 from reference import (VALUE_DEVICES, RefMLP, diagnoses, diagnosis, grid, load_ref, mlp_state, number, per_device,
                        precomputed, tolerance)
@@ -137,8 +137,12 @@ TRAJECTORIES = precomputed(_torch_sgd, [
 ], backward=True)
 
 
-@question("training.SGD", points=8)
-@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)), send_ahead=True)
+@question("training.SGD", points=8, kinks=("momentum with weight decay", "set_to_none=False"))
+@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)), send_ahead=True,
+       boundaries={"momentum": lambda momentum, **_: momentum > 0,
+                   "weight decay": lambda weight_decay, **_: weight_decay > 0,
+                   "momentum with weight decay": lambda momentum, weight_decay, **_: momentum > 0 and weight_decay > 0,
+                   "set_to_none=False": lambda set_to_none, **_: not set_to_none})
 def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
     init, targets = _sgd_data(1)
     expected = TRAJECTORIES(1, lr, momentum, weight_decay, set_to_none)
@@ -315,7 +319,10 @@ def _run_epoch(student, device, batching, momentum):
     return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
 
 
-@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",))
+@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",), kinks=("a ragged last batch",))
+@covers({"a ragged last batch": lambda batching, **_: BATCHINGS[batching][0] % BATCHINGS[batching][1] != 0,
+         "shuffled": lambda batching, **_: BATCHINGS[batching][2] is not None,
+         "momentum": lambda momentum, **_: momentum > 0})
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("momentum", EPOCH_MOMENTA)
 @pytest.mark.parametrize("batching", sorted(BATCHINGS))
@@ -395,7 +402,10 @@ def _run_eval(student, device, batching, start_training):
     return got, call, n, batch_size, correct
 
 
-@question("training.evaluate", points=3)
+@question("training.evaluate", points=3, kinks=("a ragged last batch", "starts in train mode", "starts in eval mode"))
+@covers({"a ragged last batch": lambda batching, **_: EVAL_BATCHINGS[batching][0] % EVAL_BATCHINGS[batching][1] != 0,
+         "starts in train mode": lambda start_training, **_: start_training,
+         "starts in eval mode": lambda start_training, **_: not start_training})
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("batching", sorted(EVAL_BATCHINGS))
 @pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])

@@ -81,6 +81,28 @@ def test_verify_fails_a_kink_that_no_case_generator_declares(make_course):
     assert coverage["toy.relu"].describe() == "no boundary declared; NO case at the kink x exactly 0"
 
 
+PARAMETRIZED = """\
+import pytest
+from checks.suite import covers, expect_equal, question
+
+@question("toy.relu", points=100, kinks=("x exactly 0",))
+@covers({"x exactly 0": lambda x: x == 0, "x above 10": lambda x: x > 10})
+@pytest.mark.parametrize("x", [-1.0, 0.0, 2.0])
+def test_relu(student, x):
+    expect_equal(student.toy.relu(x), max(x, 0.0))
+"""
+
+
+def test_a_parametrized_test_declares_its_boundaries_with_covers_and_each_must_be_met(make_course):
+    root = make_course({"solutions/toy/toy.py": SOLUTION, "autograder/toy/assignment.toml": 'files = ["toy.py"]\n',
+                        "autograder/toy/test_toy.py": PARAMETRIZED})
+    coverage, errors = suite_coverage(load_assignment(root, "toy").autograder_dir)
+    assert errors == []
+    found = coverage["toy.relu"]
+    assert found.covered == {"x exactly 0": 1} and found.unmet == ["x above 10"] and not found.holds
+    assert found.describe() == "x exactly 0 (kink): 1; declared but no case at x above 10"
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("name", ["01_tensors", "02_autograd", "03_mlp"])
 def test_every_kink_of_the_course_has_cases(name):

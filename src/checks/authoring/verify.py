@@ -141,7 +141,7 @@ def boundary_verdicts(assignment: Assignment, questions: list[str]) -> list[Verd
     coverage, errors = suite_coverage(assignment.autograder_dir)
     if errors:
         return [Verdict(SUITE, "every kink has a case at it", False, "; ".join(errors))]
-    return [Verdict(SUITE, f"{qid}: a case at every kink", not found.missing, found.describe())
+    return [Verdict(SUITE, f"{qid}: a case at every kink", found.holds, found.describe())
             for qid in questions for found in [coverage.get(qid, Coverage(qid))]]
 
 

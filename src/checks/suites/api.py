@@ -27,7 +27,7 @@ from checks.suites.describe import summarize
 from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, UnsupportedReturn)
 
-__all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
+__all__ = ["CheckFailed", "MissingFunction", "covers", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
            "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
            "expect_close", "expect_equal", "expect_raises", "fail", "first_match", "grading_devices", "is_close",
            "public_module", "question", "question_defaults", "reference_or_refusal"]
@@ -36,6 +36,7 @@ Diagnose = Callable[[Any], "str | None"]
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
 CaseSink = Callable[[str, dict[str, Any], "Exception | None"], None]
 QUESTION_MARK = "checks_question"
+COVERS_MARK = "checks_covers"
 DEFAULTS_MARK = "checks_question_defaults"
 QUESTION_DEFAULTS: dict[str, Any] = {"all_or_nothing": False, "use_reference": (), "block_imports": (),
                                      "timeout": 10.0, "kinks": ()}
@@ -227,6 +228,17 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         run_cases.checks_boundaries = covered  # type: ignore[attr-defined] - read by suites/coverage.py
         return run_cases  # type: ignore[return-value]
     return decorate
+
+
+def covers(boundaries: Mapping[str, Callable[..., Any]]) -> pytest.MarkDecorator:
+    """`@cases(boundaries=...)` for a test parametrized with pytest.mark.parametrize (devices,
+    dtypes): each predicate is asked of every parameter set (as keywords); `checks verify` counts
+    the tests at each boundary, and fails one that none is at."""
+    for name, at in boundaries.items():
+        if not callable(at):
+            raise ValueError(f"covers: boundary {name!r} must be a predicate of the test's parameters, "
+                             f"not {type(at).__name__}")
+    return getattr(pytest.mark, COVERS_MARK)(dict(boundaries))
 
 
 def _boundaries_covered(boundaries: Mapping[str, Callable[..., Any]], names: list[str], rows: list[tuple],
