@@ -227,3 +227,44 @@ def test_a_submission_with_a_syntax_error_says_so_once(make_course):
     assert double.score == 0 and double.feedback.count("\n") == 1, double.feedback
     assert "(3 more cases failed the same way)" in double.feedback
     assert result.question("b.triple").passed
+
+
+# ---- 02_autograd: pow at a == 0 ----------------------------------------------------------------
+
+AUTOGRAD = public_module(str(load_assignment(REPO, "02_autograd").autograder_dir / "helpers.py"), "diagnoses")
+
+
+def _pow_feedback(got, a, p, grad):
+    """What the hidden suite says of `got` for pow_backward(grad, a, p): expect_close with the table's mistakes."""
+    from checks.suite import expect_close
+    from checks.suites.api import CheckFailed
+
+    with np.errstate(all="ignore"):
+        want = np.where(a == 0, 0.0 if p == 0 else p * 0.0 ** (p - 1), p * np.abs(a) ** (p - 1) * np.sign(a) ** (p - 1)) * grad
+    try:
+        expect_close(got, want, alternatives=AUTOGRAD.mistakes("rules.pow_backward", a=a, p=p, grad=grad)[0])
+    except CheckFailed as failed:
+        return str(failed)
+    return ""
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_a_nan_at_zero_is_blamed_on_the_formula_that_gives_it_there(p):
+    a = np.array([0.0, 1.5, 0.0, -0.7, 0.0])
+    grad = np.array([0.3, -1.2, 0.8, 0.5, 1.1])
+    with np.errstate(all="ignore"):
+        divided = grad * p * a ** p / a  # p * a**p / a: 0 / 0 at a == 0
+    assert "divides 0 by 0" in _pow_feedback(divided, a, p, grad)
+    elsewhere = _pow_feedback(np.where(a == 0, 0.0, np.nan), a, p, grad)  # NaN where a is NOT 0: another mistake
+    assert elsewhere and "Likely mistake" not in elsewhere
+
+
+def test_p_zero_at_zero_names_nan_only_where_the_formula_gives_it():
+    """With p == 0 the right gradient is all zeros, where expect_close names no mistake at all; the
+    table's value for the mistake is still the formula's own, NaN exactly where a == 0."""
+    a, grad = np.array([0.0, 1.5, 0.0]), np.array([0.3, -1.2, 0.8])
+    sentences = {sentence: value for value, sentence in AUTOGRAD.mistakes("rules.pow_backward", a=a, p=0, grad=grad)[0]}
+    value = next(v for s, v in sentences.items() if "treat p == 0 apart" in s)
+    assert np.array_equal(np.isnan(value), a == 0)
+    assert "Likely mistake" not in _pow_feedback(np.array([np.nan, 0.0, np.nan]), a, 0, grad)
+    assert AUTOGRAD.note("rules.pow_backward", a=a, p=0) == "a has zeros here, where PyTorch's derivative is 0 (a ** 0 is constant)."
