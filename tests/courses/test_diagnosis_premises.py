@@ -268,3 +268,21 @@ def test_p_zero_at_zero_names_nan_only_where_the_formula_gives_it():
     assert np.array_equal(np.isnan(value), a == 0)
     assert "Likely mistake" not in _pow_feedback(np.array([np.nan, 0.0, np.nan]), a, 0, grad)
     assert AUTOGRAD.note("rules.pow_backward", a=a, p=0) == "a has zeros here, where PyTorch's derivative is 0 (a ** 0 is constant)."
+
+
+# ---- "still the stub" ----------------------------------------------------------------------------
+
+def _raised(message, frame):
+    from checks.suites.student import StudentRaised
+
+    return StudentRaised("f(1)", {"type": "NotImplementedError", "bases": ["NotImplementedError", "RuntimeError"],
+                                  "message": message, "where": [frame]})
+
+
+def test_still_the_stub_only_where_the_stub_itself_raised():
+    assert _raised("numel: multiply the sizes", "strides.py:7 in numel: raise NotImplementedError('numel: m')").is_stub
+    assert _raised("SGD.step: hint", "training.py:25 in step: raise NotImplementedError('SGD.step: hint')").is_stub
+    # an adapter's or a student's own NotImplementedError, raised in a helper, names another function
+    helper = _raised("linear_backward: no such function", "numpy_mlp.py:9 in stub: raise NotImplementedError(f'{n}: x')")
+    assert not helper.is_stub and "still the stub" not in str(helper)
+    assert not _raised("todo: later", "strides.py:7 in numel: raise NotImplementedError('todo: later')").is_stub
