@@ -362,3 +362,140 @@ def broadcast_index_cases():
             shape = shape[:k] + (shape[k] + 2,) + shape[k + 1:]
         rows.append((out_index, out_shape, shape))
     return params(rows, "x")
+
+
+# ---- boundaries: what each question's cases cover (@cases(boundaries=...), @question(kinks=...)) ----
+
+def _sizes(value) -> list[int]:
+    """A shape, strides or index as ints (whatever the case holds: tuple, list, NumPy ints)."""
+    return [int(v) for v in value]
+
+
+def _kinds(*values) -> bool:
+    """Whether some value is a list or holds NumPy integers: the other integer types the course accepts."""
+    return any(isinstance(v, list) or isinstance(v, np.integer)
+               or (isinstance(v, tuple) and any(isinstance(i, np.integer) for i in v)) for v in values)
+
+
+def _numel(shape) -> int:
+    return int(np.prod(_sizes(shape))) if shape is not None else 0
+
+
+SHAPE_BOUNDARIES = {
+    "size-0 dim": lambda shape, **_: 0 in _sizes(shape),
+    "size-1 dim": lambda shape, **_: 1 in _sizes(shape),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+    "a list or NumPy ints": lambda shape, **_: _kinds(shape),
+    "a negative size (refused)": lambda shape, **_: any(s < 0 for s in _sizes(shape)),
+}
+
+OFFSET_BOUNDARIES = {
+    "no dims ()": lambda index, **_: len(index) == 0,
+    "a storage_offset": lambda storage_offset, **_: storage_offset is not None and int(storage_offset) != 0,
+    "lengths disagree (refused)": lambda index, strides, **_: len(index) != len(strides),
+    "a zero stride": lambda strides, **_: 0 in _sizes(strides),
+    "a list or NumPy ints": lambda index, strides, storage_offset, **_: _kinds(index, strides, storage_offset),
+}
+
+UNRAVEL_BOUNDARIES = {
+    "flat == numel, the first out of range": lambda flat, shape, **_: _numel(shape) > 0 and flat == _numel(shape),
+    "flat 0": lambda flat, **_: flat == 0,
+    "the last element": lambda flat, shape, **_: flat == _numel(shape) - 1 >= 0,
+    "two dims above 1 (row- vs column-major)": lambda shape, **_: sum(s > 1 for s in _sizes(shape)) >= 2,
+    "unequal dims above 1": lambda shape, **_: len({s for s in _sizes(shape) if s > 1}) >= 2,
+    "size-1 dim": lambda shape, **_: 1 in _sizes(shape),
+    "size-0 dim": lambda shape, **_: 0 in _sizes(shape),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}
+
+
+def _wrapped(dim, ndim):
+    dim, ndim = int(dim), max(ndim, 1)
+    return dim + ndim if -ndim <= dim < 0 else dim
+
+
+TRANSPOSE_BOUNDARIES = {
+    "a negative dim": lambda dim0, dim1, **_: int(dim0) < 0 or int(dim1) < 0,
+    "dim0 == dim1": lambda dim0, dim1, shape, **_: _wrapped(dim0, len(shape)) == _wrapped(dim1, len(shape)),
+    "equal sizes swapped": lambda shape, dim0, dim1, **_: (
+        len(shape) > 1 and _wrapped(dim0, len(shape)) != _wrapped(dim1, len(shape))
+        and all(0 <= _wrapped(d, len(shape)) < len(shape) for d in (dim0, dim1))
+        and _sizes(shape)[_wrapped(dim0, len(shape))] == _sizes(shape)[_wrapped(dim1, len(shape))]),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+    "a dim out of range (refused)": lambda shape, dim0, dim1, **_: any(
+        not -max(len(shape), 1) <= int(d) < max(len(shape), 1) for d in (dim0, dim1)),
+}
+
+PERMUTE_BOUNDARIES = {
+    "negative dims": lambda dims, **_: any(int(d) < 0 for d in dims),
+    "a repeated dim (refused)": lambda shape, dims, **_: len({_wrapped(d, len(shape)) for d in dims}) < len(dims),
+    "the identity": lambda shape, dims, **_: len(shape) > 0 and _sizes(dims) == list(range(len(shape))),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+    "wrong length (refused)": lambda shape, dims, **_: len(dims) != len(shape),
+}
+
+
+def _odd_size1_stride(shape, strides, **_) -> bool:
+    """A size-1 dim whose stride is not what a contiguous tensor would have."""
+    sizes, steps = _sizes(shape), _sizes(strides)
+    if len(sizes) != len(steps) or any(s < 0 for s in sizes):
+        return False
+    expected = contiguous(sizes)
+    return any(s == 1 and st != e for s, st, e in zip(sizes, steps, expected))
+
+
+IS_CONTIGUOUS_BOUNDARIES = {
+    "a size-1 dim with any stride": _odd_size1_stride,
+    "an empty tensor": lambda shape, **_: 0 in _sizes(shape),
+    "a zero stride": lambda strides, **_: 0 in _sizes(strides),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}
+
+VIEW_BOUNDARIES = {
+    "-1 to infer": lambda new_shape, **_: -1 in _sizes(new_shape),
+    "a size-1 dim with any stride": _odd_size1_stride,
+    "size-0 dim": lambda shape, **_: 0 in _sizes(shape),
+    "a zero stride": lambda strides, **_: 0 in _sizes(strides),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}
+
+GATHER_BOUNDARIES = {
+    "a storage_offset": lambda storage_offset, **_: storage_offset is not None and int(storage_offset) != 0,
+    "integer storage": lambda storage, **_: storage.dtype.kind in "iu",
+    "bool or complex storage": lambda storage, **_: storage.dtype.kind in "bc",
+    "a zero stride": lambda strides, **_: 0 in _sizes(strides),
+    "size-0 dim": lambda shape, **_: 0 in _sizes(shape),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}
+
+
+def _aligned(shape, out_shape):
+    """Pairs (size, its output size) of the dims `shape` shares with `out_shape`, aligned right."""
+    sizes, out = _sizes(shape), _sizes(out_shape)
+    return list(zip(sizes[::-1], out[::-1]))
+
+
+BROADCAST_SHAPE_BOUNDARIES = {
+    "a size-1 dim stretched": lambda shapes, **_: any(
+        1 in _sizes(a) and any(x == 1 and y > 1 for x, y in _aligned(a, b)) for a in shapes for b in shapes),
+    "different numbers of dims": lambda shapes, **_: len({len(s) for s in shapes}) > 1,
+    "size 0 against 1": lambda shapes, **_: any(
+        (x, y) == (1, 0) for a in shapes for b in shapes for x, y in _aligned(a, b)),
+    "no shapes, or one": lambda shapes, **_: len(shapes) <= 1,
+    "three shapes": lambda shapes, **_: len(shapes) >= 3,
+}
+
+BROADCAST_STRIDES_BOUNDARIES = {
+    "a size-1 dim stretched": lambda shape, target_shape, **_: any(
+        x == 1 and y != 1 for x, y in _aligned(shape, target_shape)),
+    "new leading dims": lambda shape, target_shape, **_: len(target_shape) > len(shape),
+    "size-0 target": lambda target_shape, **_: 0 in _sizes(target_shape),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}
+
+BROADCAST_INDEX_BOUNDARIES = {
+    "a size-1 dim stretched": lambda out_shape, shape, **_: any(
+        x == 1 and y > 1 for x, y in _aligned(shape, out_shape)),
+    "new leading dims": lambda out_shape, shape, **_: len(out_shape) > len(shape),
+    "no dims ()": lambda shape, **_: len(shape) == 0,
+}

@@ -158,17 +158,19 @@ def unravel(got, flat, shape, expected, **_) -> str | None:
     sizes, got = ints(shape), safe_tuple(got)
     if got is None or len(got) != len(sizes):
         return None if got is None else f"the index needs one entry per dim: {len(sizes)} here."
-    for near in (int(flat) - 1, int(flat) + 1):
-        if 0 <= near < math.prod(sizes) and got == _row_major_index(near, sizes):
-            return f"off by one: that is the index of element {near}, not {int(flat)}."
-    if got == tuple(reversed(expected)) and got != tuple(expected):
-        return "the entries are in reverse order: the first one is the index along dim 0."
+    # Each mistake is named only when it gives this very index for this flat; a whole-order
+    # mistake (column-major, reversed) first, since the index of a neighbour can coincide with it.
     f, col = int(flat), []
     for size in sizes:
         f, digit = divmod(f, size)
         col.append(digit)
-    if got == tuple(col):
+    if got == tuple(col) and got != tuple(expected):
         return "this is column-major order; in row-major order the LAST dim moves fastest."
+    if got == tuple(reversed(expected)) and got != tuple(expected):
+        return "the entries are in reverse order: the first one is the index along dim 0."
+    for near in (int(flat) - 1, int(flat) + 1):
+        if 0 <= near < math.prod(sizes) and got == _row_major_index(near, sizes):
+            return f"off by one: that is the index of element {near}, not {int(flat)}."
     return None
 
 

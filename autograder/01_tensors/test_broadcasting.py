@@ -14,10 +14,12 @@ from tensor_checks import (ACCEPTED, diagnosis, expect_strides, expect_value_err
 
 # ---- broadcast_shape --------------------------------------------------------------------------
 
-@question("broadcasting.broadcast_shape", points=8)
+@question("broadcasting.broadcast_shape", points=8,
+          kinks=("a size-1 dim stretched", "different numbers of dims", "size 0 against 1"))
 @cases("shapes", tensor_cases.broadcast_shape_cases(),
        reference=torch_reference(lambda shapes: tuple(torch.broadcast_shapes(*(ints(s) for s in shapes)))),
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.BROADCAST_SHAPE_BOUNDARIES)
 def test_broadcast_shape(student, shapes, reference):
     plain = [ints(s) for s in shapes]
     call = lambda: student.broadcasting.broadcast_shape(*shapes)  # noqa: E731
@@ -40,9 +42,11 @@ def broadcast_strides_reference(shape, strides, target_shape):
     return tuple(strided(shape, strides).expand(ints(target_shape)).stride())
 
 
-@question("broadcasting.broadcast_strides", points=8)
+@question("broadcasting.broadcast_strides", points=8,
+          kinks=("a size-1 dim stretched", "new leading dims"))
 @cases("shape, strides, target_shape", tensor_cases.broadcast_strides_cases(), reference=broadcast_strides_reference,
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.BROADCAST_STRIDES_BOUNDARIES)
 def test_broadcast_strides(student, shape, strides, target_shape, reference):
     sizes, steps, target = ints(shape), ints(strides), ints(target_shape)
     call = lambda: student.broadcasting.broadcast_strides(shape, strides, target_shape)  # noqa: E731
@@ -75,9 +79,11 @@ def broadcast_index_reference(out_index, out_shape, shape):
     return tuple(int(i) for i in (numbered == element).nonzero()[0])
 
 
-@question("broadcasting.broadcast_index", points=8)
+@question("broadcasting.broadcast_index", points=8,
+          kinks=("a size-1 dim stretched", "new leading dims"))
 @cases("out_index, out_shape, shape", tensor_cases.broadcast_index_cases(), reference=broadcast_index_reference,
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.BROADCAST_INDEX_BOUNDARIES)
 def test_broadcast_index(student, out_index, out_shape, shape, reference):
     where, full, sizes = ints(out_index), ints(out_shape), ints(shape)
 

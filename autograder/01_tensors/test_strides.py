@@ -14,9 +14,11 @@ from tensor_checks import (ACCEPTED, diagnosis, expect_array, expect_layout, exp
 
 # ---- numel ------------------------------------------------------------------------------------
 
-@question("strides.numel", points=4)
+@question("strides.numel", points=4,
+          kinks=("size-0 dim", "no dims ()"))
 @cases("shape", tensor_cases.numel_cases(),
-       reference=torch_reference(lambda shape: torch.empty(ints(shape)).numel()), send_ahead=True)
+       reference=torch_reference(lambda shape: torch.empty(ints(shape)).numel()), send_ahead=True,
+       boundaries=tensor_cases.SHAPE_BOUNDARIES)
 def test_numel(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.numel(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
@@ -26,9 +28,11 @@ def test_numel(student, shape, reference):
 
 # ---- contiguous_strides -----------------------------------------------------------------------
 
-@question("strides.contiguous_strides", points=8)
+@question("strides.contiguous_strides", points=8,
+          kinks=("size-0 dim", "size-1 dim", "no dims ()"))
 @cases("shape", tensor_cases.contiguous_strides_cases(),
-       reference=torch_reference(lambda shape: tuple(torch.empty(ints(shape)).stride())), send_ahead=True)
+       reference=torch_reference(lambda shape: tuple(torch.empty(ints(shape)).stride())), send_ahead=True,
+       boundaries=tensor_cases.SHAPE_BOUNDARIES)
 def test_contiguous_strides(student, shape, reference):
     expected = reference_or_refusal(reference, lambda: student.strides.contiguous_strides(shape),
                                     because=lambda: f"shape {fmt(ints(shape))} has a negative size")
@@ -48,9 +52,11 @@ def offset_reference(index, strides, storage_offset, keyword):
     return int(torch.arange(size).as_strided(shape, steps, start)[idx].item())
 
 
-@question("strides.offset", points=6)
+@question("strides.offset", points=6,
+          kinks=("a storage_offset", "lengths disagree (refused)"))
 @cases("index, strides, storage_offset, keyword", tensor_cases.offset_cases(), reference=offset_reference,
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.OFFSET_BOUNDARIES)
 def test_offset(student, index, strides, storage_offset, keyword, reference):
     if storage_offset is None:
         call = lambda: student.strides.offset(index, strides)  # noqa: E731
@@ -85,8 +91,10 @@ def unravel_reference(flat, shape):
     return total, (_torch_unravel(flat, shape) if 0 <= int(flat) < total else None)
 
 
-@question("strides.unravel", points=8)
-@cases("flat, shape", tensor_cases.unravel_cases(), reference=unravel_reference, send_ahead=True)
+@question("strides.unravel", points=8,
+          kinks=("flat == numel, the first out of range", "unequal dims above 1"))
+@cases("flat, shape", tensor_cases.unravel_cases(), reference=unravel_reference, send_ahead=True,
+       boundaries=tensor_cases.UNRAVEL_BOUNDARIES)
 def test_unravel(student, flat, shape, reference):
     sizes = ints(shape)
     total, expected = reference_or_refusal(reference, lambda: student.strides.unravel(flat, shape),
@@ -110,8 +118,10 @@ def transpose_reference(shape, strides, dim0, dim1):
     return layout(strided(shape, strides).transpose(int(dim0), int(dim1)))
 
 
-@question("strides.transpose", points=8)
-@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases(), reference=transpose_reference, send_ahead=True)
+@question("strides.transpose", points=8,
+          kinks=("a negative dim", "a dim out of range (refused)"))
+@cases("shape, strides, dim0, dim1", tensor_cases.transpose_cases(), reference=transpose_reference, send_ahead=True,
+       boundaries=tensor_cases.TRANSPOSE_BOUNDARIES)
 def test_transpose(student, shape, strides, dim0, dim1, reference):
     call = lambda: student.strides.transpose(shape, strides, dim0, dim1)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -130,8 +140,10 @@ def permute_reference(shape, strides, dims):
     return layout(strided(shape, strides).permute(ints(dims)))
 
 
-@question("strides.permute", points=8)
-@cases("shape, strides, dims", tensor_cases.permute_cases(), reference=permute_reference, send_ahead=True)
+@question("strides.permute", points=8,
+          kinks=("negative dims", "a repeated dim (refused)"))
+@cases("shape, strides, dims", tensor_cases.permute_cases(), reference=permute_reference, send_ahead=True,
+       boundaries=tensor_cases.PERMUTE_BOUNDARIES)
 def test_permute(student, shape, strides, dims, reference):
     call = lambda: student.strides.permute(shape, strides, dims)  # noqa: E731
 
@@ -149,10 +161,12 @@ def test_permute(student, shape, strides, dims, reference):
 
 # ---- is_contiguous ----------------------------------------------------------------------------
 
-@question("strides.is_contiguous", points=8)
+@question("strides.is_contiguous", points=8,
+          kinks=("a size-1 dim with any stride", "an empty tensor"))
 @cases("shape, strides", tensor_cases.is_contiguous_cases(),
        reference=torch_reference(lambda shape, strides: bool(strided(shape, strides).is_contiguous())),
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.IS_CONTIGUOUS_BOUNDARIES)
 def test_is_contiguous(student, shape, strides, reference):
     call = lambda: student.strides.is_contiguous(shape, strides)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -190,8 +204,10 @@ def view_reference(shape, strides, new_shape):
     return layout(strided(shape, strides).view(ints(new_shape)))
 
 
-@question("strides.view", points=12)
-@cases("shape, strides, new_shape", tensor_cases.view_cases(), reference=view_reference, send_ahead=True)
+@question("strides.view", points=12,
+          kinks=("-1 to infer", "a size-1 dim with any stride", "size-0 dim"))
+@cases("shape, strides, new_shape", tensor_cases.view_cases(), reference=view_reference, send_ahead=True,
+       boundaries=tensor_cases.VIEW_BOUNDARIES)
 def test_view(student, shape, strides, new_shape, reference):
     call = lambda: student.strides.view(shape, strides, new_shape)  # noqa: E731
     expected = reference_or_refusal(reference, call,
@@ -211,9 +227,11 @@ def gather_reference(storage, shape, strides, storage_offset):
     return source.as_strided(ints(shape), ints(strides), int(storage_offset or 0)).numpy().copy()
 
 
-@question("strides.gather", points=10)
+@question("strides.gather", points=10,
+          kinks=("a storage_offset", "integer storage", "a zero stride"))
 @cases("storage, shape, strides, storage_offset", tensor_cases.gather_cases(), reference=gather_reference,
-       send_ahead=True)
+       send_ahead=True,
+       boundaries=tensor_cases.GATHER_BOUNDARIES)
 def test_gather(student, storage, shape, strides, storage_offset, reference):
     start = int(storage_offset or 0)
     if storage_offset is None:

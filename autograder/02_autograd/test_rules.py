@@ -75,6 +75,32 @@ def describe_call(fn, names, inputs, grad, extra=""):
     return f"{fn}(grad, {', '.join(names)}{extra}) with {parts} and grad of shape {shape_text(np.shape(grad))}"
 
 
+# ----------------------------------------------------------------------------- boundaries
+# What each case list covers (@cases(boundaries=...)), and the kinks each question must cover
+# (@question(kinks=...)): `checks verify 02_autograd` prints them per question.
+
+def _dims(shape):
+    return [int(size) for size in shape]
+
+
+def _equal_sizes(*shapes, **named):
+    """Two axes of one shape with the same size above 1: a rule that finds an axis by its size errs."""
+    shapes = (*shapes, *named.values())
+    return any(len({s for s in _dims(shape) if s > 1}) < sum(s > 1 for s in _dims(shape)) for shape in shapes)
+
+
+def _stretched(small, big):
+    """A size-1 dim of `small` stretched in `big` (aligned right)."""
+    return any(x == 1 and y != 1 for x, y in zip(_dims(small)[::-1], _dims(big)[::-1]))
+
+
+EQUAL_SIZES = "equal sizes on different axes"
+STRETCHED = "a size-1 dim stretched"
+LEADING = "new leading dims"
+ZERO_D = "a 0-d array"
+NEGATIVE = "a negative axis"
+
+
 # ----------------------------------------------------------------------------- sum_to_shape
 
 SUM_TO_SHAPE = [
@@ -103,9 +129,13 @@ def sum_to_shape_reference(grad_shape, shape):
     return grad, want, diagnoses.mistakes("rules.sum_to_shape", grad=grad, shape=shape, expected=want)
 
 
-@question("rules.sum_to_shape", points=4)
+@question("rules.sum_to_shape", points=4, kinks=(EQUAL_SIZES, STRETCHED, LEADING))
 @cases("grad_shape, shape", SUM_TO_SHAPE, ids=lambda s: shape_text(s), reference=sum_to_shape_reference,
-       send_ahead=True)
+       send_ahead=True, boundaries={
+           EQUAL_SIZES: lambda grad_shape, shape: _equal_sizes(grad_shape),
+           STRETCHED: lambda grad_shape, shape: _stretched(shape, grad_shape),
+           LEADING: lambda grad_shape, shape: len(grad_shape) > len(shape),
+           ZERO_D: lambda grad_shape, shape: len(shape) == 0})
 def test_sum_to_shape(student, grad_shape, shape, reference):
     grad, want, mistakes = reference
     call = f"sum_to_shape(grad, {shape!r}) with grad of shape {shape_text(grad_shape)}"
@@ -163,9 +193,13 @@ def _check_binary(student, op, a, b, grad, expected, mistakes):
     compare_rule(got, call, qid, case, expected, mistakes)
 
 
-@question("rules.{op}_backward", points={"add": 2, "sub": 2, "mul": 3, "div": 3})
+@question("rules.{op}_backward", points={"add": 2, "sub": 2, "mul": 3, "div": 3}, kinks=(STRETCHED, LEADING, ZERO_D))
 @pytest.mark.parametrize("op", BINARY)
-@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references, send_ahead=True)
+@cases("a_shape, b_shape", BROADCAST_PAIRS, ids=shape_text, reference=binary_references, send_ahead=True,
+       boundaries={STRETCHED: lambda a_shape, b_shape: _stretched(a_shape, b_shape) or _stretched(b_shape, a_shape),
+                   LEADING: lambda a_shape, b_shape: len(a_shape) != len(b_shape),
+                   ZERO_D: lambda a_shape, b_shape: not a_shape or not b_shape,
+                   EQUAL_SIZES: _equal_sizes})
 def test_binary_backward(student, op, a_shape, b_shape, reference):
     _check_binary(student, op, *reference[op])
 
@@ -206,22 +240,33 @@ def unary_references(shape):
     return {op: _unary_case(op, shape) for op in UNARY}
 
 
-@question("rules.{op}_backward", points={"neg": 1, "exp": 2, "log": 2, "tanh": 2, "sigmoid": 2, "relu": 1})
+AT_ZERO = "input exactly 0"
+
+
+@question("rules.{op}_backward", points={"neg": 1, "exp": 2, "log": 2, "tanh": 2, "sigmoid": 2, "relu": 1},
+          kinks={"relu": (AT_ZERO,)})
 @pytest.mark.parametrize("op", UNARY)
-@cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references, send_ahead=True)
+@cases("shape", UNARY_SHAPES, ids=shape_text, reference=unary_references, send_ahead=True,
+       boundaries={ZERO_D: lambda shape: shape == (), "a size-1 dim": lambda shape: 1 in shape})
 def test_unary_backward(student, op, shape, reference):
     _check_unary(student, op, *reference[op])
 
 
-def relu_at_zero_reference(shape):
+def _relu_at_zero_input(shape):
     rng = case_rng("relu0", shape)
     a = away_from_zero(rng, shape)
     a.reshape(-1)[::2] = 0.0   # PyTorch's convention at the kink: the gradient at exactly 0 is 0
+    return rng, a
+
+
+def relu_at_zero_reference(shape):
+    rng, a = _relu_at_zero_input(shape)
     return unary_reference("relu", a, upstream(rng, shape))
 
 
-@question("rules.relu_backward", points=1)
-@cases("shape", [(6,), (2, 3)], ids=shape_text, reference=relu_at_zero_reference, send_ahead=True)
+@question("rules.relu_backward", points=1, kinks=(AT_ZERO,))
+@cases("shape", [(6,), (2, 3)], ids=shape_text, reference=relu_at_zero_reference, send_ahead=True,
+       boundaries={AT_ZERO: lambda shape: bool((_relu_at_zero_input(shape)[1] == 0).any())})
 def test_relu_backward_at_zero(student, shape, reference):
     _check_unary(student, "relu", *reference)
 
@@ -259,9 +304,14 @@ def pow_reference(shape, p, domain):
     return a, grad, vjp(lambda x: x ** p, [a], grad), diagnoses.mistakes("rules.pow_backward", a=a, p=p, grad=grad)
 
 
-@question("rules.pow_backward", points=4)
+@question("rules.pow_backward", points=4, kinks=("p == 0 at a == 0", "a == 0 with p >= 1"))
 @cases("shape, p, domain", POW_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
-       reference=pow_reference, send_ahead=True)
+       reference=pow_reference, send_ahead=True, boundaries={
+           "p == 0 at a == 0": lambda shape, p, domain: p == 0 and domain == "zeros",
+           "a == 0 with p >= 1": lambda shape, p, domain: p >= 1 and domain == "zeros",
+           "a negative p": lambda shape, p, domain: p < 0,
+           "a fractional p": lambda shape, p, domain: p != int(p),
+           ZERO_D: lambda shape, p, domain: shape == ()})
 def test_pow_backward(student, shape, p, domain, reference):
     a, grad, expected, mistakes = reference
     call = describe_call("pow_backward", "a", [a], grad, extra=f", p={p!r}")
@@ -297,8 +347,13 @@ def matmul_reference(a_shape, b_shape):
     return a, b, grad, expected, diagnoses.mistakes("rules.matmul_backward", a=a, b=b, grad=grad, expected=expected)
 
 
-@question("rules.matmul_backward", points=7)
-@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference, send_ahead=True)
+@question("rules.matmul_backward", points=7, kinks=("a 1-D operand", "broadcast batch dims", EQUAL_SIZES))
+@cases("a_shape, b_shape", MATMUL_CASES, ids=shape_text, reference=matmul_reference, send_ahead=True, boundaries={
+    "a 1-D operand": lambda a_shape, b_shape: len(a_shape) == 1 or len(b_shape) == 1,
+    "broadcast batch dims": lambda a_shape, b_shape: min(len(a_shape), len(b_shape)) >= 2 and (
+        _dims(a_shape[:-2]) != _dims(b_shape[:-2])),
+    EQUAL_SIZES: _equal_sizes,
+    "square matrices": lambda a_shape, b_shape: len(a_shape) == 2 and a_shape == b_shape and a_shape[0] == a_shape[1]})
 def test_matmul_backward(student, a_shape, b_shape, reference):
     a, b, grad, expected, mistakes = reference
 
@@ -361,16 +416,28 @@ def _check_reduce(student, op, shape, axis, keepdims, a, grad, expected, mistake
                 alternatives=mistakes[0])
 
 
-@question("rules.sum_backward", points=4)
+REDUCE_BOUNDARIES = {
+    NEGATIVE: lambda shape, axis, keepdims: any(a < 0 for a in (axis if isinstance(axis, tuple) else [axis])
+                                               if a is not None),
+    "keepdims": lambda shape, axis, keepdims: keepdims,
+    "axis None": lambda shape, axis, keepdims: axis is None,
+    "a tuple of axes": lambda shape, axis, keepdims: isinstance(axis, tuple),
+    EQUAL_SIZES: lambda shape, axis, keepdims: _equal_sizes(shape),
+    ZERO_D: lambda shape, axis, keepdims: shape == (),
+}
+REDUCE_KINKS = (NEGATIVE, "keepdims", EQUAL_SIZES)
+
+
+@question("rules.sum_backward", points=4, kinks=REDUCE_KINKS)
 @cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "sum"),
-       send_ahead=True)
+       send_ahead=True, boundaries=REDUCE_BOUNDARIES)
 def test_sum_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "sum", shape, axis, keepdims, *reference)
 
 
-@question("rules.mean_backward", points=4)
+@question("rules.mean_backward", points=4, kinks=REDUCE_KINKS)
 @cases("shape, axis, keepdims", REDUCE_CASES, ids=repr, reference=functools.partial(reduce_reference, "mean"),
-       send_ahead=True)
+       send_ahead=True, boundaries=REDUCE_BOUNDARIES)
 def test_mean_backward(student, shape, axis, keepdims, reference):
     _check_reduce(student, "mean", shape, axis, keepdims, *reference)
 
@@ -420,8 +487,10 @@ def reshape_reference(a_shape, shape):
     return _view_case(("reshape", a_shape, shape), a_shape, lambda x: x.reshape(shape))
 
 
-@question("rules.reshape_backward", points=2)
-@cases("a_shape, shape", RESHAPE_CASES, ids=shape_text, reference=reshape_reference, send_ahead=True)
+@question("rules.reshape_backward", points=2, kinks=("-1 to infer",))
+@cases("a_shape, shape", RESHAPE_CASES, ids=shape_text, reference=reshape_reference, send_ahead=True, boundaries={
+    "-1 to infer": lambda a_shape, shape: -1 in shape, ZERO_D: lambda a_shape, shape: a_shape == (),
+    EQUAL_SIZES: lambda a_shape, shape: _equal_sizes(a_shape)})
 def test_reshape_backward(student, a_shape, shape, reference):
     a, grad, expected = reference
     _check_view(student, "reshape_backward", a, grad, expected, (shape,), f", shape={shape!r}", {"shape": shape})
@@ -444,9 +513,12 @@ def transpose_reference(a_shape, dim0, dim1):
     return _view_case(("transpose", a_shape, dim0, dim1), a_shape, lambda x: x.transpose(dim0, dim1))
 
 
-@question("rules.transpose_backward", points=2)
+@question("rules.transpose_backward", points=2, kinks=(NEGATIVE, EQUAL_SIZES))
 @cases("a_shape, dim0, dim1", TRANSPOSE_CASES, ids=lambda x: shape_text(x) if isinstance(x, tuple) else repr(x),
-       reference=transpose_reference, send_ahead=True)
+       reference=transpose_reference, send_ahead=True, boundaries={
+           NEGATIVE: lambda a_shape, dim0, dim1: dim0 < 0 or dim1 < 0,
+           EQUAL_SIZES: lambda a_shape, dim0, dim1: _equal_sizes(a_shape),
+           "dim0 == dim1": lambda a_shape, dim0, dim1: dim0 % len(a_shape) == dim1 % len(a_shape)})
 def test_transpose_backward(student, a_shape, dim0, dim1, reference):
     a, grad, expected = reference
     _check_view(student, "transpose_backward", a, grad, expected, (dim0, dim1), f", dim0={dim0}, dim1={dim1}",
@@ -470,8 +542,10 @@ def permute_reference(a_shape, dims):
     return _view_case(("permute", a_shape, dims), a_shape, lambda x: x.permute(*dims))
 
 
-@question("rules.permute_backward", points=3)
-@cases("a_shape, dims", PERMUTE_CASES, ids=shape_text, reference=permute_reference, send_ahead=True)
+@question("rules.permute_backward", points=3, kinks=(NEGATIVE, EQUAL_SIZES))
+@cases("a_shape, dims", PERMUTE_CASES, ids=shape_text, reference=permute_reference, send_ahead=True, boundaries={
+    NEGATIVE: lambda a_shape, dims: any(d < 0 for d in dims), EQUAL_SIZES: lambda a_shape, dims: _equal_sizes(a_shape),
+    "the identity": lambda a_shape, dims: list(dims) == list(range(len(a_shape)))})
 def test_permute_backward(student, a_shape, dims, reference):
     a, grad, expected = reference
     _check_view(student, "permute_backward", a, grad, expected, (dims,), f", dims={dims!r}", {"dims": dims})
@@ -496,8 +570,11 @@ def expand_reference(a_shape, shape):
     return _view_case(("expand", a_shape, shape), a_shape, lambda x: x.expand(*shape))
 
 
-@question("rules.expand_backward", points=4)
-@cases("a_shape, shape", EXPAND_CASES, ids=shape_text, reference=expand_reference, send_ahead=True)
+@question("rules.expand_backward", points=4, kinks=(STRETCHED, LEADING, EQUAL_SIZES))
+@cases("a_shape, shape", EXPAND_CASES, ids=shape_text, reference=expand_reference, send_ahead=True, boundaries={
+    STRETCHED: lambda a_shape, shape: any(x == 1 and y not in (1, -1) for x, y in zip(a_shape[::-1], shape[::-1])),
+    LEADING: lambda a_shape, shape: len(shape) > len(a_shape), EQUAL_SIZES: lambda a_shape, shape: _equal_sizes(shape),
+    "-1 keeps a size": lambda a_shape, shape: -1 in shape, ZERO_D: lambda a_shape, shape: a_shape == ()})
 def test_expand_backward(student, a_shape, shape, reference):
     a, grad, expected = reference
     _check_view(student, "expand_backward", a, grad, expected, (shape,), f", shape={shape!r}", {"shape": shape})
@@ -529,9 +606,19 @@ def getitem_reference(a_shape, index):
     return _view_case(("getitem", a_shape, drivers.index_text(index)), a_shape, lambda x: x[_torch_index(index)])
 
 
-@question("rules.getitem_backward", points=4)
+def _index_items(index):
+    return index if isinstance(index, tuple) else (index,)
+
+
+@question("rules.getitem_backward", points=4, kinks=("repeated indices", "a negative index"))
 @cases("a_shape, index", GETITEM_CASES, ids=[f"{shape_text(s)}[{drivers.index_text(i)}]" for s, i in GETITEM_CASES],
-       reference=getitem_reference, send_ahead=True)
+       reference=getitem_reference, send_ahead=True, boundaries={
+           "repeated indices": lambda a_shape, index: any(
+               isinstance(i, np.ndarray) and len(np.unique(i)) < i.size for i in _index_items(index)),
+           "a negative index": lambda a_shape, index: any(isinstance(i, int) and i < 0 for i in _index_items(index)),
+           "a slice with a step": lambda a_shape, index: any(isinstance(i, slice) and (i.step or 1) != 1
+                                                             for i in _index_items(index)),
+           "None or Ellipsis": lambda a_shape, index: any(i is None or i is Ellipsis for i in _index_items(index))})
 def test_getitem_backward(student, a_shape, index, reference):
     a, grad, expected = reference
     call = (f"getitem_backward(grad, a, index) for out = a[{drivers.index_text(index)}], with a of shape "

@@ -44,6 +44,11 @@ def _inputs(batch, shape, seed):
 # ------------------------------------------------------------------------ linear_forward
 
 LINEAR_SHAPES = [(4, 3, 2), (1, 5, 1), (3, 4, 4), (16, 784, 32)]
+LINEAR_BOUNDARIES = {  # where a squeeze, or a transpose of a square matrix, goes unseen elsewhere
+    "batch of 1": lambda batch, **_: batch == 1,
+    "d_out of 1": lambda d_out, **_: d_out == 1,
+    "square W (d_in == d_out)": lambda d_in, d_out, **_: d_in == d_out,
+}
 
 
 @functools.cache
@@ -57,8 +62,8 @@ def _linear_forward(batch, d_in, d_out):
     return (_t(X) @ _t(W) + _t(b)).numpy()
 
 
-@question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH)
-@cases("batch,d_in,d_out", LINEAR_SHAPES, reference=_linear_forward, send_ahead=True)
+@question("numpy_mlp.linear_forward", points=5, block_imports=NO_TORCH, kinks=("batch of 1",))
+@cases("batch,d_in,d_out", LINEAR_SHAPES, reference=_linear_forward, send_ahead=True, boundaries=LINEAR_BOUNDARIES)
 def test_linear_forward(student, batch, d_in, d_out, reference):
     X, W, b = _linear_case(batch, d_in, d_out)
     expected = reference
@@ -86,8 +91,10 @@ def _linear_backward(batch, d_in, d_out):
 LINEAR_GRADS = precomputed(_linear_backward, LINEAR_SHAPES, backward=True)
 
 
-@question("numpy_mlp.linear_backward", points=8, block_imports=NO_TORCH)
-@cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)), send_ahead=True)
+@question("numpy_mlp.linear_backward", points=8, block_imports=NO_TORCH,
+          kinks=("d_out of 1", "square W (d_in == d_out)"))
+@cases(*grid(("part", ["grad_X", "grad_W", "grad_b"]), ("batch,d_in,d_out", LINEAR_SHAPES)), send_ahead=True,
+       boundaries=LINEAR_BOUNDARIES)
 def test_linear_backward(student, batch, d_in, d_out, part):
     X, W, b = _linear_case(batch, d_in, d_out)
     grad_Y = _grad_Y(batch, d_in, d_out)
@@ -109,25 +116,47 @@ def test_linear_backward(student, batch, d_in, d_out, part):
 # ------------------------------------------------------------------------ softmax_cross_entropy
 
 SOFTMAX_CASES = [
-    # (batch, classes, scale): scale multiplies N(0, 1) logits; 1000 checks numerical stability
-    (4, 3, 1.0),
-    (1, 10, 1.0),
-    (8, 10, 5.0),
-    (6, 10, 1000.0),
-    (3, 2, 1000.0),
+    # (batch, classes, scale, spread): scale multiplies N(0, 1) logits, 1000 checks numerical
+    # stability (the label's probability underflows to 0: its log must not be taken); spread
+    # moves each row by N(0, 1) * spread, so that one max for the whole batch is not enough
+    (4, 3, 1.0, 0.0),
+    (1, 10, 1.0, 0.0),
+    (8, 10, 5.0, 0.0),
+    (6, 10, 1000.0, 0.0),
+    (3, 2, 1000.0, 0.0),
+    (4, 5, 1.0, 2000.0),
 ]
 
 
 @functools.cache
-def _softmax_case(batch, classes, scale):
-    rng = case_rng(3, batch, classes, int(scale))
+def _softmax_case(batch, classes, scale, spread=0.0):
+    rng = case_rng(3, batch, classes, int(scale), *([int(spread)] if spread else []))
     logits = rng.normal(size=(batch, classes)) * scale
+    if spread:
+        logits += rng.normal(size=(batch, 1)) * spread
     return logits, rng.integers(0, classes, size=batch).astype(np.int64)
 
 
-def _cross_entropy(batch, classes, scale):
+def _label_underflows(batch, classes, scale, spread, **_):
+    """Whether a label's probability, exp of its log-softmax, is 0 in float64 for some row."""
+    logits, y = _softmax_case(batch, classes, scale, spread)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return bool((np.exp(log_probs[np.arange(batch), y]) == 0).any())
+
+
+SOFTMAX_BOUNDARIES = {
+    "logits of 1000": lambda scale, **_: scale >= 1000,
+    "label probability underflows": _label_underflows,
+    "rows 1000s apart": lambda spread, **_: spread >= 1000,
+    "batch of 1": lambda batch, **_: batch == 1,
+    "two classes": lambda classes, **_: classes == 2,
+}
+
+
+def _cross_entropy(batch, classes, scale, spread):
     """PyTorch's loss and its gradient with respect to the logits."""
-    logits, y = _softmax_case(batch, classes, scale)
+    logits, y = _softmax_case(batch, classes, scale, spread)
     logits_t = _t(logits, True)
     loss_t = F.cross_entropy(logits_t, torch.tensor(y))
     loss_t.backward()
@@ -137,13 +166,16 @@ def _cross_entropy(batch, classes, scale):
 CROSS_ENTROPY = precomputed(_cross_entropy, SOFTMAX_CASES, backward=True)
 
 
-@question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH)
-@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale", SOFTMAX_CASES)), send_ahead=True)
-def test_softmax_cross_entropy(student, batch, classes, scale, part):
-    logits, y = _softmax_case(batch, classes, scale)
-    expected_loss, expected_grad = CROSS_ENTROPY(batch, classes, scale)
+@question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH,
+          kinks=("logits of 1000", "label probability underflows", "rows 1000s apart"))
+@cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale,spread", SOFTMAX_CASES)), send_ahead=True,
+       boundaries=SOFTMAX_BOUNDARIES)
+def test_softmax_cross_entropy(student, batch, classes, scale, spread, part):
+    logits, y = _softmax_case(batch, classes, scale, spread)
+    expected_loss, expected_grad = CROSS_ENTROPY(batch, classes, scale, spread)
 
-    call = f"softmax_cross_entropy(logits of shape {logits.shape} scaled by {scale:g}, y={y.tolist()})"
+    rows = f", rows moved by up to {np.abs(logits.max(axis=1)).max():.0f}" if spread else ""
+    call = f"softmax_cross_entropy(logits of shape {logits.shape} scaled by {scale:g}{rows}, y={y.tolist()})"
     got = call_or_fail(lambda: student.numpy_mlp.softmax_cross_entropy(logits, y), text=call)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         fail(f"{call} returned {type(got).__name__}; expected a tuple (loss, grad_logits).")
@@ -151,9 +183,11 @@ def test_softmax_cross_entropy(student, batch, classes, scale, part):
 
     if part == "loss":
         loss = number(got[0], f"{call}: the loss")
-        hint = diagnosis("numpy_mlp.softmax_cross_entropy", part="loss", expected=expected_loss, **case)(loss)
+        hint = diagnosis("numpy_mlp.softmax_cross_entropy", part="loss", expected=expected_loss, other=got[1],
+                         other_expected=expected_grad, **case)(loss)
         if not np.isfinite(loss):
-            fail(f"{call} returned loss {loss}; expected {expected_loss:.6g}. Likely mistake: {hint}.")
+            fail(f"{call} returned loss {loss}; expected {expected_loss:.6g}." + (f" Likely mistake: {hint}." if hint
+                 else " Keep every step finite for logits this large."))
         if not np.isclose(loss, expected_loss, rtol=1e-7, atol=1e-9):
             fail(f"{call} returned loss {loss:.10g}; expected {expected_loss:.10g} (the mean over the "
                  f"batch of -log softmax(logits)[label])." + (f" Likely mistake: {hint}." if hint else ""))
@@ -162,7 +196,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, part):
     name_call(f"{call}, its grad_logits,")
     expect_close(got[1], expected_grad, rtol=RTOL, atol=1e-12, what="entries of grad_logits",
                  diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="grad_logits", expected=expected_grad,
-                                    **case))
+                                    other=got[0], other_expected=expected_loss, **case))
 
 
 # ------------------------------------------------------------------------ forward and backward
@@ -173,13 +207,35 @@ MLP_CASES = [
     ("image", 4, (1, 28, 28), 16, 10),
     ("one", 1, (6,), 4, 3),
     ("wide", 7, (20,), 32, 5),
+    ("relu-at-zero", 6, (5,), 8, 3),  # integer pixels, weights in halves: many pre-activations exactly 0
 ]
 
 
 @functools.cache
-def _mlp_case(batch, shape, d_hidden, d_out):
+def _mlp_case(name, batch, shape, d_hidden, d_out):
     d_in = int(np.prod(shape))
+    if name == "relu-at-zero":
+        # exact in float64: every product and sum is a multiple of 0.5 well below 2**52, so the
+        # ReLU's input is exactly 0 where it should be, whatever order a student sums in
+        rng = case_rng(9, batch, d_in, d_hidden, d_out)
+        params = {"W1": rng.integers(-2, 3, size=(d_in, d_hidden)) / 2.0, "b1": rng.integers(-2, 3, size=d_hidden) / 2.0,
+                  "W2": rng.normal(size=(d_hidden, d_out)), "b2": rng.normal(size=d_out) * 0.1}
+        return params, rng.integers(-2, 3, size=(batch, *shape)).astype(np.int64)
     return _params(d_in, d_hidden, d_out, 4), _inputs(batch, shape, 5)
+
+
+def _pre_activation(name, batch, shape, d_hidden, d_out, **_):
+    params, X = _mlp_case(name, batch, shape, d_hidden, d_out)
+    return np.asarray(X, dtype=np.float64).reshape(batch, -1) @ params["W1"] + params["b1"]
+
+
+MLP_BOUNDARIES = {
+    "relu input exactly 0": lambda **case: bool((_pre_activation(**case) == 0).any()),
+    "batch of 1": lambda batch, **_: batch == 1,
+    "image input (B, 1, 28, 28)": lambda shape, **_: len(shape) == 3,
+    "integer input": lambda name, batch, shape, d_hidden, d_out, **_: (
+        _mlp_case(name, batch, shape, d_hidden, d_out)[1].dtype.kind == "i"),
+}
 
 
 def _torch_forward(params, X):
@@ -190,14 +246,14 @@ def _torch_forward(params, X):
 
 
 def _logits(name, batch, shape, d_hidden, d_out):
-    return _torch_forward(*_mlp_case(batch, shape, d_hidden, d_out))[0].detach().numpy()
+    return _torch_forward(*_mlp_case(name, batch, shape, d_hidden, d_out))[0].detach().numpy()
 
 
-@question("numpy_mlp.forward", points=6, block_imports=NO_TORCH)
+@question("numpy_mlp.forward", points=6, block_imports=NO_TORCH, kinks=("image input (B, 1, 28, 28)", "batch of 1"))
 @cases("name,batch,shape,d_hidden,d_out", MLP_CASES, ids=[c[0] for c in MLP_CASES], reference=_logits,
-       send_ahead=True)
+       send_ahead=True, boundaries=MLP_BOUNDARIES)
 def test_forward(student, name, batch, shape, d_hidden, d_out, reference):
-    params, X = _mlp_case(batch, shape, d_hidden, d_out)
+    params, X = _mlp_case(name, batch, shape, d_hidden, d_out)
     expected = reference
     call = f"forward(params with W1 {params['W1'].shape}, W2 {params['W2'].shape}, X of shape {X.shape})"
     got = call_or_fail(lambda: student.run(np_drivers.forward_logits, params, X), text=call)
@@ -211,29 +267,37 @@ def _grad_logits(batch, d_out):
     return case_rng(6, batch, d_out).normal(size=(batch, d_out))
 
 
-def _mlp_grads(batch, shape, d_hidden, d_out):
-    """PyTorch's gradients of the parameters."""
-    params, X = _mlp_case(batch, shape, d_hidden, d_out)
+def _mlp_grads(name, batch, shape, d_hidden, d_out):
+    """PyTorch's gradients of the parameters (torch.relu passes none where its input is exactly 0)."""
+    params, X = _mlp_case(name, batch, shape, d_hidden, d_out)
     logits, t = _torch_forward(params, X)
     (logits * _t(_grad_logits(batch, d_out))).sum().backward()
     return {key: tensor.grad.numpy() for key, tensor in t.items()}
 
 
-def _grads_without_relu(batch, shape, d_hidden, d_out):
+def _grads_without_relu(name, batch, shape, d_hidden, d_out):
     """What a backward that forgets the ReLU's mask returns (the table's model of that mistake)."""
-    return diagnoses.grads_without_relu(*_mlp_case(batch, shape, d_hidden, d_out), _grad_logits(batch, d_out))
+    return diagnoses.grads_without_relu(*_mlp_case(name, batch, shape, d_hidden, d_out), _grad_logits(batch, d_out))
 
 
-MLP_GRADS = precomputed(_mlp_grads, [case[1:] for case in MLP_CASES], backward=True)
-WITHOUT_RELU = precomputed(_grads_without_relu, [case[1:] for case in MLP_CASES], backward=True)
+def _grads_mask_at_zero(name, batch, shape, d_hidden, d_out):
+    """What a backward whose mask lets the gradient through where the ReLU's input is exactly 0 returns."""
+    params, X = _mlp_case(name, batch, shape, d_hidden, d_out)
+    return diagnoses.grads_relu_mask_at_zero(params, X, _grad_logits(batch, d_out))
 
 
-@question("numpy_mlp.backward", points=10, block_imports=NO_TORCH)
-@cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)), send_ahead=True)
+MLP_GRADS = precomputed(_mlp_grads, MLP_CASES, backward=True)
+WITHOUT_RELU = precomputed(_grads_without_relu, MLP_CASES, backward=True)
+MASK_AT_ZERO = precomputed(_grads_mask_at_zero, MLP_CASES, backward=False)
+
+
+@question("numpy_mlp.backward", points=10, block_imports=NO_TORCH, kinks=("relu input exactly 0", "batch of 1"))
+@cases(*grid(("key", ["W1", "b1", "W2", "b2"]), ("name,batch,shape,d_hidden,d_out", MLP_CASES)), send_ahead=True,
+       boundaries=MLP_BOUNDARIES)
 def test_backward(student, name, batch, shape, d_hidden, d_out, key):
-    params, X = _mlp_case(batch, shape, d_hidden, d_out)
+    params, X = _mlp_case(name, batch, shape, d_hidden, d_out)
     grad_logits = _grad_logits(batch, d_out)
-    expected = MLP_GRADS(batch, shape, d_hidden, d_out)[key]
+    expected = MLP_GRADS(name, batch, shape, d_hidden, d_out)[key]
 
     call = f"backward(params, cache, grad_logits) after forward(params, X of shape {X.shape})"
     grads = call_or_fail(lambda: student.run(np_drivers.forward_then_backward, params, X, grad_logits),
@@ -244,7 +308,8 @@ def test_backward(student, name, batch, shape, d_hidden, d_out, key):
 
     name_call(f"{call}, its {key!r} entry,")
     diagnose = diagnosis("numpy_mlp.backward", key=key, expected=expected, batch=batch,
-                         without_relu=WITHOUT_RELU(batch, shape, d_hidden, d_out)[key])
+                         without_relu=WITHOUT_RELU(name, batch, shape, d_hidden, d_out)[key],
+                         mask_at_zero=MASK_AT_ZERO(name, batch, shape, d_hidden, d_out).get(key))
     expect_close(grads[key], expected, rtol=RTOL, atol=ATOL, what=f"entries of grad {key}", diagnose=diagnose)
 
 

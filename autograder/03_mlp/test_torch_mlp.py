@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import call_or_fail, case_rng, cases, expect_close, expect_equal, fail, name_call, question
+from checks.suite import call_or_fail, case_rng, cases, covers, expect_close, expect_equal, fail, name_call, question
 from reference import DEVICES, RefMLP, diagnoses, diagnosis, load_ref, mlp_state, per_device, tolerance
 
 
@@ -51,6 +51,7 @@ INPUTS = {
     # name: (sizes, batch, input shape after the batch dim)
     "flat": ((20, 7, 3), 5, (20,)),
     "image": ((784, 32, 10), 4, (1, 28, 28)),
+    "one": ((6, 4, 2), 1, (6,)),  # a batch of 1: a squeeze drops the batch dimension with it
 }
 DTYPE_NAMES = ["float32", "float64"]
 
@@ -82,7 +83,11 @@ FORWARD_BACKWARD = per_device(_forward_backward, [(form, dtype_name) for form in
                               backward=True)
 
 
-@question("torch_mlp.MLP", points=9)
+@question("torch_mlp.MLP", points=9, kinks=("batch of 1", "image input (B, 1, 28, 28)", "float64 model"))
+@covers({"batch of 1": lambda form, **_: INPUTS[form][1] == 1,
+         "image input (B, 1, 28, 28)": lambda form, **_: len(INPUTS[form][2]) == 3,
+         "float64 model": lambda dtype_name, **_: dtype_name == "float64",
+         "a second device (meta or cuda)": lambda device, **_: device != "cpu"})
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @pytest.mark.parametrize("form", sorted(INPUTS))
@@ -159,8 +164,14 @@ def _counts(case):
     }
 
 
-@question("torch_mlp.count_parameters", points=5)
-@cases("case", sorted(COUNT_SPECS), reference=_counts, send_ahead=True)
+@question("torch_mlp.count_parameters", points=5,
+          kinks=("a frozen parameter", "buffers (BatchNorm)", "a layer used twice", "all frozen (count 0)"))
+@cases("case", sorted(COUNT_SPECS), reference=_counts, send_ahead=True, boundaries={
+    "a frozen parameter": lambda case: bool(COUNT_SPECS[case].get("freeze")),
+    "buffers (BatchNorm)": lambda case: bool(COUNT_SPECS[case].get("batchnorm")),
+    "a layer used twice": lambda case: bool(COUNT_SPECS[case].get("tied")),
+    "all frozen (count 0)": lambda case: case == "all_frozen",
+    "a layer without bias": lambda case: any(not bias for _, _, bias in COUNT_SPECS[case]["layers"])})
 def test_count_parameters(student, case, reference):
     spec = COUNT_SPECS[case]
     got = call_or_fail(lambda: student.run(drivers.count_parameters_of, spec),

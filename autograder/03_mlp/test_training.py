@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import (call_or_fail, case_rng, cases, expect_close, expect_equal, expect_raises, fail, is_close,
+from checks.suite import (call_or_fail, case_rng, cases, covers, expect_close, expect_equal, expect_raises, fail, is_close,
                           name_call, question)
 from reference import (VALUE_DEVICES, RefMLP, diagnoses, diagnosis, grid, load_ref, mlp_state, number, per_device,
                        precomputed, tolerance)
@@ -154,8 +154,12 @@ TRAJECTORIES = precomputed(_torch_sgd, [
 ], backward=True)
 
 
-@question("training.SGD", points=8)
-@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)), send_ahead=True)
+@question("training.SGD", points=8, kinks=("momentum with weight decay", "set_to_none=False"))
+@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", SGD_SETTINGS)), send_ahead=True,
+       boundaries={"momentum": lambda momentum, **_: momentum > 0,
+                   "weight decay": lambda weight_decay, **_: weight_decay > 0,
+                   "momentum with weight decay": lambda momentum, weight_decay, **_: momentum > 0 and weight_decay > 0,
+                   "set_to_none=False": lambda set_to_none, **_: not set_to_none})
 def test_sgd_matches_torch(student, lr, momentum, weight_decay, set_to_none):
     init, targets = _sgd_data(1)
     expected = TRAJECTORIES(1, lr, momentum, weight_decay, set_to_none)
@@ -240,8 +244,17 @@ def _torch_steps(n, batch_size, drop_last):
     return len(torch.utils.data.DataLoader(range(n), batch_size=batch_size, drop_last=drop_last))
 
 
-@question("training.steps_per_epoch", points=3)
-@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True)
+STEPS_BOUNDARIES = {  # where a ceiling written as n // b + 1, or a floor, is wrong
+    "n a multiple of batch_size": lambda n, batch_size, **_: n > 0 and n % batch_size == 0,
+    "n below batch_size": lambda n, batch_size, **_: 0 < n < batch_size,
+    "n of 0": lambda n, **_: n == 0,
+    "batch of 1": lambda batch_size, **_: batch_size == 1,
+    "drop_last": lambda drop_last, **_: drop_last,
+}
+
+
+@question("training.steps_per_epoch", points=3, kinks=("n a multiple of batch_size", "n below batch_size", "n of 0"))
+@cases("n,batch_size,drop_last", STEPS_CASES, reference=_torch_steps, send_ahead=True, boundaries=STEPS_BOUNDARIES)
 def test_steps_per_epoch(student, n, batch_size, drop_last, reference):
     expected = reference
     got = call_or_fail(lambda: student.training.steps_per_epoch(n, batch_size, drop_last=drop_last),
@@ -322,7 +335,10 @@ def _run_epoch(student, device, batching, momentum):
     return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
 
 
-@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",))
+@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",), kinks=("a ragged last batch",))
+@covers({"a ragged last batch": lambda batching, **_: BATCHINGS[batching][0] % BATCHINGS[batching][1] != 0,
+         "shuffled": lambda batching, **_: BATCHINGS[batching][2] is not None,
+         "momentum": lambda momentum, **_: momentum > 0})
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("momentum", EPOCH_MOMENTA)
 @pytest.mark.parametrize("batching", sorted(BATCHINGS))
@@ -411,7 +427,10 @@ def _run_eval(student, device, batching, start_training, trap=False):
     return got, call, n, batch_size, correct
 
 
-@question("training.evaluate", points=3)
+@question("training.evaluate", points=3, kinks=("a ragged last batch", "starts in train mode", "starts in eval mode"))
+@covers({"a ragged last batch": lambda batching, **_: EVAL_BATCHINGS[batching][0] % EVAL_BATCHINGS[batching][1] != 0,
+         "starts in train mode": lambda start_training, **_: start_training,
+         "starts in eval mode": lambda start_training, **_: not start_training})
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("batching", sorted(EVAL_BATCHINGS))
 @pytest.mark.parametrize("start_training", [True, False], ids=["train", "eval"])

@@ -187,6 +187,8 @@ MUTANTS = [
      "Likely mistake: this is the answer for an upstream grad of all ones: multiply the local derivative by grad"),
     ("03_mlp", "count_includes_frozen", "torch_mlp.count_parameters",
      "Likely mistake: frozen parameters (requires_grad=False) were counted: count the trainable ones only"),
+    ("03_mlp", "backward_relu_mask_at_zero", "numpy_mlp.backward",
+     "Likely mistake: the ReLU's mask lets the gradient through where its input is exactly 0"),
     ("03_mlp", "grad_b_averaged", "numpy_mlp.linear_backward",
      "Likely mistake: grad_b is the MEAN of grad_Y over the batch; b is added to every row"),
 ]

@@ -149,19 +149,30 @@ def unary_mistakes(op, a, grad, **_) -> Mistakes:
 
 def pow_mistakes(a, p, grad, **_) -> Mistakes:
     at, gt = _t64(a), _t64(grad)
-    return {0: [_ignored_upstream(lambda x: x ** p, [a], grad, 0),
-                ((gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."),
-                ((gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."),
-                ((gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1).")]}
+    found = [_ignored_upstream(lambda x: x ** p, [a], grad, 0),
+             ((gt * at ** (p - 1)).numpy(), "the factor p is missing: d(a**p)/da = p * a**(p - 1)."),
+             ((gt * p * at ** p).numpy(), "the exponent should be p - 1: d(a**p)/da = p * a**(p - 1)."),
+             ((gt * (p - 1) * at ** (p - 1)).numpy(), "the factor is p, not p - 1: d(a**p)/da = p * a**(p - 1).")]
+    if np.any(np.asarray(a) == 0):  # the ways a formula breaks at a == 0, run on this very a (NumPy's nan)
+        a64, g64 = np.asarray(a, dtype=np.float64), np.asarray(grad, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            if p == 0:
+                found.append((g64 * p * a64 ** (p - 1),
+                              "where a == 0 and p == 0, p * a**(p - 1) gives 0 * inf = nan; the derivative of the "
+                              "constant a ** 0 is 0, as in PyTorch: treat p == 0 apart."))
+            found.append((g64 * p * a64 ** p / a64, "p * a**p / a divides 0 by 0 where a == 0: compute "
+                                                    "p * a**(p - 1), which is finite there for p >= 1."))
+    return {0: found}
 
 
 def pow_note(a, p, **_) -> str | None:
+    """What PyTorch does at this case's zeros: a fact about the case, not a guess at a mistake."""
     if not np.any(np.asarray(a) == 0):
         return None
     if p == 0:
-        return ("Where a == 0 and p == 0 the derivative is 0, as in PyTorch (a ** 0 is constant): p * a**(p - 1) "
-                "gives 0 * inf = nan there, so treat p == 0 apart.")
-    return "Where a == 0 (and p >= 1) the derivative p * a**(p - 1) is finite: avoid dividing by a."
+        return "a has zeros here, where PyTorch's derivative is 0 (a ** 0 is constant)."
+    return (f"a has zeros here, where PyTorch's derivative is p * 0**(p - 1) = {p * 0.0 ** (p - 1):g}." if p >= 1
+            else "a has zeros here, where PyTorch's derivative is infinite.")
 
 
 # ---- rules.py: matmul ---------------------------------------------------------------------------

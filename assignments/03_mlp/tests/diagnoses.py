@@ -76,43 +76,79 @@ def linear_backward(got, part, X, W, grad_Y, expected, **_) -> str | None:
     return first_match(got, candidates)
 
 
-OVERFLOW = ("not finite: exp overflows for large logits; subtract each row's max before "
-            "exponentiating (softmax does not change)")
+OVERFLOW = ("exp over- or underflows for logits this large: subtract each row's max from the "
+            "logits before exponentiating (softmax does not change)")
+LOG_OF_UNDERFLOW = ("the label's probability underflowed to 0 and its log is -inf: take the log-softmax "
+                    "directly, shifted - log(sum(exp(shifted))), instead of the log of the softmax")
+GLOBAL_MAX = ("one max for the whole batch was subtracted: rows far apart still over- or underflow; "
+              "subtract each ROW's max (logits.max(axis=1, keepdims=True))")
 
 
-def _naive_softmax_grads(logits, y):
-    """grad_logits as computed without subtracting the row max, in the two usual ways."""
-    logits = np.asarray(logits)
+def _softmax_mistakes(logits, y) -> list[tuple[float, np.ndarray, str]]:
+    """(loss, grad_logits, sentence) of each way of computing softmax cross-entropy that breaks on
+    large logits, run on the case's own logits: a non-finite or wrong answer is blamed on one of
+    these only when that mistake gives the same answer (the diagnosis checks its premise)."""
+    logits = np.asarray(logits, dtype=np.float64)
     batch, rows = logits.shape[0], np.arange(logits.shape[0])
+    found = []
     with np.errstate(all="ignore"):
-        exps = np.exp(logits)
-        direct = exps / exps.sum(axis=1, keepdims=True)
-        via_log = np.exp(logits - np.log(exps.sum(axis=1, keepdims=True)))
-    grads = []
-    for probs in (direct, via_log):
-        grad = probs.copy()
-        grad[rows, y] -= 1.0
-        grads.append(grad / batch)
-    return grads
+        for shift, sentence in ((0.0, OVERFLOW), (logits.max(), GLOBAL_MAX),
+                                (logits.max(axis=1, keepdims=True), LOG_OF_UNDERFLOW)):
+            shifted = logits - shift
+            exps = np.exp(shifted)
+            probs = exps / exps.sum(axis=1, keepdims=True)
+            via_log = shifted - np.log(exps.sum(axis=1, keepdims=True))
+            ways = [(np.log(probs), probs), (via_log, np.exp(via_log))]
+            if sentence is LOG_OF_UNDERFLOW:
+                ways = ways[:1]  # with the row's max subtracted, only the log of the softmax breaks
+            for log_probs, soft in ways:
+                grad = soft.copy()
+                grad[rows, y] -= 1.0
+                found.append((float(-log_probs[rows, y].mean()), grad / batch, sentence))
+    return found
 
 
-def softmax_cross_entropy(got, part, logits, y, expected, **_) -> str | None:
-    """`part`: "loss" (`got` a number) or "grad_logits"."""
+def _same(got: np.ndarray, value, expected) -> bool:
+    """`got` is what `value` is (NaN for NaN, inf for inf, else close) and `value` is wrong."""
+    value, expected = np.asarray(value, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if got.shape != value.shape:
+        return False
+    with np.errstate(all="ignore"):
+        wrong = not np.allclose(value, expected, rtol=1e-7, atol=1e-9, equal_nan=True)
+        return wrong and bool(np.allclose(got, value, rtol=1e-6, atol=1e-9, equal_nan=True))
+
+
+def _agrees(got: np.ndarray, value) -> bool:
+    """`got` is what `value` is: NaN for NaN, inf for inf, else close."""
+    value = np.asarray(value, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        return got.shape == value.shape and bool(np.allclose(got, value, rtol=1e-6, atol=1e-9, equal_nan=True))
+
+
+def softmax_cross_entropy(got, part, logits, y, expected, other=None, other_expected=None, **_) -> str | None:
+    """`part`: "loss" (`got` a number) or "grad_logits". `other`: the other half of what the
+    student returned (the gradient for the loss, the loss for the gradient), with the right value
+    of it, `other_expected`: a mistake is named only where it gives both halves as they came back."""
     batch = np.shape(logits)[0]
-    array = _floats(got)
+    array, other_array = _floats(got), _floats(other)
+    if array is not None:
+        at = 0 if part == "loss" else 1
+        found = []
+        for mistake in _softmax_mistakes(logits, y):
+            if not _same(array.reshape(()) if part == "loss" and array.size == 1 else array, mistake[at], expected):
+                continue
+            if other_array is not None and other_expected is not None and not _agrees(
+                    other_array.reshape(()) if at == 1 and other_array.size == 1 else other_array, mistake[1 - at]):
+                continue
+            if mistake[2] not in found:
+                found.append(mistake[2])
+        if found:
+            return " Or: ".join(found)
     if part == "loss":
-        if array is not None and array.size == 1 and not np.isfinite(array).all():
-            return OVERFLOW
         return first_match(got, [
             (expected * batch, "the loss is summed over the batch: average it (divide by B)"),
             (-expected, "the sign is flipped: the loss is MINUS the mean log-probability of the label"),
         ])
-    if array is not None and array.shape == np.shape(expected) and not np.all(np.isfinite(array)):
-        return OVERFLOW
-    if array is not None and array.shape == np.shape(expected) and any(
-            np.allclose(array, naive, equal_nan=True) for naive in _naive_softmax_grads(logits, y)):
-        return ("exp over- or underflows for logits this large: subtract each row's max from the "
-                "logits before exponentiating (softmax does not change)")
     return first_match(got, [
         (np.asarray(expected) * batch, "grad_logits was not divided by B: the loss is a mean, so "
                                        "every row of its gradient carries a factor 1/B"),
@@ -145,15 +181,37 @@ def grads_without_relu(params, X, grad_logits) -> dict[str, np.ndarray]:
     return {key: tensor.grad.numpy() for key, tensor in t.items()}
 
 
-def backward(got, key, expected, batch, without_relu=None, **_) -> str | None:
-    """`without_relu`: grads_without_relu(...)[key] for the case."""
+def grads_relu_mask_at_zero(params, X, grad_logits) -> dict[str, np.ndarray]:
+    """The parameters' gradients of the MLP from a backward whose ReLU mask is (pre >= 0): it lets
+    the gradient through where the ReLU's input is exactly 0, where torch.relu passes none."""
+    X = _flat(X)
+    pre = X @ params["W1"] + params["b1"]
+    grad_pre = (np.asarray(grad_logits, dtype=np.float64) @ np.asarray(params["W2"]).T) * (pre >= 0)
+    return {"W1": X.T @ grad_pre, "b1": grad_pre.sum(axis=0)}
+
+
+def _unless_right(value, expected):
+    """`value`, a mistake's result, or None where the mistake gives the right answer on this case
+    (a ReLU mask at 0 on inputs that are never 0): such a mistake cannot explain a wrong one."""
+    if value is None or is_close(value, expected, rtol=1e-7, atol=1e-9):
+        return None
+    return value
+
+
+def backward(got, key, expected, batch, without_relu=None, mask_at_zero=None, **_) -> str | None:
+    """`without_relu`: grads_without_relu(...)[key] for the case; `mask_at_zero`:
+    grads_relu_mask_at_zero(...)[key] (W1 and b1 only)."""
     hint = _shape(got, expected, f"grad {key}")
     if hint:
         return hint
-    candidates = [(np.asarray(expected).T, f"grad {key} is transposed")]
+    candidates = [(_unless_right(np.asarray(expected).T, expected), f"grad {key} is transposed")]
     if key in ("W1", "b1"):
-        candidates.append((without_relu, "the ReLU's gradient is missing: multiply by (pre-activation > 0) "
-                                         "on the way back through the ReLU"))
+        candidates.append((_unless_right(without_relu, expected),
+                           "the ReLU's gradient is missing: multiply by (pre-activation > 0) "
+                           "on the way back through the ReLU"))
+        candidates.append((_unless_right(mask_at_zero, expected),
+                           "the ReLU's mask lets the gradient through where its input is exactly 0 "
+                           "(pre >= 0, or x < 0 blocked): torch.relu passes none there, so use (pre > 0)"))
     if key.startswith("b"):
         candidates.append((np.asarray(expected) / batch, f"grad {key} is a mean over the batch: it must be the sum"))
     return first_match(got, candidates)
@@ -249,8 +307,11 @@ def sgd(got, init, variants, grad_changed=False, **_) -> str | None:
 def steps_per_epoch(got, n, batch_size, drop_last, **_) -> str | None:
     if isinstance(got, float):
         return "a float came back: use integer arithmetic (// and a ceiling), the count is an int"
-    if not drop_last and got == n // batch_size:
+    if not drop_last and got == n // batch_size and n % batch_size:
         return "rounded down: without drop_last the last, partial batch is one more step"
+    if not drop_last and got == n // batch_size + 1 and n % batch_size == 0:
+        return ("n // batch_size + 1 is one step too many when batch_size divides n (or n is 0): round up "
+                "with (n + batch_size - 1) // batch_size")
     if drop_last and got == -(-n // batch_size):
         return "with drop_last=True the last, partial batch is dropped: round down"
     return None

@@ -12,7 +12,7 @@ from torch import nn
 
 import public_drivers
 from checks.suite import call_or_fail, expect_close, expect_equal, fail, question
-from diagnoses import diagnosis, grads_without_relu, sgd_variants  # the likely mistakes: the same table as the grader's
+from diagnoses import diagnosis, grads_relu_mask_at_zero, grads_without_relu, sgd_variants  # the likely mistakes: the same table as the grader's
 
 
 def _t(array, grad=False):
@@ -58,11 +58,12 @@ def test_softmax_cross_entropy(student, scale):
     loss_t = F.cross_entropy(logits_t, torch.tensor(y))
     loss_t.backward()
     loss, grad = student.numpy_mlp.softmax_cross_entropy(logits, y)
-    expect_close(loss, loss_t.item(), what="loss", diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="loss",
-                                                                      logits=logits, y=y, expected=loss_t.item()))
-    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits",
-                 diagnose=diagnosis("numpy_mlp.softmax_cross_entropy", part="grad_logits", logits=logits, y=y,
-                                    expected=logits_t.grad.numpy()))
+    expect_close(loss, loss_t.item(), what="loss", diagnose=diagnosis(
+        "numpy_mlp.softmax_cross_entropy", part="loss", logits=logits, y=y, expected=loss_t.item(), other=grad,
+        other_expected=logits_t.grad.numpy()))
+    expect_close(grad, logits_t.grad.numpy(), what="entries of grad_logits", diagnose=diagnosis(
+        "numpy_mlp.softmax_cross_entropy", part="grad_logits", logits=logits, y=y, expected=logits_t.grad.numpy(),
+        other=loss, other_expected=loss_t.item()))
 
 
 @question("numpy_mlp.forward", points=6, block_imports=("torch",))
@@ -80,20 +81,23 @@ def test_forward_images(student):
 @question("numpy_mlp.backward", points=10, block_imports=("torch",))
 def test_backward(student):
     params = _params(6, 5, 3)
-    X, grad_logits = np.random.default_rng(6).normal(size=(4, 6)), np.random.default_rng(7).normal(size=(4, 3))
+    rng = np.random.default_rng(3)  # integer inputs, first-layer weights in halves: 4 ReLU inputs are exactly 0
+    params["W1"], params["b1"] = rng.integers(-2, 3, size=(6, 5)) / 2.0, rng.integers(-2, 3, size=5) / 2.0
+    X, grad_logits = rng.integers(-2, 3, size=(4, 6)).astype(float), np.random.default_rng(7).normal(size=(4, 3))
     t = {key: _t(value, True) for key, value in params.items()}
     logits_t = torch.relu(_t(X) @ t["W1"] + t["b1"]) @ t["W2"] + t["b2"]
     (logits_t * _t(grad_logits)).sum().backward()
     _, grads = call_or_fail(lambda: student.run(public_drivers.forward_then_backward, params, X, grad_logits),
                             text="backward(params, cache, grad_logits) after forward(params, X)")
     without_relu = grads_without_relu(params, X, grad_logits)
+    mask_at_zero = grads_relu_mask_at_zero(params, X, grad_logits)
     for key in params:
         if key not in grads:
             fail(f"backward returned keys {sorted(grads)}; expected {sorted(params)}.")
         expected = t[key].grad.numpy()
         expect_close(grads[key], expected, what=f"entries of grad {key}",
                      diagnose=diagnosis("numpy_mlp.backward", key=key, expected=expected, batch=X.shape[0],
-                                        without_relu=without_relu[key]))
+                                        without_relu=without_relu[key], mask_at_zero=mask_at_zero.get(key)))
 
 
 @question("numpy_mlp.sgd_update", points=4, block_imports=("torch",))

@@ -6,19 +6,27 @@ for nothing. And the assignment must hang together: every hidden question has a 
 (unless assignment.toml declares it `hidden_only`) worth the same points, the reference passes
 the public checks, the points add up to the assignment's total, and the lesson notebook has every
 question. Where the reference loses points, its row says which question and the first failure.
+And every question's cases are at its kinks: the boundary values where plausible implementations
+differ (suites/coverage.py), printed per question.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from checks.authoring.build import release_files
 from checks.course.assignment import Assignment, CourseError, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML, MUTANTS_TOML
-from checks.grading.session import Source, grade_sources
+from checks.grading.session import PYTEST_ARGS, Source, grade_sources
+from checks.suites.coverage import Coverage, read_coverage
 from checks.config.settings import Settings
 from checks.suites.scoring import SubmissionResult
 from checks.course.submissions import read_submission
@@ -100,6 +108,7 @@ def verify(assignment: Assignment, *, jobs: int | None = None, settings: Setting
     verdicts.append(Verdict(SUITE, "every code question has a mutant", not uncovered,
                             f"no mutant for {', '.join(uncovered)}" if uncovered else f"{len(code_questions)} questions covered"))
     verdicts.append(_points_add_up(reference_result))
+    verdicts += boundary_verdicts(assignment, [q.qid for q in reference_result.questions if not q.qid.startswith("quiz.")])
     if reference_result.error:  # nothing to compare the public checks and the notebook with
         return verdicts
     if not assignment.release_dir.is_dir():  # verify before build: say so, not "no public checks at all"
@@ -110,6 +119,36 @@ def verify(assignment: Assignment, *, jobs: int | None = None, settings: Setting
     verdicts += _public_checks(reference_result, public, hidden_only)
     notebook = _notebook_verdict(assignment, reference_result)
     return verdicts + ([notebook] if notebook else [])
+
+
+COLLECT_SECONDS = 600
+
+
+def suite_coverage(suite_dir: Path) -> tuple[dict[str, Coverage], list[str]]:
+    """Each question's kinks and covered boundaries, from collecting the suite in a process of its
+    own (nothing of the suite is imported here); and the errors that collection met."""
+    with tempfile.TemporaryDirectory(prefix="checks-coverage-") as folder:
+        out = Path(folder) / "coverage.json"
+        command = [sys.executable, "-m", "pytest", str(suite_dir), "--collect-only", *PYTEST_ARGS,
+                   "--rootdir", str(suite_dir), "-p", "checks.suites.coverage", "--checks-coverage", str(out)]
+        try:
+            run = subprocess.run(command, capture_output=True, text=True, timeout=COLLECT_SECONDS,
+                                 env={**os.environ, "PY_COLORS": "0"}, cwd=suite_dir)
+        except subprocess.TimeoutExpired:
+            return {}, [f"collecting {suite_dir} took over {COLLECT_SECONDS} s"]
+        if not out.is_file():
+            return {}, [f"collecting {suite_dir} failed (exit status {run.returncode}): "
+                        f"{(run.stderr or run.stdout).strip()[-800:]}"]
+        return read_coverage(out)
+
+
+def boundary_verdicts(assignment: Assignment, questions: list[str]) -> list[Verdict]:
+    """A row per code question: the boundaries its cases are at, and whether each kink has one."""
+    coverage, errors = suite_coverage(assignment.autograder_dir)
+    if errors:
+        return [Verdict(SUITE, "every kink has a case at it", False, "; ".join(errors))]
+    return [Verdict(SUITE, f"{qid}: a case at every kink", found.holds, found.describe())
+            for qid in questions for found in [coverage.get(qid, Coverage(qid))]]
 
 
 def _hidden_only(assignment: Assignment) -> list[str]:

@@ -25,7 +25,7 @@ from checks.sandbox.jail import Isolation
 from checks.grading.pool import ChildFailed, run_forked, stream_forked
 from checks.suites.quiz import QUIZ_FILE, grade_quiz
 from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
-from checks.suites.scoring import QuestionResult, SubmissionResult, score_cases
+from checks.suites.scoring import CaseResult, QuestionResult, SubmissionResult, score_cases
 from checks.course.submissions import (NOTEBOOK_SUFFIX, Found, Submission, SubmissionError, missing_files, read_found,
                                        read_submission, submission_name)
 
@@ -274,6 +274,11 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     if plugin.budget.submission_ran_out:
         result.warnings.append(f"The submission used up its time budget of {plugin.budget.submission_seconds:g} s "
                                "(time limit): the checks not yet run when it ran out score 0.")
+    broken = _does_not_compile(submission.files, assignment.files)
+    if broken:
+        result.warnings += [f"{name} does not compile: {why}. Nothing in it can run, so every check that uses it "
+                            "fails: fix this first." for name, why in broken.items()]
+        _one_line_for_uncompiled(plugin.cases, broken)
     errors = list(plugin.errors)
     if not plugin.cases:
         errors.append(f"the suite in {assignment.suite_dir(public)} ran no checks")
@@ -291,6 +296,38 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _does_not_compile(files: dict[str, bytes], names: Iterable[str]) -> dict[str, str]:
+    """The student's Python files (of `names`) that do not compile, each with why, in one line."""
+    broken = {}
+    for name in names:
+        if not name.endswith(".py") or name not in files:
+            continue
+        try:
+            compile(files[name], name, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            line = (error.text or "").strip()
+            broken[name] = f"{error.msg} at line {error.lineno}" + (f": `{line[:80]}`" if line else "")
+        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
+            broken[name] = f"{type(error).__name__}: {error}"[:200]
+    return broken
+
+
+_COMPILE_FAILURES = (" while importing ", "SyntaxError", "IndentationError", "TabError")
+
+
+def _one_line_for_uncompiled(cases: list[CaseResult], broken: dict[str, str]) -> None:
+    """Each case that failed on importing a file that does not compile says so in one sentence,
+    the same for every case, so that a question's feedback shows it once (with a count) rather
+    than the compiler's message per call; the submission's warnings say where the error is."""
+    for case in cases:
+        if case.passed or not any(word in case.message for word in _COMPILE_FAILURES):
+            continue
+        names = [name for name in broken if name in case.message]
+        if names:
+            case.message = (f"{names[0]} does not compile, so nothing in it could run (the line at the top of "
+                            "your feedback says where).")
 
 
 def _stand_ins(unread: dict[str, str]) -> dict[str, bytes]:

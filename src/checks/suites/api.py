@@ -27,7 +27,7 @@ from checks.suites.describe import summarize
 from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, UnsupportedReturn)
 
-__all__ = ["CheckFailed", "MissingFunction", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
+__all__ = ["CheckFailed", "MissingFunction", "covers", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
            "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
            "expect_close", "expect_equal", "expect_raises", "fail", "first_match", "grading_devices", "is_close",
            "public_module", "question", "question_defaults", "reference_or_refusal"]
@@ -36,9 +36,10 @@ Diagnose = Callable[[Any], "str | None"]
 TestFunction = TypeVar("TestFunction", bound=Callable[..., Any])
 CaseSink = Callable[[str, dict[str, Any], "Exception | None"], None]
 QUESTION_MARK = "checks_question"
+COVERS_MARK = "checks_covers"
 DEFAULTS_MARK = "checks_question_defaults"
 QUESTION_DEFAULTS: dict[str, Any] = {"all_or_nothing": False, "use_reference": (), "block_imports": (),
-                                     "timeout": 10.0}
+                                     "timeout": 10.0, "kinks": ()}
 ParameterSet = type(pytest.param())  # what pytest.param(...) returns; pytest has no public name for it
 
 # Per-run state, set by the plugin around each test (context variables, not module globals):
@@ -57,15 +58,21 @@ class CaseSettled(Exception):
 
 def question(qid: str, points: float | Mapping[str, float], *, all_or_nothing: bool | None = None,
              use_reference: tuple[str, ...] | None = None, block_imports: tuple[str, ...] | None = None,
-             timeout: float | None = None) -> pytest.MarkDecorator:
+             timeout: float | None = None,
+             kinks: Sequence[str] | Mapping[str, Sequence[str]] | None = None) -> pytest.MarkDecorator:
     """Mark a test function as (part of) question `qid`, worth `points` over all its cases.
 
     `qid` may name a parameter of the test, as in "rules.{op}_backward": each value of `op` is then
     a question of its own, and `points` a mapping from that value to the question's points. Options
     not given come from the file's `question_defaults(...)`, then from QUESTION_DEFAULTS.
+
+    `kinks` names the boundaries of the question where plausible implementations differ (a ReLU's
+    input exactly 0, a count that divides exactly): `checks verify` fails the question unless some
+    case of it is at each, as its `@cases(boundaries=...)` declare. A mapping gives them per value
+    of the qid's parameter, as `points` does.
     """
     given = {"all_or_nothing": all_or_nothing, "use_reference": use_reference, "block_imports": block_imports,
-             "timeout": timeout}
+             "timeout": timeout, "kinks": kinks}
     _check_options(given)
     return getattr(pytest.mark, QUESTION_MARK)(qid=qid, points=points, **{
         name: (tuple(value) if isinstance(value, (list, tuple)) else value)
@@ -114,16 +121,25 @@ def question_options(item: pytest.Item) -> dict[str, Any] | None:
                 raise pytest.UsageError(f"{item.nodeid}: question {options['qid']!r} has no entry {key!r} "
                                         "in its points")
             options["points"] = points[key]
+        if isinstance(options["kinks"], Mapping):
+            key = values[fields[0]] if len(fields) == 1 else options["qid"]
+            options["kinks"] = tuple(options["kinks"].get(key, ()))
     elif isinstance(points, Mapping):
         raise pytest.UsageError(f"{item.nodeid}: points per value need a question id that names a parameter, "
                                 f"such as \"rules.{{op}}_backward\"")
+    if isinstance(options["kinks"], Mapping):
+        raise pytest.UsageError(f"{item.nodeid}: kinks per value need a question id that names a parameter")
+    if isinstance(options["kinks"], str):
+        raise pytest.UsageError(f"{item.nodeid}: kinks is a tuple of boundary names, not the string "
+                                f"{options['kinks']!r}")
     return options
 
 
 def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
           ids: Sequence[str] | Callable[[Any], "str | None"] | None = None,
           reference: Callable[..., Any] | None = None,
-          send_ahead: bool = False) -> Callable[[TestFunction], TestFunction]:
+          send_ahead: bool = False,
+          boundaries: Mapping[str, Callable[..., Any]] | None = None) -> Callable[[TestFunction], TestFunction]:
     """Like pytest.mark.parametrize, but every case runs inside one pytest test and is still scored
     and reported as its own case: pytest's per-test set-up costs about a millisecond a case, more
     than most checks. Fixtures are set up once for all the cases; pytest.skip skips them all.
@@ -138,6 +154,12 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
     the cases run, instead of a round trip each (Student.send_ahead): only where those calls are
     pure functions of their arguments, so that the order they run in does not matter, and the code
     before a case's first call changes nothing.
+
+    `boundaries` declares the boundary values the cases cover: a name ("relu input exactly 0",
+    "batch of 1") to a predicate of a case's arguments that says whether that case is at it. Each
+    must hold for at least one case (else the suite does not collect: a boundary claimed is a
+    boundary drawn); `checks verify` prints them per question and holds them against the
+    question's `kinks`.
     """
     names = [name.strip() for name in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
     argvalues = list(argvalues)
@@ -161,6 +183,7 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         else:
             labels.append(str(ids[index]))
 
+    covered = _boundaries_covered(boundaries or {}, names, rows, labels)
     references = None if reference is None else [reference(**dict(zip(names, row))) for row in rows]
     given = [*names, *(["reference"] if references is not None else [])]
 
@@ -202,8 +225,35 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
         run_cases.__signature__ = signature.replace(  # type: ignore[attr-defined] - what pytest reads
             parameters=[p for p in signature.parameters.values() if p.name not in given])
         run_cases.checks_cases = len(rows)  # type: ignore[attr-defined]
+        run_cases.checks_boundaries = covered  # type: ignore[attr-defined] - read by suites/coverage.py
         return run_cases  # type: ignore[return-value]
     return decorate
+
+
+def covers(boundaries: Mapping[str, Callable[..., Any]]) -> pytest.MarkDecorator:
+    """`@cases(boundaries=...)` for a test parametrized with pytest.mark.parametrize (devices,
+    dtypes): each predicate is asked of every parameter set (as keywords); `checks verify` counts
+    the tests at each boundary, and fails one that none is at."""
+    for name, at in boundaries.items():
+        if not callable(at):
+            raise ValueError(f"covers: boundary {name!r} must be a predicate of the test's parameters, "
+                             f"not {type(at).__name__}")
+    return getattr(pytest.mark, COVERS_MARK)(dict(boundaries))
+
+
+def _boundaries_covered(boundaries: Mapping[str, Callable[..., Any]], names: list[str], rows: list[tuple],
+                        labels: list[str]) -> dict[str, list[str]]:
+    """{boundary: the labels of the cases at it}, each predicate asked of every case's arguments;
+    a ValueError for a boundary no case is at, or a predicate that is not callable."""
+    covered: dict[str, list[str]] = {}
+    for name, at in boundaries.items():
+        if not callable(at):
+            raise ValueError(f"@cases boundary {name!r} must be a predicate of a case's arguments "
+                             f"({', '.join(names)}), not {type(at).__name__}")
+        covered[name] = [label for label, row in zip(labels, rows) if at(**dict(zip(names, row)))]
+        if not covered[name]:
+            raise ValueError(f"@cases declares the boundary {name!r}, but none of its {len(rows)} cases is at it")
+    return covered
 
 
 def _case_label(ids: Callable[[Any], "str | None"] | None, value: Any) -> str:

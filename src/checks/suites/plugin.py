@@ -121,6 +121,7 @@ class ChecksPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{api.QUESTION_MARK}: the question a test belongs to")
         config.addinivalue_line("markers", f"{api.DEFAULTS_MARK}: options for every question of a file")
+        config.addinivalue_line("markers", f"{api.COVERS_MARK}: the boundaries a parametrized test covers")
         config.addinivalue_line("markers", "cuda: needs a CUDA device")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

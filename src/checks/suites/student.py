@@ -10,6 +10,7 @@ import functools
 import inspect
 import marshal
 import pickle
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -50,6 +51,10 @@ class StudentFault(Exception):
         return f"{self.call} {self.outcome}"
 
 
+_FRAME = re.compile(r"[^:]*:\d+ in ([\w<>]+): ")  # worker._student_frames: "file.py:12 in name: code"
+_NAMED = re.compile(r"([A-Za-z_][\w.]*): ")  # a stub's message: "SGD.step: hint"
+
+
 class StudentRaised(StudentFault):
     def __init__(self, call: str | Callable[[], str], header: dict) -> None:
         """`header` as the worker writes it (worker._Session._raised); MalformedReply when a field
@@ -64,9 +69,15 @@ class StudentRaised(StudentFault):
 
     @property
     def is_stub(self) -> bool:
-        """Raised by an untouched stub (not, say, by torch's own NotImplementedError)."""
-        return (self.type_name == "NotImplementedError" and not self.context and bool(self.where)
-                and "raise NotImplementedError(" in self.where[-1])
+        """Raised by an untouched stub (not, say, by torch's own NotImplementedError): a stub says
+        `<function>: <hint>` (checks build) from that very function, so a NotImplementedError that
+        names another function, raised elsewhere (a helper of the student's), is the code's own."""
+        if not (self.type_name == "NotImplementedError" and not self.context and bool(self.where)
+                and "raise NotImplementedError(" in self.where[-1]):
+            return False
+        frame = _FRAME.match(self.where[-1])
+        named = _NAMED.match(self.message)
+        return frame is None or named is None or named.group(1).split(".")[-1] == frame.group(1)
 
     def is_a(self, exception_type: type[BaseException]) -> bool:
         """Whether the student's exception is (a subclass of) this builtin exception type."""
