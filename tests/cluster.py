@@ -35,16 +35,18 @@ class LocalDask:
         process.wait(timeout=30)
 
 
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    environment = {**os.environ, "PYTHONPATH": str(SRC)}
+def _start(args: list[str], log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
+    environment = {**os.environ, **(environment or {}), "PYTHONPATH": str(SRC)}
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=out, stderr=subprocess.STDOUT,
                                 env=environment, start_new_session=True)
 
 
 @contextlib.contextmanager
-def local_dask(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator[LocalDask]:
-    """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded."""
+def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
+               worker_environment: dict[str, str] | None = None) -> Iterator[LocalDask]:
+    """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded;
+    `worker_environment`: variables the workers get on top of this process's (a PATH without bwrap)."""
     from distributed import Client
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,7 @@ def local_dask(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator
             cluster.processes[address] = _start(
                 ["worker", cluster.scheduler, "--host", "127.0.0.1", "--worker-port", str(worker_port),
                  "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"worker-{n}"],
-                folder / f"worker-{n}.log")
+                folder / f"worker-{n}.log", worker_environment)
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -599,7 +599,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         if args.scheduler or args.scheduler_file:
             try:
                 grader, where = _dask_grader(args, cluster)
-            except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
+            except RuntimeError as error:  # the scheduler cannot be reached or is unsafe, or no `cluster` extra
                 console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
         header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
@@ -666,13 +666,13 @@ def _unquoted_glob(path: Path) -> list[Path]:
 def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tuple[object, str]:
     """The Dask executor for --scheduler/--scheduler-file, its client closed with `cluster`."""
     try:
-        from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect
+        from checks.executors.dask_grader import ClusterProblem, DaskGrader, connect
     except ImportError as error:
         raise RuntimeError(f"--scheduler needs dask and distributed ({error}): "
                            "pip install -c constraints.txt -e '.[cluster]'") from None
     try:
         client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file))
-    except ClusterUnreachable as error:
+    except ClusterProblem as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
     return DaskGrader(client, device=args.settings.device), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "

@@ -20,6 +20,7 @@ from distributed import Client, Future, KilledWorker, as_completed
 
 from checks.course.assignment import Assignment
 from checks.executors.course import bundle_course
+from checks.executors.posture import worker_problem
 from checks.executors.serve import request_for
 from checks.executors.worker import PLUGIN_NAME, GradingPlugin, grade_on_worker
 from checks.grading.session import Source
@@ -28,13 +29,22 @@ from checks.suites.scoring import SubmissionResult
 CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler before `checks grade` gives up
 
 
-class ClusterUnreachable(Exception):
+class ClusterProblem(Exception):
+    """`checks grade --scheduler` and `checks serve --scheduler` cannot use the cluster; str() says why."""
+
+
+class ClusterUnreachable(ClusterProblem):
     """The scheduler could not be reached or has no workers; str() says which and what to check."""
 
 
+class ClusterUnsafe(ClusterProblem):
+    """A worker's sandbox would let student code reach the cluster (posture.py); str() says which and why."""
+
+
 def connect(address: str | None = None, *, scheduler_file: Path | None = None,
-            timeout: float = CONNECT_TIMEOUT) -> Client:
-    """A client of a running scheduler, by address (tcp://host:port) or scheduler file."""
+            timeout: float = CONNECT_TIMEOUT, check: bool = True) -> Client:
+    """A client of a running scheduler, by address (tls://host:port) or scheduler file, whose
+    workers may grade strangers' code (`check`; ClusterUnsafe naming the first that may not)."""
     where = address or f"the scheduler in {scheduler_file}"
     if scheduler_file is not None and not Path(scheduler_file).is_file():
         raise ClusterUnreachable(f"no scheduler file {scheduler_file} (written by `dask scheduler "
@@ -51,7 +61,24 @@ def connect(address: str | None = None, *, scheduler_file: Path | None = None,
         client.close()
         raise ClusterUnreachable(f"{where} has no workers after {timeout:g} s: start `dask worker` on "
                                  "the grading machines") from None
+    if check:
+        try:
+            check_cluster(client)
+        except BaseException:
+            client.close()
+            raise
     return client
+
+
+def check_cluster(client: Client) -> None:
+    """ClusterUnsafe when a worker's sandbox would let student code reach the cluster; each worker
+    checks again before it grades (one that joins later)."""
+    problems = client.run(worker_problem, on_error="return")
+    for address, problem in sorted(problems.items()):
+        if isinstance(problem, BaseException):
+            problem = f"it could not say how it grades ({type(problem).__name__}: {problem})"
+        if problem:
+            raise ClusterUnsafe(f"the Dask worker {address} may not grade submissions: {problem}")
 
 
 class DaskGrader:
