@@ -44,9 +44,11 @@ def _start(args: list[str], log: Path, environment: dict[str, str] | None = None
 
 @contextlib.contextmanager
 def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
-               worker_environment: dict[str, str] | None = None) -> Iterator[LocalDask]:
+               worker_environment: dict[str, str] | None = None,
+               environment: dict[str, str] | None = None) -> Iterator[LocalDask]:
     """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded;
-    `worker_environment`: variables the workers get on top of this process's (a PATH without bwrap)."""
+    `worker_environment`: variables the workers get on top of this process's (a PATH without bwrap);
+    `environment`: variables every process gets (the cluster's Dask config)."""
     from distributed import Client
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -55,14 +57,14 @@ def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
     seen: set[int] = set()
     try:
         cluster.processes["scheduler"] = _start(["scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                                 "--no-dashboard"], folder / "scheduler.log")
+                                                 "--no-dashboard"], folder / "scheduler.log", environment)
         for n in range(workers):
             worker_port = free_port()
             address = f"tcp://127.0.0.1:{worker_port}"
             cluster.processes[address] = _start(
                 ["worker", cluster.scheduler, "--host", "127.0.0.1", "--worker-port", str(worker_port),
                  "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"worker-{n}"],
-                folder / f"worker-{n}.log", worker_environment)
+                folder / f"worker-{n}.log", {**(environment or {}), **(worker_environment or {})})
         deadline = time.monotonic() + timeout
         while True:
             try:

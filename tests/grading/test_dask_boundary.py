@@ -6,6 +6,9 @@ At the fork level (bwrap hidden from the workers' PATH), on a cluster without TL
 --scheduler` and `checks serve --scheduler` refuse to start and say why, and a driver that skips
 its own check still gets nothing graded: each worker refuses too. With bubblewrap the same
 submission is graded and finds no route to the scheduler. Either way nothing reaches the cluster.
+And should a worker be taken over all the same, the driver believes only what it asked for: a
+reply rewritten as another student's is a grader error of the submission that was sent; and a
+worker killed beside a submission costs its neighbour a retry (alone), never its grade.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ import contextlib
 import io
 import os
 import shutil
+import signal
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -23,7 +29,9 @@ pytestmark = pytest.mark.long  # a real cluster: `make test-long`, which CI runs
 
 from checks import cli  # noqa: E402
 from checks.executors.dask_grader import DaskGrader, connect  # noqa: E402
-from checks.grading.batch import grade_to_folder  # noqa: E402
+from checks.executors.worker import PLUGIN_NAME, GradingPlugin  # noqa: E402
+from checks.grading.batch import BatchListener, grade_to_folder  # noqa: E402
+from checks.grading.session import Source, named_files  # noqa: E402
 from checks.course.assignment import load_assignment  # noqa: E402
 from checks.sandbox import jail  # noqa: E402
 
@@ -120,3 +128,88 @@ def test_bwrap_workers_grade_and_the_submission_finds_no_route_to_the_scheduler(
         with connect(cluster.scheduler) as client:
             assert "pwned" not in client.list_datasets()
     assert os.path.isdir(tmp_path)
+
+
+class ForgingPlugin(GradingPlugin):
+    """A worker taken over, as the issue's attacker took them: the attacker's reply is rewritten as
+    the honest student's, at full marks."""
+
+    def grade(self, bundle, request):
+        reply = super().grade(bundle, request)
+        if reply.get("value") and request["name"] == "attacker":
+            reply["value"]["name"] = "honest"
+            for question in reply["value"]["questions"]:
+                question["score"] = question["max_score"]
+        return reply
+
+
+@pytest.mark.skipif(jail.bwrap_problem() is not None, reason=f"bubblewrap cannot run here: {jail.bwrap_problem()}")
+def test_a_forged_reply_is_a_grader_error_of_its_own_submission_never_another_s_grade(make_course, tmp_path):
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import the tests
+    root = make_course(COURSE)
+    attacker = root / "subs" / "attacker"
+    shutil.copytree(root / "subs/honest", attacker)
+    toy = load_assignment(root, "toy")
+    with local_dask(tmp_path / "dask", workers=1) as cluster, connect(cluster.scheduler) as client:
+        alone = {r.name: r for r in DaskGrader(client)(toy, [Source.from_path(root / "subs/honest", named_files(toy))])}
+        client.register_plugin(ForgingPlugin(), name=PLUGIN_NAME)
+        summary = grade_to_folder(toy, [attacker, root / "subs/honest"], root / "out", grader=DaskGrader(client))
+    results = {r.name: r for r in summary.results}
+    assert sorted(results) == ["attacker", "honest"], summary.results
+    assert "filed as 'honest'" in results["attacker"].error and not results["attacker"].questions
+    assert not results["honest"].error and results["honest"].score == alone["honest"].score < 100
+
+
+ATTACKER = "zz_attacker"
+
+
+class NeighbourKiller(BatchListener):
+    """While the attacker's task runs, SIGKILLs the worker grading anyone else, as a submission that
+    could signal the other workers would; never the attacker's own."""
+
+    def __init__(self, client: distributed.Client) -> None:
+        self.client = client
+        self.kills: list[str] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def stopped(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _watch(self) -> None:
+        def executing(dask_worker) -> tuple[int, list[str]]:  # nested: pickled by value, workers cannot import tests
+            return os.getpid(), [str(key) for key, task in dask_worker.state.tasks.items() if task.state == "executing"]
+
+        while not self.stop.wait(0.05):
+            running = list(self.client.run(executing, on_error="ignore").values())
+            if not any(ATTACKER in key for _, keys in running for key in keys):
+                continue
+            for pid, keys in running:
+                grading = [key for key in keys if key.startswith("checks-grade-") and ATTACKER not in key]
+                if grading:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        self.kills.append(grading[0])
+
+
+def test_a_worker_lost_beside_a_submission_that_kills_it_costs_the_neighbour_a_retry_never_its_grade(
+        make_course, tmp_path):
+    """The neighbour whose worker dies while the attacker runs (Dask allows no second try here: it
+    would be KilledWorker at once) is graded again alone, and gets the grade it gets alone."""
+    root = make_course(COURSE)
+    shutil.copytree(root / "subs/honest", root / "subs" / ATTACKER)
+    toy = load_assignment(root, "toy")
+    no_retry = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    with local_dask(tmp_path / "dask", workers=2, environment=no_retry) as cluster, \
+            connect(cluster.scheduler) as client:
+        killer = NeighbourKiller(client)
+        summary = grade_to_folder(toy, [root / "subs" / ATTACKER, root / "subs/honest"], root / "out",
+                                  grader=DaskGrader(client), listener=killer)
+    assert killer.kills and all("honest" in key for key in killer.kills), killer.kills
+    assert not summary.failed, [(r.name, r.error) for r in summary.failed]
+    scores = {r.name: r.score for r in summary.results}
+    assert scores["honest"] == scores[ATTACKER] > 0 and len(scores) == 2
