@@ -35,16 +35,20 @@ class LocalDask:
         process.wait(timeout=30)
 
 
-def _start(args: list[str], log: Path) -> subprocess.Popen:
-    environment = {**os.environ, "PYTHONPATH": str(SRC)}
+def _start(args: list[str], log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
+    environment = {**os.environ, **(environment or {}), "PYTHONPATH": str(SRC)}
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, "-m", "dask", *args], stdout=out, stderr=subprocess.STDOUT,
                                 env=environment, start_new_session=True)
 
 
 @contextlib.contextmanager
-def local_dask(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator[LocalDask]:
-    """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded."""
+def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
+               worker_environment: dict[str, str] | None = None,
+               environment: dict[str, str] | None = None) -> Iterator[LocalDask]:
+    """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded;
+    `worker_environment`: variables the workers get on top of this process's (a PATH without bwrap);
+    `environment`: variables every process gets (the cluster's Dask config)."""
     from distributed import Client
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -53,14 +57,14 @@ def local_dask(folder: Path, workers: int = 2, timeout: float = 120) -> Iterator
     seen: set[int] = set()
     try:
         cluster.processes["scheduler"] = _start(["scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                                 "--no-dashboard"], folder / "scheduler.log")
+                                                 "--no-dashboard"], folder / "scheduler.log", environment)
         for n in range(workers):
             worker_port = free_port()
             address = f"tcp://127.0.0.1:{worker_port}"
             cluster.processes[address] = _start(
                 ["worker", cluster.scheduler, "--host", "127.0.0.1", "--worker-port", str(worker_port),
                  "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"worker-{n}"],
-                folder / f"worker-{n}.log")
+                folder / f"worker-{n}.log", {**(environment or {}), **(worker_environment or {})})
         deadline = time.monotonic() + timeout
         while True:
             try:

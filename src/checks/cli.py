@@ -611,7 +611,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         if args.scheduler or args.scheduler_file:
             try:
                 grader, where = _dask_grader(args, cluster)
-            except RuntimeError as error:  # the scheduler cannot be reached, or the `cluster` extra is missing
+            except RuntimeError as error:  # the scheduler cannot be reached or is unsafe, or no `cluster` extra
                 console.print(Text("error: ", style="red") + plain(str(error), lines=True), soft_wrap=True)
                 return 2
         header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
@@ -678,13 +678,13 @@ def _unquoted_glob(path: Path) -> list[Path]:
 def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tuple[object, str]:
     """The Dask executor for --scheduler/--scheduler-file, its client closed with `cluster`."""
     try:
-        from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect
+        from checks.executors.dask_grader import ClusterProblem, DaskGrader, connect
     except ImportError as error:
         raise RuntimeError(f"--scheduler needs dask and distributed ({error}): "
                            "pip install -c constraints.txt -e '.[cluster]'") from None
     try:
         client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file))
-    except ClusterUnreachable as error:
+    except ClusterProblem as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
     return DaskGrader(client, device=args.settings.device), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
@@ -1007,7 +1007,7 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         except client.ServerError as error:
             console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
             return 1
-        return show_submission(reply, credentials.url)
+        return _show_reply(reply, credentials.url)
     if _read_words(root, args):
         raise CourseError("`checks submit` submits the whole assignment: name the assignment and your folder only")
     assignment, folder = _student_assignment(root, args)
@@ -1030,7 +1030,7 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
                             + (f", number {reply['position']} in the queue" if reply.get("position") else "")),
                       soft_wrap=True)
         if args.no_wait:
-            console.print(reply["id"])
+            console.print(plain(reply["id"]))  # checked by the client: letters, digits, - and _; shown as text
             return 0
         reply = client.wait(reply["id"], credentials)
     except client.ServerError as error:
@@ -1038,13 +1038,24 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         if error.retry_after:
             console.print(plain(f"the next try is allowed in {error.retry_after:g} s"))
         return 1
-    return show_submission(reply, credentials.url)
+    return _show_reply(reply, credentials.url)
+
+
+def _show_reply(reply: dict, url: str) -> int:
+    """show_submission, and a result the server sent that is not one as a one-line error."""
+    try:
+        return show_submission(reply, url)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        console.print(Text("error: ", style="red") + plain(f"the server's reply is malformed ({type(error).__name__}: "
+                                                            f"{str(error)[:200]})"), soft_wrap=True)
+        return 1
 
 
 def show_submission(reply: dict, url: str) -> int:
-    """The feedback of a graded submission, as `checks test` prints it, with the score."""
+    """The feedback of a graded submission, as `checks test` prints it, with the score; every
+    string of the reply shown as text."""
     if reply.get("message"):
-        console.print(Text(reply["message"], style="red"), soft_wrap=True)
+        console.print(plain(reply["message"], "red", lines=True), soft_wrap=True)
         return 1
     result = SubmissionResult.from_dict(reply["result"]) if reply.get("result") else None
     if result is None and not reply.get("public"):
@@ -1077,9 +1088,6 @@ def show_submission(reply: dict, url: str) -> int:
 
 
 def _fetch(root: Path | None, args: argparse.Namespace) -> int:
-    import io
-    import zipfile
-
     from checks.server import client
 
     out = (args.out or Path(args.assignment)).resolve()
@@ -1090,15 +1098,11 @@ def _fetch(root: Path | None, args: argparse.Namespace) -> int:
     except client.ServerError as error:
         console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
         return 1
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        prefix = f"{args.assignment}/"
-        for info in archive.infolist():
-            relative = Path(info.filename.removeprefix(prefix))
-            if info.is_dir() or relative.is_absolute() or ".." in relative.parts or not info.filename.startswith(prefix):
-                continue
-            target = out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(archive.read(info))
+    try:
+        client.unpack_release(data, args.assignment, out)  # streamed, within caps; nothing left on a refusal
+    except client.ServerError as error:
+        console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
+        return 1
     console.print(plain(f"wrote {out}: {args.assignment} as released; `checks test` there runs its public checks"),
                   soft_wrap=True)
     return 0

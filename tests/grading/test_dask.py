@@ -1,7 +1,8 @@
 """`checks grade --scheduler`: a real Dask cluster (a LocalCluster of two worker processes on
 127.0.0.1) grades real submissions of 01_tensors and 02_autograd, hostile ones included, into
-the same gradebook as the local pool; a worker killed with SIGKILL mid-batch loses nothing, and
-a submission whose every try loses its worker becomes a grader failure while the batch goes on."""
+the same gradebook as the local pool; a worker killed with SIGKILL mid-batch loses nothing, and a
+submission whose every try (the last alone) loses its worker becomes a grader failure while the
+batch goes on."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from checks.executors.dask_grader import ClusterUnreachable, DaskGrader, connect
 from checks.grading.batch import BatchListener, expand_submission_paths, grade_to_folder  # noqa: E402
 from checks.grading.session import Source, grade_sources, named_files  # noqa: E402
 from checks.reports.gradebook import Gradebook  # noqa: E402
+from checks.sandbox import jail  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 from test_batch_tensors import gradebook_contents  # noqa: E402
@@ -84,8 +86,13 @@ def serving_processes() -> list[psutil.Process]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two single-threaded worker processes; a task that loses its worker three times is given up."""
-    with dask.config.set({"distributed.scheduler.allowed-failures": 2}):
+    """Two single-threaded worker processes; a task that loses its worker is given up at once
+    (then graded again alone by the driver): few kills, so that no nanny gives up restarting hers.
+    Their sandbox must have no network (bwrap): a plain cluster at the fork level is refused (issue 49)."""
+    if jail.bwrap_problem() is not None:
+        pytest.skip(f"grading on a plain Dask cluster needs the bwrap sandbox, which cannot run here: "
+                    f"{jail.bwrap_problem()} (tests/grading/test_dask_boundary.py shows the refusal)")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                          dashboard_address=None, silence_logs=50)
     try:
@@ -213,10 +220,12 @@ def test_killed_workers_lose_nothing_and_a_submission_that_kills_every_worker_fa
     summary = grade_to_folder(TENSORS, [*paths, poison], tmp_path / "dask", grader=DaskGrader(client),
                               listener=killer)
     assert any(POISON not in k for k in killer.kills), f"no ordinary submission lost its worker: {killer.kills}"
-    # allowed-failures = 2: three lost workers (fewer kills of its own when it waited on a worker killed for another)
-    assert 1 <= sum(POISON in k for k in killer.kills) <= 3, killer.kills
+    # allowed-failures = 0: a lost worker beside others, then one alone (none of its own beside others
+    # when it waited on a worker killed for another)
+    assert 1 <= sum(POISON in k for k in killer.kills) <= 2, killer.kills
     (failed,) = summary.failed
     assert failed.name == POISON and "Dask worker that graded it died" in failed.error, failed.error
+    assert "graded alone" in failed.error
     got = gradebook_contents(tmp_path / "dask")
     for part in ("submissions", "questions"):
         got[part] = [row for row in got[part] if POISON not in row[:2]]

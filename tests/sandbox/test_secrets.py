@@ -8,6 +8,7 @@ what only bwrap can give is tested there only (see the README's trust boundary).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 
@@ -210,3 +211,15 @@ def test_jailed_a_withheld_package_has_no_files_either(zygote, package):
     if zygote.isolation.kind != jail.BWRAP:
         pytest.skip("the fork level cannot hide a package's files (README)")
     assert spy(zygote, (package,)).from_disk(package) is False
+
+
+@pytest.mark.parametrize("package", jail.CLUSTER_PACKAGES)
+def test_the_grading_cluster_s_packages_are_withheld_from_every_worker(zygote, package):
+    """Issue 49: student code graded on a Dask worker cannot import distributed (or dask) to speak
+    the cluster's protocol, even where its question withholds nothing; jailed, their files are gone too."""
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed here (the `cluster` extra)")
+    found = spy(zygote).routes(package, f"/{package}/")
+    assert found["import"] is None and found["sys.modules"] == [] and found["memory maps"] == [], found
+    if zygote.isolation.kind == jail.BWRAP:
+        assert spy(zygote).from_disk(package) is False

@@ -4,15 +4,18 @@
 feedback and report exactly as for the local pool (resume, regrade and progress included): only
 the grading moves. The driver reads each submission (capped, as read_submission does) just
 before it is sent, keeping a bounded number in flight, and turns each reply into the
-SubmissionResult the local pool would have yielded. A worker killed mid-task is Dask's to
-retry elsewhere; a submission whose tasks kill workers `distributed.scheduler.allowed-failures`
-times (Dask's default: 3) comes back as a grader failure with the reason, and the batch goes on.
+SubmissionResult the local pool would have yielded, believing only what it asked for
+(replies.py). A worker killed mid-task is Dask's to retry elsewhere; a submission whose tasks
+lose workers `distributed.scheduler.allowed-failures` times (Dask's default: 3) is graded once
+more alone, with nothing else out (a neighbour may have killed them), and only a submission
+whose workers die then too comes back as a grader failure with the reason; the batch goes on.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -20,6 +23,8 @@ from distributed import Client, Future, KilledWorker, as_completed
 
 from checks.course.assignment import Assignment
 from checks.executors.course import bundle_course
+from checks.executors.posture import worker_problem
+from checks.executors.replies import Questions, believed, expected_questions
 from checks.executors.serve import request_for
 from checks.executors.worker import PLUGIN_NAME, GradingPlugin, grade_on_worker
 from checks.grading.session import Source
@@ -28,13 +33,22 @@ from checks.suites.scoring import SubmissionResult
 CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler before `checks grade` gives up
 
 
-class ClusterUnreachable(Exception):
+class ClusterProblem(Exception):
+    """`checks grade --scheduler` and `checks serve --scheduler` cannot use the cluster; str() says why."""
+
+
+class ClusterUnreachable(ClusterProblem):
     """The scheduler could not be reached or has no workers; str() says which and what to check."""
 
 
+class ClusterUnsafe(ClusterProblem):
+    """A worker's sandbox would let student code reach the cluster (posture.py); str() says which and why."""
+
+
 def connect(address: str | None = None, *, scheduler_file: Path | None = None,
-            timeout: float = CONNECT_TIMEOUT) -> Client:
-    """A client of a running scheduler, by address (tcp://host:port) or scheduler file."""
+            timeout: float = CONNECT_TIMEOUT, check: bool = True) -> Client:
+    """A client of a running scheduler, by address (tls://host:port) or scheduler file, whose
+    workers may grade strangers' code (`check`; ClusterUnsafe naming the first that may not)."""
     where = address or f"the scheduler in {scheduler_file}"
     if scheduler_file is not None and not Path(scheduler_file).is_file():
         raise ClusterUnreachable(f"no scheduler file {scheduler_file} (written by `dask scheduler "
@@ -51,7 +65,24 @@ def connect(address: str | None = None, *, scheduler_file: Path | None = None,
         client.close()
         raise ClusterUnreachable(f"{where} has no workers after {timeout:g} s: start `dask worker` on "
                                  "the grading machines") from None
+    if check:
+        try:
+            check_cluster(client)
+        except BaseException:
+            client.close()
+            raise
     return client
+
+
+def check_cluster(client: Client) -> None:
+    """ClusterUnsafe when a worker's sandbox would let student code reach the cluster; each worker
+    checks again before it grades (one that joins later)."""
+    problems = client.run(worker_problem, on_error="return")
+    for address, problem in sorted(problems.items()):
+        if isinstance(problem, BaseException):
+            problem = f"it could not say how it grades ({type(problem).__name__}: {problem})"
+        if problem:
+            raise ClusterUnsafe(f"the Dask worker {address} may not grade submissions: {problem}")
 
 
 class DaskGrader:
@@ -71,20 +102,23 @@ class DaskGrader:
         `public`: grade with the assignment's public suite (the course server's public checks)."""
         self._register_plugin()
         bundle = bundle_course(assignment, self.device, public)
+        questions = expected_questions(assignment, public)  # what a reply may score: from the suite's source
         # a task, not scattered data: a worker that dies with it can have it computed again
         course = self.client.submit(lambda data: data, bundle, key=f"checks-course-{bundle.digest}", pure=False)
-        waiting = iter(sources)
-        running = as_completed(loop=self.client.loop)
-        names: dict[str, tuple[Future, str]] = {}  # task key -> its future and submission
+        batch = _Batch(iter(sources), as_completed(loop=self.client.loop))
         try:
-            yield from self._fill(assignment, waiting, course, running, names)
-            for future in running:
-                _, name = names.pop(future.key)
-                yield self._result(assignment, name, future)
-                yield from self._fill(assignment, waiting, course, running, names)
+            yield from self._fill(assignment, batch, course)
+            for future in batch.running:
+                _, source, alone = batch.names.pop(future.key)
+                result = self._result(assignment, source.name, future, questions, alone=alone)
+                if result is None:  # its worker was lost while others were graded beside it: once more, alone
+                    batch.alone.append(source)
+                else:
+                    yield result
+                yield from self._fill(assignment, batch, course)
         finally:
-            if names:  # closed early (Ctrl-C): nothing more is graded for this run
-                self.client.cancel([future for future, _ in names.values()])
+            if batch.names:  # closed early (Ctrl-C): nothing more is graded for this run
+                self.client.cancel([future for future, _, _ in batch.names.values()])
             course.release()
 
     def _register_plugin(self) -> None:
@@ -93,16 +127,21 @@ class DaskGrader:
         if not held or not all(held.values()):
             self.client.register_plugin(GradingPlugin(), name=PLUGIN_NAME)
 
-    def _fill(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
-              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
-        """Send submissions until the window is full; it follows workers joining or leaving (every 2 s)."""
+    def _fill(self, assignment: Assignment, batch: "_Batch", course: Future) -> Iterator[SubmissionResult]:
+        """Send submissions until the window is full; it follows workers joining or leaving (every 2 s).
+        A submission to be graded alone waits until nothing else is out, and holds back the rest."""
+        if batch.alone:
+            if not batch.names:
+                source = batch.alone.pop(0)
+                yield from self._send(assignment, iter([source]), course, batch, alone=True)
+            return
         if time.monotonic() - self._threads_at > 2:
             self._threads, self._threads_at = sum(self.client.nthreads().values()) or 1, time.monotonic()
-        for _ in range(max(0, (self.in_flight or self._threads) - len(names))):
-            yield from self._send(assignment, waiting, course, running, names)
+        for _ in range(max(0, (self.in_flight or self._threads) - len(batch.names))):
+            yield from self._send(assignment, batch.waiting, course, batch)
 
-    def _send(self, assignment: Assignment, waiting: Iterator[Source], course: Future, running: as_completed,
-              names: dict[str, tuple[Future, str]]) -> Iterator[SubmissionResult]:
+    def _send(self, assignment: Assignment, waiting: Iterator[Source], course: Future, batch: "_Batch", *,
+              alone: bool = False) -> Iterator[SubmissionResult]:
         """Send the next submission that can be read; one the grader fails to read is a grader failure."""
         for source in waiting:
             try:
@@ -113,22 +152,42 @@ class DaskGrader:
                 continue
             key = f"checks-grade-{assignment.name}-{source.name}-{uuid.uuid4().hex[:8]}"
             future = self.client.submit(grade_on_worker, course, request, key=key, pure=False)
-            running.add(future)
-            names[key] = (future, source.name)
+            batch.running.add(future)
+            batch.names[key] = (future, source, alone)
             return
 
-    def _result(self, assignment: Assignment, name: str, future: Future) -> SubmissionResult:
+    def _result(self, assignment: Assignment, name: str, future: Future, questions: Questions, *,
+                alone: bool) -> SubmissionResult | None:
+        """The task's own submission's result: a reply is believed only where it is that
+        submission's, with the assignment's questions and maxima (replies.py). None: its workers
+        were lost while it was graded beside others, which may have killed them: grade it alone."""
         try:
             reply = future.result()
         except KilledWorker as error:  # Dask gave up after distributed.scheduler.allowed-failures lost workers
+            if not alone:
+                return None
             return SubmissionResult(name, assignment.name, error=(
                 "every Dask worker that graded it died (killed, crashed or out of memory), as many times as "
-                f"the scheduler allows (distributed.scheduler.allowed-failures); not tried again: {error}"))
+                "the scheduler allows (distributed.scheduler.allowed-failures), the last of them while it was "
+                f"graded alone; not tried again: {error}"))
         except Exception as error:  # noqa: BLE001 - a grader failure, never the student's score
             return SubmissionResult(name, assignment.name, error=f"the Dask task failed: {type(error).__name__}: {error}")
         finally:
             future.release()
+        if not isinstance(reply, dict):
+            return believed(name, assignment, reply, questions)  # a grader failure saying what came back
         if reply.get("error") or reply.get("value") is None:
-            return SubmissionResult(name, assignment.name, error=(reply.get("error") or "no result").strip(),
-                                    sandbox=reply.get("sandbox", ""))
-        return SubmissionResult.from_dict(reply["value"])
+            error, sandbox = reply.get("error") or "no result", reply.get("sandbox", "")
+            return SubmissionResult(name, assignment.name, error=str(error).strip(),
+                                    sandbox=sandbox if isinstance(sandbox, str) else "")
+        return believed(name, assignment, reply["value"], questions)
+
+
+@dataclass
+class _Batch:
+    """One call's submissions: those not sent yet, those out (task key -> future, source, whether
+    graded alone), and those to grade again alone, once nothing else is out."""
+    waiting: Iterator[Source]
+    running: as_completed
+    names: dict[str, tuple[Future, Source, bool]] = field(default_factory=dict)
+    alone: list[Source] = field(default_factory=list)

@@ -4,7 +4,9 @@ one with its public suite, where the course server asks for its public checks).
 A pool (serve.WarmPool) starts with the first submission of its assignment that reaches the worker and then
 grades every later one (one pool per task running at once on the worker: start workers with
 `--nthreads 1` and one worker per core). The course arrives from the driver as a bundle
-(course.py), unpacked once per worker; a changed suite is a new bundle and new pools.
+(course.py), unpacked once per worker; a changed suite is a new bundle and new pools. A worker
+whose sandbox student code could reach the cluster from (posture.py) grades nothing: each task it
+is given is a grader error saying why.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from checks.executors.course import CourseBundle
+from checks.executors.posture import worker_problem
 from checks.executors.serve import PoolFailed, WarmPool
 
 PLUGIN_NAME = "checks-grading"
@@ -29,6 +32,9 @@ class GradingPlugin(WorkerPlugin):
     """Holds this worker's warm pools, by course bundle; idle pools wait for the next task."""
 
     def setup(self, worker: Any) -> None:
+        self._worker = worker
+        self._problem: str | None = None
+        self._checked = False  # the posture is read once, at the first task (it probes bubblewrap)
         self._dir = Path(tempfile.mkdtemp(prefix="checks-dask-"))
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
         self._lock = threading.Lock()
@@ -45,7 +51,14 @@ class GradingPlugin(WorkerPlugin):
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def grade(self, bundle: CourseBundle, request: dict) -> dict:
-        """The pool's reply for one submission; a pool that cannot start or dies is a grader failure."""
+        """The pool's reply for one submission; a pool that cannot start or dies is a grader failure,
+        and so is every submission given to a worker student code could reach the cluster from."""
+        with self._lock:
+            if not self._checked:
+                self._problem, self._checked = worker_problem(self._worker), True
+        if self._problem is not None:
+            return {"name": request["name"], "value": None,
+                    "error": f"the Dask worker {self._worker.address} grades nothing: {self._problem}"}
         try:
             pool = self._take(bundle)
         except PoolFailed as error:

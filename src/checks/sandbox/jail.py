@@ -35,6 +35,9 @@ FORK, BWRAP, AUTO = "fork", "bwrap", "auto"
 LEVELS = (AUTO, BWRAP, FORK)
 ENV_VARIABLE = "CHECKS_ISOLATION"  # named in messages; read by checks.config.settings only
 SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged uid per submission
+# the grading cluster's own packages: a sandbox that imported them could speak the cluster's
+# protocol (executors/posture.py); every zygote refuses them and, jailed, holds none of their files
+CLUSTER_PACKAGES = ("dask", "distributed")
 TMP_BYTES = 2 * 2**30  # the jail's /tmp, where the workers' homes are (memory: a tmpfs)
 
 

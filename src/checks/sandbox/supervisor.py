@@ -352,7 +352,9 @@ class _Server:
     def __init__(self, isolation: Isolation, run_dir: str, name: str, imports: tuple[str, ...],
                  without: tuple[str, ...], huge_pages: bool, owns_run: bool) -> None:
         """`owns_run`: the zygote removes the run's folder when the grader is gone (one started
-        by a process forked from the grader leaves it to the grader's)."""
+        by a process forked from the grader leaves it to the grader's). The cluster's packages are
+        withheld from every zygote (jail.CLUSTER_PACKAGES), whatever the questions withhold."""
+        without = tuple(sorted({*without, *jail.CLUSTER_PACKAGES}))
         self.address = os.path.join(run_dir, name)
         self.starter = os.getpid()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

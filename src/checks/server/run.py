@@ -91,10 +91,13 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
 def dask_grader(scheduler: str | None, scheduler_file: Path | None, stack: contextlib.ExitStack) -> Callable[[], Grader]:
     """Grading slots that send each submission to the Dask cluster (the `cluster` extra)."""
     try:
-        from checks.executors.dask_grader import DaskGrader, connect
+        from checks.executors.dask_grader import ClusterProblem, DaskGrader, connect
     except ImportError as error:
         raise CourseError(f"--scheduler needs dask and distributed ({error}): "
                           "pip install -c constraints.txt -e '.[cluster]'") from None
-    client = stack.enter_context(connect(scheduler, scheduler_file=scheduler_file))
+    try:  # refused where a worker's sandbox would let student code reach the cluster
+        client = stack.enter_context(connect(scheduler, scheduler_file=scheduler_file))
+    except ClusterProblem as error:
+        raise CourseError(str(error)) from None
     grader = DaskGrader(client, in_flight=1)
     return lambda: DaskPools(grader)
