@@ -423,6 +423,8 @@ class Student:
         self._modules = modules
         self._last_call: str | tuple[str, tuple, dict] = ""
         self.last_result: Any = None
+        # the last call returned a value (not a fault): a check that then raises met that value
+        self.returned = False
         self._noting = False  # in send_ahead: calls are noted, not made
 
     @property
@@ -480,7 +482,9 @@ class Student:
     def _request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
         if self._noting:
             raise _Noted(key, message)
+        self.returned = False
         self.last_result = self._sandbox.request(key, describe, message)
+        self.returned = True
         return self.last_result
 
 
