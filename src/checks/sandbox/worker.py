@@ -153,19 +153,15 @@ class _Home:
             return None
 
     @functools.cached_property
-    def _folders(self) -> frozenset[str]:
-        """The folders the submission's files are in, below the home."""
+    def _expected(self) -> dict[str, bool]:
+        """Every path the home holds as laid out: True for a folder, False for a file."""
         folders = set()
         for target in self.files:
             parent = os.path.dirname(target)
             while parent != self.path and parent.startswith(self.path + os.sep):
                 folders.add(parent)
                 parent = os.path.dirname(parent)
-        return frozenset(folders)
-
-    def _expected(self) -> dict[str, bool]:
-        """Every path the home holds as laid out: True for a folder, False for a file."""
-        return {**dict.fromkeys(self.files, False), self.output_path: False, **dict.fromkeys(self._folders, True)}
+        return {**dict.fromkeys(self.files, False), self.output_path: False, **dict.fromkeys(folders, True)}
 
     def stamp_again(self) -> None:
         """Take each file's stamp again (before any student code ran), as its metadata changed."""
@@ -176,7 +172,7 @@ class _Home:
         goes (bytecode a question wrote into __pycache__ too), every file of the submission that
         changed is written again, and what was printed is emptied."""
         os.chdir(self.path)
-        _remove_all_but(self.path, self._expected())
+        _remove_all_but(self.path, self._expected)
         os.truncate(self.output_path, 0)
         for target, data in self.files.items():
             if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
