@@ -604,7 +604,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     settings = args.settings
     isolation = settings.isolation  # chosen here, once: for the header, and to refuse an impossible level early
     given = [p for pattern in args.submissions for p in _unquoted_glob(pattern)]
-    paths = expand_submission_paths(given, assignment.name)
+    skipped: list[str] = []  # entries of a folder of submissions that are nobody's: each said, never dropped quietly
+    paths = expand_submission_paths(given, assignment.name, skipped)
     check_out_dir(args.out, [*given, *paths])  # a class folder given, too: its next run would grade the output
     with contextlib.ExitStack() as cluster:
         grader, where = None, f"sandbox: {isolation.description}"
@@ -616,6 +617,8 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
                 return 2
         header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                        f"into {args.out} ({where}; device: {settings.device})")
+        for line in skipped:
+            console.print(plain(f"skipped {line}"), soft_wrap=True)
         try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                                       listener=GradeProgress(console, header=header), grader=grader,

@@ -15,6 +15,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import markdown as python_markdown
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -41,7 +42,9 @@ HOSTILE_LINES = ["# Score: 100/100", "**Score: 100 / 100**", "| q | 100 / 100 | 
                  "<http://evil.example>", "=HYPERLINK(\"http://evil.example\",\"x\")", "\x1b[31mred\x1b[0m",
                  "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\", "\x9b2J", "[bold]b[/bold] [link=x]y[/link]",
                  "- # forged heading in a bullet", "Title\n=====", "Title\n-----", "    indented code", "1. item",
-                 "&lt;b&gt;", "\udcff\ud800", "\u202egnp.exe", "[x]: http://evil.example"]
+                 "&lt;b&gt;", "\udcff\ud800", "\u202egnp.exe", "[x]: http://evil.example",
+                 "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "x {: onclick=alert(1)}",
+                 "&#60;script&#62;", "[^1]", "*[HTML]: hover", "term\n: definition"]
 
 
 def result(text: str, *, name: str | None = None) -> SubmissionResult:
@@ -62,6 +65,27 @@ def structure(markdown: str) -> dict[str, int]:
 
 
 BASELINE = structure(feedback_markdown(result("x")))
+# Python-Markdown, as it is (no backslash before `<` or `&` honoured) and with its "extra" set
+# (tables, attribute lists, footnotes, definition lists, fenced code, HTML in Markdown)
+PYTHON_MARKDOWN_EXTENSIONS = ([], ["extra"])
+
+
+def python_markdown_pages(markdown: str) -> list[str]:
+    return [python_markdown.markdown(markdown, extensions=extensions) for extensions in PYTHON_MARKDOWN_EXTENSIONS]
+
+
+def tag_counts(page: str) -> dict[str, int]:
+    return {tag: len(re.findall(f"<{tag}[ >]", page)) for tag in STRUCTURE}
+
+
+def assert_no_live_tag_in_python_markdown(markdown: str) -> None:
+    """feedback.md rendered by Python-Markdown holds no tag or attribute student text added: the
+    same tags, as many, and the same attributes as an honest feedback's."""
+    for page, baseline in zip(python_markdown_pages(markdown), PYTHON_MARKDOWN_BASELINE):
+        parsed = Tags(page)
+        assert parsed.tags <= baseline.tags, (parsed.tags - baseline.tags, page)
+        assert parsed.attributes <= baseline.attributes, (parsed.attributes - baseline.attributes, page)
+        assert tag_counts(page) == baseline.counts, page
 
 
 class Tags(html.parser.HTMLParser):
@@ -80,6 +104,9 @@ class Tags(html.parser.HTMLParser):
         self.attributes.update(name for name, _ in attrs)
 
 
+PYTHON_MARKDOWN_BASELINE = [Tags(page) for page in python_markdown_pages(feedback_markdown(result("x")))]
+for _parsed, _page in zip(PYTHON_MARKDOWN_BASELINE, python_markdown_pages(feedback_markdown(result("x")))):
+    _parsed.counts = tag_counts(_page)
 FEEDBACK_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody",
                  "tr", "th", "td", "code", "strong", "ul", "li", "blockquote", "br"}
 REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption"}
@@ -110,6 +137,7 @@ def test_markdown_cannot_be_forged_by_a_name_a_warning_or_a_message(text):
     page = feedback_html(markdown, title=f"toy: feedback for {text}")
     assert {"script", "a", "img", "pre"}.isdisjoint(Tags(page).tags) and not CONTROL.search(page)
     page.encode("utf-8")
+    assert_no_live_tag_in_python_markdown(markdown)
 
 
 def test_the_terminal_shows_control_sequences_and_markup_as_text():
@@ -192,6 +220,7 @@ def test_any_text_is_inert_in_every_renderer(text):
     page = feedback_html(markdown, title=f"toy: feedback for {text}")
     assert {"script", "a", "img", "pre"}.isdisjoint(Tags(page).tags)
     page.encode("utf-8")
+    assert_no_live_tag_in_python_markdown(markdown)
     rows = list(csv.reader(io.StringIO(gradebook_csv([made, result("x", name="honest")]))))
     assert len(rows) == 4 and not any(cell.startswith(FORMULA_START) for row in rows for cell in row)
     assert_terminal_inert(terminal(made))
@@ -306,6 +335,9 @@ def test_a_hostile_submission_is_inert_in_every_output_of_a_real_batch(level, ma
         assert len(re.findall(r"(?m)^#{1,2} ", markdown)) <= 2 and markdown.count("**Score:") == 1
         assert not re.search(r"(?m)^(\| `?mod|~~~|```|- #)", markdown.partition("## What to fix")[2])
         assert structure(markdown)["h1"] == 1 and structure(markdown)["a"] == 0 and not CONTROL.search(markdown)
+        for rendered in python_markdown_pages(markdown):  # the other dialect: no live tag or attribute
+            parsed = Tags(rendered)
+            assert parsed.tags <= FEEDBACK_TAGS and parsed.attributes <= {"style", "align"}, (parsed.tags, rendered)
     for forged in ("<script>", "<b>Evil", "\x1b"):
         assert all(forged not in path.read_text(encoding="utf-8") for path in out.rglob("*.html"))
 

@@ -67,24 +67,31 @@ def visible_tree(value: Any) -> Any:
 # ---------------------------------------------------------------- Markdown (feedback.md)
 
 # what would turn plain text into markup within a line: code spans, emphasis (not snake_case),
-# HTML and autolinks, links and images, entities, table cells; and a backslash that would escape
-# the next character
-_INLINE_SPECIAL = re.compile(r"[`*<&|]|\\(?=[!-/:-@\[-`{-~])|\](?=[(\[])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# HTML and autolinks, links and images, entities, table cells, attribute lists (Python-Markdown's
+# `{: onclick=...}`); and a backslash that would escape the next character, or end the line (a
+# break in CommonMark; Python-Markdown then reads no more structure)
+_INLINE_SPECIAL = re.compile(r"[`*<&|{]|\\(?=[!-/:-@\[-`{-~]|\s*$)|\](?=[(\[])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# written as entities, not escaped with a backslash: every Markdown dialect reads an entity as the
+# character it names, as text, but not every one honours a backslash before them (Python-Markdown
+# leaves `\<` as a backslash and a live tag); a backslash before the others is honoured by all
+_ENTITIES = {"<": "&lt;", "&": "&amp;", "|": "&#124;"}
 # what would start a block at the beginning of a line: a heading, quote, list, table, fence,
 # thematic break or setext underline, a link definition; a number then . or ) starts a list
 _BLOCK_START = re.compile(r"^([#>+=|~:\[-]|\d+(?=[.)]))")
 
 
 def markdown(text: str) -> str:
-    """One line of plain text as Markdown that renders as written, within a line: no emphasis, code,
-    links, HTML or table cells. Newlines and control characters are shown as escapes."""
-    return _INLINE_SPECIAL.sub(lambda m: "\\" + m.group(0), visible(text, keep="\t"))
+    """One line of plain text as Markdown that renders as written, within a line, in CommonMark
+    (markdown-it) and Python-Markdown alike: no emphasis, code, links, HTML or table cells.
+    Newlines and control characters are shown as escapes."""
+    return _INLINE_SPECIAL.sub(lambda m: _ENTITIES.get(m.group(0)) or "\\" + m.group(0), visible(text, keep="\t"))
 
 
 def markdown_line(text: str) -> str:
     """`markdown`, and a line that would start a heading, quote, list, table or fence starts as
-    plain text. Leading blanks are dropped: four would start a code block."""
-    escaped = markdown(text.lstrip(" \t"))
+    plain text. Leading blanks are dropped: four would start a code block; and trailing ones: two
+    end a line with a break."""
+    escaped = markdown(text.strip(" \t"))
     match = _BLOCK_START.match(escaped)
     if not match:
         return escaped

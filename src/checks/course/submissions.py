@@ -503,17 +503,26 @@ def _answer_cells(entries: list[Listed], wanted: set[str] | None,
         return entries, {}
     notebook, files = found[0]
     cells: list[Listed] = []
+    not_text: dict[str, str] = {}  # a cell whose source no file can hold: the student's to mend
     for cell_name, code in files.items():
         safe = _safe_member(cell_name)
         if safe is None:
             warnings.append(f"{notebook.path}: an answer cell names {cell_name!r}, outside the submission; ignored")
             continue
-        data = code.encode("utf-8")
+        try:
+            data = code.encode("utf-8")
+        except UnicodeEncodeError as error:
+            line = code.count("\n", 0, error.start) + 1
+            not_text[safe] = (f"{notebook.path}: the answer cell for {safe} holds characters that are not text "
+                              f"(an unpaired surrogate, \\u{ord(code[error.start]):04x}, on line {line} of the cell), "
+                              "so it could not be graded; retype that line, or paste the released cell back")
+            continue
         cells.append(Listed(safe, len(data), lambda cap, data=data: data[:cap]))
     names = {cell.path for cell in cells}
     others = [e for e in entries if e is not notebook and e.path not in names]
-    no_cell = {name: missing_cell_note(name, notebook.path) for name in sorted(wanted)
+    no_cell = {name: not_text.get(name) or missing_cell_note(name, notebook.path) for name in sorted(wanted)
                if name not in names and all(e.path != name for e in others)}
+    warnings += [note for name, note in not_text.items() if name not in no_cell]
     return cells + others, no_cell
 
 

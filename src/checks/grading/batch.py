@@ -144,7 +144,8 @@ def check_out_dir(out_dir: Path, paths: list[Path | Found]) -> None:
                              f"beside it, or into it; {advice}")
 
 
-def expand_submission_paths(paths: list[Path], assignment: str | None = None) -> list[Found]:
+def expand_submission_paths(paths: list[Path], assignment: str | None = None,
+                            skipped: list[str] | None = None) -> list[Found]:
     """Each student's submission among the paths given (UsageError naming every path that does not exist).
 
     Folders, zips and notebooks as given; a folder that holds two or more of them (and no work of its
@@ -152,10 +153,15 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None) ->
     their work (alice/hw2/, alice/hw2.zip): graded as alice. A folder that holds one named for the
     assignment (nbgrader's submitted/<student>/<name>/, or <name>.ipynb) is one student's. An LMS's
     bulk download (a Canvas or Moodle folder or zip, or its files and folders given one by one:
-    course/lms.py) stands for each student in it, under the name and id the LMS gives them."""
+    course/lms.py) stands for each student in it, under the name and id the LMS gives them.
+
+    Hidden entries (a name that starts with a dot) count when telling a folder of submissions from
+    one submission, so that one cannot make its neighbours one student's; they are not graded.
+    `skipped`: a line is added for every entry of a folder of submissions that is not graded, saying why."""
     check_submission_paths(paths)
     found: list[Found] = []
     one_by_one: dict[Path, list[tuple[Path, lms.LmsName]]] = {}  # LMS-named files or folders, by folder
+    notes = skipped if skipped is not None else []
     for path in paths:
         if (path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()):
             continue  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
@@ -163,34 +169,54 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None) ->
         if named is not None and (path.is_dir() or path.is_file()):
             one_by_one.setdefault(path.parent, []).append((path, named))
             continue
-        found += _student(path, assignment, class_folder=True)
+        found += _student(path, assignment, class_folder=True, skipped=notes)
     for folder, given in one_by_one.items():
         found += _lms_students(folder, [(path.name, named) for path, named in given])
     return found
 
 
-def _submission_like(path: Path, assignment: str | None) -> list[Path]:
+def _submission_like(path: Path, assignment: str | None) -> tuple[list[Path], list[Path], list[tuple[Path, str]]]:
     """What in a folder may be a student's submission (folders, zips, notebooks), unless the folder
-    holds work of its own (.py files, quiz.toml, a folder or notebook named for the assignment)."""
+    holds work of its own (.py files, quiz.toml, a folder or notebook named for the assignment); the
+    hidden ones (submission-like but for a name that starts with a dot); and each other entry, with
+    why it is no submission."""
     if not path.is_dir() or any(path.glob("*.py")) or (path / "quiz.toml").exists():
-        return []
-    children = sorted(p for p in path.iterdir()
-                      if not p.name.startswith(".") and not is_skipped_dir(p.name)
-                      and (p.is_dir() or p.suffix in (".zip", NOTEBOOK_SUFFIX)))
+        return [], [], []
+    children: list[Path] = []
+    hidden: list[Path] = []
+    others: list[tuple[Path, str]] = []
+    for child in sorted(path.iterdir()):
+        like = child.is_dir() or child.suffix in (".zip", NOTEBOOK_SUFFIX)
+        if is_skipped_dir(child.name) or child.name in JUNK_FILES:
+            others.append((child, "a tool's or the system's own, nobody's submission"))
+        elif child.name.startswith(".") and like:
+            hidden.append(child)
+        elif child.name.startswith("."):
+            others.append((child, "a hidden file, not a folder, zip or notebook"))
+        elif like:
+            children.append(child)
+        else:
+            others.append((child, "not a folder, zip or notebook"))
     if any(assignment in (child.name, child.stem) for child in children):
-        return []
-    return children
+        return [], [], []
+    return children, hidden, others
 
 
-def _student(path: Path, assignment: str | None, *, class_folder: bool = False) -> list[Found]:
+def _student(path: Path, assignment: str | None, *, class_folder: bool = False,
+             skipped: list[str] | None = None) -> list[Found]:
     """The submission at `path`: a bulk download's students; with `class_folder`, a folder's two or
-    more submissions; else one student's. A folder that wraps a student's work in one zip or
-    notebook, and holds no work of its own, is read there, named for the folder (a lone folder
-    inside is dropped when the folder is read)."""
+    more submissions (hidden ones counted, though not graded: each skipped entry is noted in
+    `skipped`); else one student's. A folder that wraps a student's work in one zip or notebook,
+    and holds no work of its own, is read there, named for the folder (a lone folder inside is
+    dropped when the folder is read)."""
     if (download := _download(path)) is not None:
         return download
-    inside = _submission_like(path, assignment)
-    if class_folder and len(inside) >= 2:
+    inside, hidden, others = _submission_like(path, assignment)
+    if class_folder and len(inside) + len(hidden) >= 2:
+        if skipped is not None:
+            skipped += [f"{entry}: not graded; its name starts with a dot, which hides it (rename it to grade it)"
+                        for entry in hidden]
+            skipped += [f"{entry}: not graded; {why}" for entry, why in others]
         return [found for child in inside for found in _student(child, assignment)]
     if len(inside) == 1 and inside[0].is_file():
         return _download(inside[0]) or [Found(inside[0], Found(path).name)]

@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 32
-MAX_ITEMS = 1_000_000
+# values in all (an array is one): decoding is the grader's work, counted against the question but
+# at Python's pace (a million items took seconds); plain data a check reads is far smaller
+MAX_ITEMS = 100_000
 
 # dtypes that may cross the boundary, by name: numeric and bool only (no object, str or void
 # arrays), each in our byte order

@@ -54,6 +54,11 @@ KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 7, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
 LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
+CLONE_NEWIPC, CLONE_NEWUSER = 0x08000000, 0x10000000
+# the System V limits of a worker's own IPC namespace (kernel.shmmax and friends are per namespace):
+# its shared memory is capped like its temp space (temp_bytes), its queues and semaphores are few
+IPC_LIMITS = {"shmmni": "64", "msgmni": "16", "msgmnb": "16384", "sem": "64 1024 32 16"}
+DEFAULT_IPC_SHM_BYTES = 256 * 2**20  # where no temp_bytes is given
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH = 0x1, 0x20, 0x1000, 0x2
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
@@ -88,6 +93,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
         take_turns_on(config["cpus"])  # its grader's core: they take turns, never run together
     uid = config.get("uid")
     kept = _private_temp(home, config["temp_bytes"]) if uid is not None and config.get("temp_bytes") else None
+    own_ipc = _own_ipc_namespace(config.get("temp_bytes") or DEFAULT_IPC_SHM_BYTES)
     laid_out = _Home(home, config["files"], kept)
     _capture_output(laid_out.output_path)
     if uid is not None:
@@ -102,7 +108,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
         os.setuid(uid)  # from here on nothing of root is left: not even the saved uid
         if config.get("read_everything"):
             _read_everything()
-        _remove_leftovers(uid)
+        _KernelObjects(uid, own_ipc).remove()  # what earlier workers of the submission (its uid) left
     os.environ.update(HOME=home, TMPDIR=home)
     tempfile.tempdir = home
     os.chdir(home)
@@ -112,7 +118,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     modules = _SubmissionModules.install(laid_out)
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
-    _keep(sock, reader, control, laid_out, modules)
+    _keep(sock, reader, control, laid_out, modules, _KernelObjects(uid, own_ipc))
 
 
 class _Home:
@@ -130,7 +136,6 @@ class _Home:
             target = os.path.realpath(os.path.join(path, name))
             if target.startswith(path + os.sep):  # course/submissions.py refuses others already
                 self.files[target] = data
-        self.own_entries = {name.split("/")[0] for name in files} | {os.path.basename(self.output_path)}
         self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
 
@@ -147,13 +152,27 @@ class _Home:
         except OSError:  # the question after finds it missing, as the student's code left it
             return None
 
+    @functools.cached_property
+    def _expected(self) -> dict[str, bool]:
+        """Every path the home holds as laid out: True for a folder, False for a file."""
+        folders = set()
+        for target in self.files:
+            parent = os.path.dirname(target)
+            while parent != self.path and parent.startswith(self.path + os.sep):
+                folders.add(parent)
+                parent = os.path.dirname(parent)
+        return {**dict.fromkeys(self.files, False), self.output_path: False, **dict.fromkeys(folders, True)}
+
     def stamp_again(self) -> None:
         """Take each file's stamp again (before any student code ran), as its metadata changed."""
         self.stamps = {target: None if stamp is None else _stamp(target) for target, stamp in self.stamps.items()}
 
     def clear_up(self) -> None:
+        """Put the submission's folders back exactly as they were laid out: anything new in them
+        goes (bytecode a question wrote into __pycache__ too), every file of the submission that
+        changed is written again, and what was printed is emptied."""
         os.chdir(self.path)
-        remove_entries(self.path, keep=self.own_entries)
+        _remove_all_but(self.path, self._expected)
         os.truncate(self.output_path, 0)
         for target, data in self.files.items():
             if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
@@ -234,6 +253,44 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(code, module.__dict__)
 
 
+def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
+    """Remove from `folder`, as far as we may, every entry that is not in `expected` (a path, and
+    whether it is a folder) or not of that kind; links are removed, never followed."""
+    with contextlib.suppress(OSError):
+        os.chmod(folder, 0o700)  # a question may have locked it
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        wanted = expected.get(entry.path)
+        try:
+            is_folder = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_folder = False
+        if wanted is True and is_folder:
+            _remove_all_but(entry.path, expected)
+        elif wanted is False and not is_folder:
+            continue
+        else:
+            _remove_path(entry.path, is_folder)
+
+
+def _remove_path(path: str, is_folder: bool) -> None:
+    """Remove a file, link or folder (unlocking folders a question made unreadable first)."""
+    if not is_folder:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+    for folder, names, _ in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _clear_around(folder: str, kept: list[str]) -> None:
     """Remove what is in `folder` but the paths `kept` below it, and the folders on the way to them."""
     ways: dict[str, list[str]] = {}
@@ -262,11 +319,12 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home,
-          modules: _SubmissionModules) -> None:
+          modules: _SubmissionModules, kernel_objects: "_KernelObjects") -> None:
     """The keeper's loop: fork a question process, then wait for the grader's word on `control`
-    (a socket no question process holds). AFRESH: kill the question's processes, clear up, and
-    fork the next one, whose requests come on a new socket sent to the grader with the reply.
-    EOF (the grader is done): exit."""
+    (a socket no question process holds). AFRESH: kill the question's processes, clear up (files,
+    temp space, and what the question left in the kernel: `kernel_objects`), and fork the next one,
+    whose requests come on a new socket sent to the grader with the reply. EOF (the grader is
+    done): exit."""
     _adopt_orphans()
     keeper = os.getpid()
     handed: socket.socket | None = None  # the grader's end of the next question's socket
@@ -293,6 +351,7 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
             _end_question(pid)
             os._exit(0)
         home.clear_up()
+        kernel_objects.remove()
         sock, handed = socket.socketpair()
         reader = FrameReader(sock)
 
@@ -444,30 +503,88 @@ def _read_everything() -> None:
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_DAC_READ_SEARCH, 0, 0)  # best effort: exec'd children
 
 
-def _remove_leftovers(uid: int) -> None:
-    """Remove what earlier workers of the submission (our uid) may have left in the kernel to
-    carry a reference file to us: System V shared memory, queues and semaphores, and keys in
-    the uid's keyrings. Only their owner may remove them, so this runs as that uid."""
+class _KernelObjects:
+    """What a submission's code may leave in the kernel for a later question or submission: System
+    V shared memory, queues and semaphores, and keys in its uid's keyrings. POSIX message queues
+    are refused (RLIMIT_MSGQUEUE), POSIX shared memory lives in /dev/shm (temp space: emptied like
+    it), and a memfd dies with the last process that holds it."""
+
+    def __init__(self, uid: int | None, own_namespace: bool) -> None:
+        """`uid`: the submission's own, else None; `own_namespace`: the IPC namespace is the
+        worker's (_own_ipc_namespace), so that every object in it is the submission's."""
+        self.uid = uid
+        self.own_namespace = own_namespace
+
+    def remove(self) -> None:
+        """Remove them all, as far as we may: only their creator or owner may, so this runs as
+        the submission's uid. In a namespace of its own every System V object is the
+        submission's; in a shared one, those its uid made (where it has a uid of its own)."""
+        libc = _libc()
+        if self.uid is not None:
+            keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
+            if keyctl is not None:
+                persistent = libc.syscall(keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING)
+                for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING, persistent):
+                    if keyring != -1:
+                        libc.syscall(keyctl, KEYCTL_CLEAR, keyring)
+        if not self.own_namespace and self.uid is None:
+            return  # the grader's uid, in the machine's namespace: nothing here is surely the submission's
+        remove = {"shm": lambda object_id: libc.shmctl(object_id, IPC_RMID, None),
+                  "msg": lambda object_id: libc.msgctl(object_id, IPC_RMID, None),
+                  "sem": lambda object_id: libc.semctl(object_id, 0, IPC_RMID)}
+        for kind, remove_one in remove.items():
+            try:
+                with open(f"/proc/sysvipc/{kind}") as table:
+                    header, *rows = [line.split() for line in table]
+            except (OSError, ValueError):  # not Linux
+                return
+            for row in rows:
+                fields = dict(zip(header, row))
+                if self.own_namespace or str(self.uid) in (fields.get("uid"), fields.get("cuid")):
+                    with contextlib.suppress(ValueError, IndexError):
+                        remove_one(int(row[1]))
+
+
+def _own_ipc_namespace(shm_bytes: int) -> bool:
+    """Give this worker (and what it starts) an IPC namespace of its own: no System V object or
+    POSIX queue of another submission's is visible in it, everything in it dies with the worker's
+    last process, and its System V shared memory is capped at `shm_bytes` in all (kernel.shmall is
+    per namespace; the memory watch sees none of it). As root (or with CAP_SYS_ADMIN, jailed) a
+    plain unshare; else in a user namespace of our own, our uid and gid mapped to themselves, its
+    capabilities dropped at once. False where the kernel refuses both (the machine's namespace,
+    then: _KernelObjects removes what it can)."""
     libc = _libc()
-    keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
-    if keyctl is not None:
-        persistent = libc.syscall(keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING)
-        for keyring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING, persistent):
-            if keyring != -1:
-                libc.syscall(keyctl, KEYCTL_CLEAR, keyring)
-    remove = {"shm": lambda object_id: libc.shmctl(object_id, IPC_RMID, None),
-              "msg": lambda object_id: libc.msgctl(object_id, IPC_RMID, None),
-              "sem": lambda object_id: libc.semctl(object_id, 0, IPC_RMID)}
-    for kind, remove_one in remove.items():
-        try:
-            with open(f"/proc/sysvipc/{kind}") as table:
-                header, *rows = [line.split() for line in table]
-        except OSError:  # not Linux
-            return
-        for row in rows:
-            fields = dict(zip(header, row))
-            if str(uid) in (fields.get("uid"), fields.get("cuid")):  # its owner now, or its creator
-                remove_one(int(row[1]))
+    if libc.unshare(CLONE_NEWIPC) == 0:
+        _limit_ipc(shm_bytes)
+        return True
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
+        return False
+    try:
+        for name, text in (("uid_map", f"{uid} {uid} 1\n"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1\n")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+        _limit_ipc(shm_bytes)
+    finally:
+        _drop_capabilities()  # those a new user namespace gives over itself: the student gets none
+    return True
+
+
+def _limit_ipc(shm_bytes: int) -> None:
+    """The System V limits of our own IPC namespace, as far as the kernel lets us write them."""
+    pages = max(1, shm_bytes // os.sysconf("SC_PAGE_SIZE"))
+    for name, value in {"shmmax": str(shm_bytes), "shmall": str(pages), **IPC_LIMITS}.items():
+        with contextlib.suppress(OSError):
+            with open(f"/proc/sys/kernel/{name}", "w") as handle:
+                handle.write(value)
+
+
+def _drop_capabilities() -> None:
+    """No capability left, in this process or what it executes."""
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)(0, 0, 0, 0, 0, 0)
+    if _libc().capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
 
 
 def _apply_limits(limits: dict) -> None:

@@ -41,9 +41,56 @@ def failed_how(message: str) -> str:
 
 
 def summarize(value: Any, limit: int = MAX_SUMMARY) -> str:
-    """A one-line description, short enough for a table cell or a feedback line."""
-    text = _summarize(value)
+    """A one-line description, short enough for a table cell or a feedback line. Its work is
+    bounded by `limit`, not by the value: a container is described only until the line is full
+    (a student's value may hold a hundred thousand items), and a long str is cut before repr."""
+    parts: list[str] = []
+    _Summary(parts, limit + 1).add(value)
+    text = "".join(parts)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Summary:
+    """Writes a value's description into `parts` until `room` characters are written, then stops."""
+
+    def __init__(self, parts: list[str], room: int) -> None:
+        self.parts = parts
+        self.room = room
+
+    def write(self, text: str) -> None:
+        self.parts.append(text[: max(self.room, 0)])
+        self.room -= len(text)
+
+    def add(self, value: Any) -> None:
+        if self.room <= 0:
+            return
+        if isinstance(value, (tuple, list)):
+            opening, closing = ("(", ",)" if len(value) == 1 else ")") if isinstance(value, tuple) else ("[", "]")
+            self.write(opening)
+            for index, item in enumerate(value):
+                if self.room <= 0:
+                    return
+                if index:
+                    self.write(", ")
+                self.add(item)
+            self.write(closing)
+        elif isinstance(value, dict):
+            self.write("{")
+            for index, (key, item) in enumerate(value.items()):
+                if self.room <= 0:
+                    return
+                self.write((", " if index else "") + _leaf(key, self.room) + ": ")
+                self.add(item)
+            self.write("}")
+        else:
+            self.write(_leaf(value, self.room))
+
+
+def _leaf(value: Any, room: int) -> str:
+    """A value that is not a container, described; a str or bytes cut to `room` first."""
+    if isinstance(value, (str, bytes)) and len(value) > room:
+        return repr(value[:room])
+    return _summarize(value)
 
 
 def summarize_call(name: str, args: tuple, kwargs: dict) -> str:

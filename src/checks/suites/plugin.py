@@ -9,6 +9,7 @@ recorded as a grader error, never silently charged to the student.
 from __future__ import annotations
 
 import os
+import types
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
@@ -36,6 +37,7 @@ class ChecksPlugin:
                               submission_memory_bytes=assignment.submission_memory_mib * 2**20)
         self.errors: list[str] = []  # failures of the suite itself (collection); they stand for every submission
         self._open: tuple[tuple, QuestionSandbox] | None = None
+        self._student: Student | None = None  # the running test's
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
         self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
@@ -75,6 +77,7 @@ class ChecksPlugin:
     def student(self, request: pytest.FixtureRequest) -> Iterator[Student]:
         options, _ = self._item_info(request.node)
         reached = Student(self._sandbox_for(options), self.assignment.modules)
+        self._student = reached
         token = api.current_student.set(reached)
         try:
             yield reached
@@ -190,6 +193,7 @@ class ChecksPlugin:
 
     def pytest_runtest_logstart(self) -> None:  # before each test's set-up, whatever happens in it
         self._first_case_of_item = len(self.cases)
+        self._student = None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
@@ -214,7 +218,7 @@ class ChecksPlugin:
         passed = call.excinfo is None or call.excinfo.errisinstance(api.CaseSettled)
         error = None if passed else call.excinfo.value
         self._note_sandbox_failure(error)
-        message, grader_error = ("", False) if passed else _describe_failure(error, item.nodeid)
+        message, grader_error = ("", False) if passed else self._describe_failure(error, item.nodeid)
         if not passed and call.when == "teardown" and len(self.cases) > self._first_case_of_item:
             for case in self.cases[self._first_case_of_item:]:  # a failing teardown taints what it followed
                 case.passed, case.message = False, case.message or message
@@ -237,11 +241,23 @@ class ChecksPlugin:
     def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
                              error: Exception | None) -> None:
         self._note_sandbox_failure(error)
-        message, grader_error = ("", False) if error is None else _describe_failure(error, item.nodeid)
+        message, grader_error = ("", False) if error is None else self._describe_failure(error, item.nodeid)
         nodeid = f"{item.nodeid[:-1]}-{label}]" if item.nodeid.endswith("]") else f"{item.nodeid}[{label}]"
         self._record(item, nodeid, error is None, message, grader_error)
         if "device" in arguments:
             self.devices.add(str(arguments["device"]).split(":")[0])
+
+    def _describe_failure(self, error: BaseException | None, nodeid: str) -> tuple[str, bool]:
+        """(feedback, whether the grader itself is at fault). A check that raises on the value the
+        student's code just returned (a str where it reads a tuple, a key a driver's dict lost)
+        met the student's junk: that is the student's failure, told without the suite's text."""
+        message, grader_error = _describe_failure(error, nodeid)
+        student = self._student
+        if grader_error and student is not None and student.returned and _met_a_value(error):
+            return (f"{student.last_call}: what your code returned could not be checked (the check met a value "
+                    f"of a kind it does not expect: {type(error).__name__}); return values of the kinds and "
+                    "shapes the assignment asks for."), False
+        return message, grader_error
 
     def record_not_run(self, item: pytest.Item) -> None:
         """A test never started because the submission's time budget ran out: scored 0, the student's cost."""
@@ -283,6 +299,18 @@ def _test_key(item: pytest.Item) -> str:
 
 def _is_case_loop(item: pytest.Item) -> bool:
     return hasattr(getattr(item, "function", None), "checks_cases")
+
+
+# what reading a value of the wrong kind raises; a NameError, ImportError or OSError is the suite's own
+VALUE_ERRORS = (TypeError, ValueError, LookupError, AttributeError, ArithmeticError)
+
+
+def _met_a_value(error: BaseException | None) -> bool:
+    """Whether `error` is what a check raises on a value of a kind it does not expect (an
+    AttributeError of a module is a misspelt name in the suite: its own)."""
+    if not isinstance(error, VALUE_ERRORS) or isinstance(error, (api.CheckFailed, SandboxUnavailable)):
+        return False
+    return not (isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType))
 
 
 def _describe_failure(error: BaseException | None, nodeid: str) -> tuple[str, bool]:

@@ -24,6 +24,9 @@ from checks.suites.describe import summarize_call
 
 
 MAX_HANGS = 2  # a function that hung this often in one question is not called again there
+# a reply this small is read in microseconds: one that overran the question's budget is still the
+# value (the call's own time is what ran out, and the next call says so)
+READ_FREELY_BYTES = 64 * 1024
 SEND_AHEAD_BYTES = 64 * 1024  # calls sent ahead at once, at most (and at most Worker.send_capacity)
 
 
@@ -268,6 +271,7 @@ class QuestionSandbox:
         try:
             with self.budget.spending(self.qid):
                 header, payload = self._exchange(message)
+                value = self._read(describe, header, payload)  # reading a value is the question's time too
         except WorkerTimedOut:
             ran_out = self.budget.ran_out(self.qid)
             if ran_out:  # the budget, not the call's own limit: the worker was stopped
@@ -283,18 +287,25 @@ class QuestionSandbox:
                 raise StudentCrashed(describe, f"was stopped: {killed}") from None
             raise StudentCrashed(describe, "crashed the sandbox process: os._exit, a fatal signal or a memory "
                                      "or CPU limit; the calls after it ran in a fresh one") from None
+        ran_out = self.budget.ran_out(self.qid)
+        if ran_out and value.payload_bytes > READ_FREELY_BYTES:
+            raise StudentTimeout(describe, f"returned a value too large to read within the time limit: {ran_out}")
+        return value.result()
+
+    def _read(self, describe: Callable[[], str], header: dict, payload: bytes | None) -> "_Read":
+        """The reply read into a value or a fault, to be raised once its time is counted."""
         try:
-            return _value_or_fault(describe, header, payload)
-        except (StudentRaised, MissingFunction):
-            raise  # honest answers: the worker serves the next call
-        except StudentFault:
+            return _Read(_value_or_fault(describe, header, payload), None, len(payload or b""))
+        except (StudentRaised, MissingFunction) as fault:
+            return _Read(None, fault, len(payload or b""))
+        except StudentFault as fault:
             self._kill()  # whatever sent that may have sent more: start the next call afresh
-            raise
+            return _Read(None, fault, len(payload or b""))
         except Exception as error:  # noqa: BLE001 - a reply the parser cannot read was forged: the student's fault
             self._kill()
             detail = str(error) if isinstance(error, MalformedReply) else type(error).__name__
-            raise StudentCrashed(describe, f"sent back a malformed reply ({detail}); it was refused, and the calls "
-                                           "after it ran in a fresh sandbox process") from None
+            return _Read(None, StudentCrashed(describe, f"sent back a malformed reply ({detail}); it was refused, and "
+                                                        "the calls after it ran in a fresh sandbox process"), 0)
 
     def _exchange(self, message: dict) -> tuple[dict, bytes | None]:
         """The worker's reply to `message`: sent ahead already, or sent now, after the calls sent
@@ -351,6 +362,18 @@ class QuestionSandbox:
             self.ahead.clear()
             self.workers.give_back(self.config, self.worker)
             self.worker = None
+
+
+class _Read:
+    """A reply read: its value, or the fault to raise in its place; and how big it came."""
+
+    def __init__(self, value: Any, fault: StudentFault | None, payload_bytes: int) -> None:
+        self.value, self.fault, self.payload_bytes = value, fault, payload_bytes
+
+    def result(self) -> Any:
+        if self.fault is not None:
+            raise self.fault
+        return self.value
 
 
 def _pickle(message: dict) -> bytes:
@@ -434,6 +457,8 @@ class Student:
         self._modules = modules
         self._last_call: str | tuple[str, tuple, dict] = ""
         self.last_result: Any = None
+        # the last call returned a value (not a fault): a check that then raises met that value
+        self.returned = False
         self._noting = False  # in send_ahead: calls are noted, not made
 
     @property
@@ -495,7 +520,9 @@ class Student:
     def _request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
         if self._noting:
             raise _Noted(key, message)
+        self.returned = False
         self.last_result = self._sandbox.request(key, describe, message)
+        self.returned = True
         return self.last_result
 
 
