@@ -30,7 +30,7 @@ from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_sub
 from checks.course.selection import check_questions, read_test_words
 from checks.grading.session import Source, named_files
 from checks.sandbox import jail, zygote
-from checks.reports.render import plain, print_failures, question_table
+from checks.reports.render import adjustment_line, plain, print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm
 from checks.suites.scoring import SubmissionResult
 
@@ -481,6 +481,12 @@ def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[As
         raise CourseError(f"{found} is a copy of {other}, not of {args.assignment}: here, use `checks "
                           f"{args.run_name} {other}`; for {args.assignment}, work in a copy of it or name the "
                           "course with --course DIR")
+    elif (here := find_assignment_copy(Path.cwd())) is not None:
+        other = read_marker(here)["assignment"]
+        if other != args.assignment:
+            raise CourseError(f"{here} is a copy of {other}, not of {args.assignment}: for {args.assignment}, work in "
+                              "a copy of it or name the course with --course DIR")
+        assignment = load_copy(here)  # in a copy (`checks fetch`): it describes the assignment PATH is checked for
     else:
         find_course_root()  # raises: no course, and no copy of an assignment here
         raise CourseError(f"no copy of {args.assignment} found")
@@ -1018,12 +1024,18 @@ def show_submission(reply: dict, url: str) -> int:
     if result.questions:
         console.print(question_table(result, show_points=True))
         print_failures(console, result)
-        console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
+        console.print(Text(f"\nscore: {result.final_score:g} / {result.max_score:g}", style="bold"))
+        if result.adjustments:  # the late penalty, as the gradebook counts it: never the raw score alone
+            console.print(plain(f"the checks gave {result.score:g}; then:"))
+            for adjustment in result.adjustments:
+                console.print(Text("  ") + plain(adjustment_line(adjustment)), soft_wrap=True)
     if public is not None and public.questions and not result.questions:  # hidden scores not released yet
         console.print(Text("public checks (the ones `checks test` runs):", style="bold"))
         console.print(question_table(public, show_points=True))
         print_failures(console, public)
         console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
+        console.print(plain(f"(out of the public checks' own {public.max_score:g} points: not your grade, which the "
+                            "hidden checks decide)"), soft_wrap=True)
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     if pending:
@@ -1032,7 +1044,7 @@ def show_submission(reply: dict, url: str) -> int:
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
     if not result.questions:  # graded, its hidden scores not released yet: the public checks say
         return 0 if public is None or public.score >= public.max_score else 1
-    return 0 if result.score >= result.max_score else 1
+    return 0 if result.final_score >= result.max_score else 1
 
 
 def _fetch(root: Path | None, args: argparse.Namespace) -> int:

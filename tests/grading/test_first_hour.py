@@ -1,0 +1,26 @@
+"""What a new student types in their first hour works as the docs show it (issue 44): inside a
+copy of an assignment (as `checks fetch` writes it), naming the assignment and another folder
+checks and packs that folder, described by the copy; no course is needed."""
+
+from __future__ import annotations
+
+import shutil
+
+from serving import REFERENCE, REPO, checks
+
+
+def test_in_a_copy_the_assignment_and_another_folder_are_checked_and_packed(tmp_path):
+    copy = tmp_path / "01_tensors"
+    shutil.copytree(REPO / "assignments" / "01_tensors", copy)  # what `checks fetch 01_tensors` writes
+    mine = tmp_path / "my-copy"
+    mine.mkdir()
+    for name in ("strides.py", "broadcasting.py", "quiz.toml"):
+        shutil.copy(REFERENCE / name, mine / name)
+    tested = checks("test", "01_tensors", str(mine), cwd=copy)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert f"public checks of 01_tensors on {mine}" in tested.stdout.replace("\n", "")
+    packed = checks("pack", "01_tensors", str(mine), "--out", str(tmp_path / "mine.zip"), cwd=copy)
+    assert packed.returncode == 0 and (tmp_path / "mine.zip").is_file(), packed.stdout + packed.stderr
+    other = checks("test", "02_autograd", str(mine), cwd=copy)  # not what this copy describes: said so
+    assert other.returncode == 2 and f"{copy} is a copy of 01_tensors, not of 02_autograd" in \
+        other.stdout.replace("\n", ""), other.stdout
