@@ -589,6 +589,10 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.policy_commands import load as load_course
 
     assignment = load_assignment(root, args.assignment)
+    if not assignment.autograder_dir.is_dir():  # a student's install: the release, without the hidden suites
+        raise CourseError(f"{assignment.name} has no hidden suite here ({assignment.autograder_dir} is missing): "
+                          "`checks grade` is for the course staff, in the course repository; your own work is "
+                          f"checked with `checks test {assignment.name}`")
     course = load_course(root, args)  # the whole policy checked now: a mistake changes nothing graded
     times = None
     if args.submitted_at == MTIME:

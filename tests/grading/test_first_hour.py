@@ -24,3 +24,17 @@ def test_in_a_copy_the_assignment_and_another_folder_are_checked_and_packed(tmp_
     other = checks("test", "02_autograd", str(mine), cwd=copy)  # not what this copy describes: said so
     assert other.returncode == 2 and f"{copy} is a copy of 01_tensors, not of 02_autograd" in \
         other.stdout.replace("\n", ""), other.stdout
+
+
+def test_checks_grade_in_a_students_install_says_it_is_for_staff(tmp_path):
+    """A student's install has the release (assignments/), not the hidden suites: `checks grade`
+    said "pytest could not run the suite (exit code 4)" per submission; it now stops at once."""
+    shutil.copytree(REPO / "assignments" / "01_tensors", tmp_path / "assignments" / "01_tensors")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("strides.py", "broadcasting.py", "quiz.toml"):
+        shutil.copy(REFERENCE / name, mine / name)
+    done = checks("grade", "01_tensors", str(mine), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    said = done.stdout.replace("\n", "")
+    assert done.returncode == 2 and "has no hidden suite here" in said and "checks test 01_tensors" in said, said
+    assert "exit code" not in said and not (tmp_path / "out").exists()
