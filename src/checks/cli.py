@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import difflib
 import glob
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -295,7 +296,28 @@ def _parser() -> argparse.ArgumentParser:
     from checks import lti_commands  # imports nothing of the `lms` extra until it runs
 
     lti_commands.add_commands(commands, _command)
+    if not _staff_here():  # a student's install: --help lists what a student runs (the rest still run)
+        commands._choices_actions = [action for action in commands._choices_actions  # noqa: SLF001
+                                     if action.dest in STUDENT_COMMANDS]
+        parser.epilog = ("examples:\n  checks test 01_tensors\n  checks submit\n\n`checks COMMAND --help` says more "
+                         "about each command. The course staff's commands (grade, serve, build, ...) are listed in "
+                         "the course repository, or with --course DIR.")
     return parser
+
+
+STUDENT_COMMANDS = ("test", "pack", "login", "submit", "fetch", "regrade-request")
+
+
+def _staff_here() -> bool:
+    """Whether --help lists the staff's commands: a course named (--course, CHECKS_COURSE), or one
+    with its hidden suites (autograder/) at or above the current folder; never in a student's copy
+    or a student's install (the release alone)."""
+    if os.environ.get("CHECKS_COURSE") or any(word == "--course" or word.startswith("--course=") for word in sys.argv):
+        return True
+    try:
+        return (find_course_root() / "autograder").is_dir()
+    except CourseError:
+        return False
 
 
 def _database_option(command: argparse.ArgumentParser) -> None:

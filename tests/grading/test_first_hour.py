@@ -38,3 +38,14 @@ def test_checks_grade_in_a_students_install_says_it_is_for_staff(tmp_path):
     said = done.stdout.replace("\n", "")
     assert done.returncode == 2 and "has no hidden suite here" in said and "checks test 01_tensors" in said, said
     assert "exit code" not in said and not (tmp_path / "out").exists()
+
+
+def test_checks_help_in_a_students_install_lists_the_students_commands(tmp_path):
+    shutil.copytree(REPO / "assignments" / "01_tensors", tmp_path / "assignments" / "01_tensors")
+    listed = checks("--help", cwd=tmp_path).stdout
+    commands = {line.split()[0] for line in listed.splitlines() if line.startswith("    ") and line.split()}
+    assert {"test", "pack", "submit", "fetch", "login"} <= commands and not commands & {"grade", "serve", "build"}
+    assert "--course DIR" in listed
+    staff = checks("--help", cwd=REPO).stdout  # the course repository, with its hidden suites
+    assert "    grade " in staff and "    serve " in staff
+    assert checks("grade", "--help", cwd=tmp_path).returncode == 0  # hidden from the list, not removed
