@@ -190,7 +190,7 @@ def class_course(temp: Path, name: str, clients: int, jobs: int, extra: str = ""
 
 # the course policy's two answers to what a student sees before the due date
 VISIBILITY = {"hidden results shown at once (the default; no public run)": "",
-              "hidden results after the due date (the public checks first)": "hidden_before_due = false\n"}
+              "hidden results after the due date (the public checks first)": "show_hidden = \"after_due\"\n"}
 
 
 def run_sqlite(temp: Path, args: argparse.Namespace, zips: list[bytes], baseline: float) -> float:

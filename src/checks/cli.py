@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import difflib
 import glob
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -30,7 +31,7 @@ from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_sub
 from checks.course.selection import check_questions, read_test_words
 from checks.grading.session import Source, named_files
 from checks.sandbox import jail, zygote
-from checks.reports.render import plain, print_failures, question_table
+from checks.reports.render import adjustment_line, plain, print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm
 from checks.suites.scoring import SubmissionResult
 
@@ -307,7 +308,28 @@ def _parser() -> argparse.ArgumentParser:
     from checks import lti_commands  # imports nothing of the `lms` extra until it runs
 
     lti_commands.add_commands(commands, _command)
+    if not _staff_here():  # a student's install: --help lists what a student runs (the rest still run)
+        commands._choices_actions = [action for action in commands._choices_actions  # noqa: SLF001
+                                     if action.dest in STUDENT_COMMANDS]
+        parser.epilog = ("examples:\n  checks test 01_tensors\n  checks submit\n\n`checks COMMAND --help` says more "
+                         "about each command. The course staff's commands (grade, serve, build, ...) are listed in "
+                         "the course repository, or with --course DIR.")
     return parser
+
+
+STUDENT_COMMANDS = ("test", "pack", "login", "submit", "fetch", "regrade-request")
+
+
+def _staff_here() -> bool:
+    """Whether --help lists the staff's commands: a course named (--course, CHECKS_COURSE), or one
+    with its hidden suites (autograder/) at or above the current folder; never in a student's copy
+    or a student's install (the release alone)."""
+    if os.environ.get("CHECKS_COURSE") or any(word == "--course" or word.startswith("--course=") for word in sys.argv):
+        return True
+    try:
+        return (find_course_root() / "autograder").is_dir()
+    except CourseError:
+        return False
 
 
 def _database_option(command: argparse.ArgumentParser) -> None:
@@ -493,6 +515,12 @@ def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[As
         raise CourseError(f"{found} is a copy of {other}, not of {args.assignment}: here, use `checks "
                           f"{args.run_name} {other}`; for {args.assignment}, work in a copy of it or name the "
                           "course with --course DIR")
+    elif (here := find_assignment_copy(Path.cwd())) is not None:
+        other = read_marker(here)["assignment"]
+        if other != args.assignment:
+            raise CourseError(f"{here} is a copy of {other}, not of {args.assignment}: for {args.assignment}, work in "
+                              "a copy of it or name the course with --course DIR")
+        assignment = load_copy(here)  # in a copy (`checks fetch`): it describes the assignment PATH is checked for
     else:
         find_course_root()  # raises: no course, and no copy of an assignment here
         raise CourseError(f"no copy of {args.assignment} found")
@@ -595,6 +623,10 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     from checks.policy_commands import load as load_course
 
     assignment = load_assignment(root, args.assignment)
+    if not assignment.autograder_dir.is_dir():  # a student's install: the release, without the hidden suites
+        raise CourseError(f"{assignment.name} has no hidden suite here ({assignment.autograder_dir} is missing): "
+                          "`checks grade` is for the course staff, in the course repository; your own work is "
+                          f"checked with `checks test {assignment.name}`")
     course = load_course(root, args)  # the whole policy checked now: a mistake changes nothing graded
     times = None
     if args.submitted_at == MTIME:
@@ -1073,12 +1105,18 @@ def show_submission(reply: dict, url: str) -> int:
     if result.questions:
         console.print(question_table(result, show_points=True))
         print_failures(console, result)
-        console.print(Text(f"\nscore: {result.score:g} / {result.max_score:g}", style="bold"))
+        console.print(Text(f"\nscore: {result.final_score:g} / {result.max_score:g}", style="bold"))
+        if result.adjustments:  # the late penalty, as the gradebook counts it: never the raw score alone
+            console.print(plain(f"the checks gave {result.score:g}; then:"))
+            for adjustment in result.adjustments:
+                console.print(Text("  ") + plain(adjustment_line(adjustment)), soft_wrap=True)
     if public is not None and public.questions and not result.questions:  # hidden scores not released yet
         console.print(Text("public checks (the ones `checks test` runs):", style="bold"))
         console.print(question_table(public, show_points=True))
         print_failures(console, public)
         console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
+        console.print(plain(f"(out of the public checks' own {public.max_score:g} points: not your grade, which the "
+                            "hidden checks decide)"), soft_wrap=True)
     if not reply.get("hidden_shown", True) or not result.questions:
         console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     if pending:
@@ -1087,7 +1125,7 @@ def show_submission(reply: dict, url: str) -> int:
     console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
     if not result.questions:  # graded, its hidden scores not released yet: the public checks say
         return 0 if public is None or public.score >= public.max_score else 1
-    return 0 if result.score >= result.max_score else 1
+    return 0 if result.final_score >= result.max_score else 1
 
 
 def _fetch(root: Path | None, args: argparse.Namespace) -> int:

@@ -2,7 +2,8 @@
 
 Only the files the assignment takes, and quiz.toml, go in (no notebooks, caches or data): what the
 student checked is what gets graded. A missing, misnamed or oversized file, or a quiz.toml that
-cannot be read, stops it before anything is written. Files still untouched (every function the
+cannot be read, stops it before anything is written (grading/handin.py: the same check the course
+server makes of an upload). Files still untouched (every function the
 stub left to write still raises its NotImplementedError) are packed, with a warning. The zip is the same for the same files (fixed dates),
 so a re-packed, unchanged submission is not graded again.
 """
@@ -17,8 +18,9 @@ from pathlib import Path
 
 from checks.course.assignment import Assignment, read_marker
 from checks.course.stubs import untouched
-from checks.course.submissions import MAX_FILE_BYTES, SubmissionError, list_folder, missing_files
-from checks.suites.quiz import QUIZ_FILE, answer_kinds, check_answers
+from checks.course.submissions import MAX_FILE_BYTES, SubmissionError, list_folder
+from checks.grading.handin import check_handin, submission_file_names
+from checks.suites.quiz import QUIZ_FILE
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can hold: the same files give the same bytes
 
@@ -33,13 +35,9 @@ class Packing:
     untouched: list[str] = field(default_factory=list)  # files with nothing implemented yet (packed anyway)
 
 
-def submission_file_names(assignment: Assignment) -> list[str]:
-    """The files a submission of this assignment consists of: its code files, and quiz.toml if it has a quiz."""
-    return list(assignment.files) + ([QUIZ_FILE] if answer_kinds(assignment) else [])
-
-
 def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
-    """Write `out` from `folder` unless a file is missing or the quiz is malformed (then nothing is written)."""
+    """Write `out` from `folder` unless a file is missing or the quiz is malformed (then nothing is
+    written): the check is grading.handin's, the one the course server makes of an upload."""
     packing = Packing()
     names = submission_file_names(assignment)
     try:
@@ -50,18 +48,10 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
     listed = {entry.path: entry for entry in listing.files}
     packing.problems += [warning for warning in listing.warnings  # strides.py: a symlink, ignored
                          if any(warning.startswith(f"{name}:") for name in names)]
-    packing.problems += missing_files(tuple(names), dict.fromkeys(listed, b""))
-    packing.problems += [f"{name} is {listed[name].size // 2**20} MiB; the grader reads files up to "
-                         f"{MAX_FILE_BYTES // 2**20} MiB" for name in names
-                         if name in listed and listed[name].size > MAX_FILE_BYTES]
-    kinds = answer_kinds(assignment)
-    if kinds and QUIZ_FILE in listed:
-        forms, unreadable = check_answers(kinds, listed[QUIZ_FILE].read(MAX_FILE_BYTES))
-        if unreadable:
-            packing.problems.append(unreadable)
-        else:
-            packing.problems += [f"{QUIZ_FILE}: {form.key}: {form.note}" for form in forms if form.malformed]
-            packing.unanswered = [form.key for form in forms if not form.answered]
+    quiz = listed[QUIZ_FILE].read(MAX_FILE_BYTES) if QUIZ_FILE in listed else None
+    found = check_handin(assignment, {path: entry.size for path, entry in listed.items()}, quiz)
+    packing.problems += found.problems
+    packing.unanswered = found.unanswered
     if packing.problems:
         return packing
     contents = {name: listed[name].read(MAX_FILE_BYTES) for name in names}

@@ -192,7 +192,7 @@ def _policy(root: Path, args: argparse.Namespace) -> int:
         rule = "none" if late.kind == "none" else f"{late.percent:g} % {late.kind.replace('_', ' ')}, cap {late.cap:g} %"
         console.print(plain(f"  {name}: release {_date(policy.release, policy.zone)}, due {_date(policy.due, policy.zone)}"
                             f"; late penalty {rule}, hard close {_date(late.close, policy.zone)}; counts {policy.counts}"
-                            f"; hidden checks before the due date: {'shown' if policy.hidden_before_due else 'not shown'}"),
+                            f"; hidden checks' results: {'after the due date' if policy.hidden_wait else 'shown at once'}"),
                       soft_wrap=True)
     roster = f"{len(course.roster.students)} students in {course.roster.path}" if course.roster else "no roster"
     console.print(plain(f"grace days: {course.grace.days} per student ({course.grace.mode}); {roster}"), soft_wrap=True)

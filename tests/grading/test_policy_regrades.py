@@ -14,8 +14,8 @@ import pytest
 from checks import cli
 from checks.course.assignment import CourseError
 from checks.policy.config import load_course
-from checks.policy.regrades import (answer, manual_adjustments, new_request, read_request_file, record_request,
-                                    threads, write_request)
+from checks.policy.regrades import (Manual, answer, applied, manual_adjustments, new_request, read_request_file,
+                                    record_request, threads, write_request)
 
 NOW = datetime(2030, 7, 1, 12, tzinfo=timezone.utc)
 COURSE = {
@@ -66,10 +66,33 @@ def test_answers_are_audited_and_the_latest_counts(make_course):
     (thread,) = threads(course)
     assert [(a.reply, a.points, a.by) for a in thread.answers] == [("No: the check is right.", 0.0, "tina"),
                                                                   ("On second look, yes.", 2.0, "ian")]
-    assert manual_adjustments(course, "toy") == {"s1": [(2.0, "regrade of good.add: On second look, yes.", "ian",
-                                                         "2030-07-01T12:00:00+00:00")]}
+    assert manual_adjustments(course, "toy") == {"s1": [Manual(2.0, "regrade of good.add: On second look, yes.", "ian",
+                                                               "2030-07-01T12:00:00+00:00", "good.add")]}
     with pytest.raises(CourseError, match="no regrade request 'nope'"):
         answer(course, "nope", "x", by="tina", now=NOW)
+
+
+def test_an_adjustment_keeps_its_question_within_bounds_and_answers_only_its_submission():
+    """+2.62 on a full question adds nothing (it gave 102.62 / 100); two requests on one question
+    of one submission: the later answer replaces the earlier; one tied to another submission is left out."""
+    scores = {"q.full": (4.0, 4.0), "q.half": (1.0, 4.0)}
+    manual = [Manual(2.62, "regrade of q.full: yes", "ian", "t", "q.full", "sub1"),
+              Manual(5.0, "regrade of q.half: yes", "ian", "t", "q.half"),
+              Manual(-9.0, "regrade of q.half: no", "ian", "t", "q.half", "sub1"),
+              Manual(1.0, "regrade of q.half: other", "ian", "t", "q.half", "sub2")]
+    kept = applied(manual, "sub1", scores)
+    assert [item.points for item in kept] == [0.0, 3.0, -4.0]
+    assert "kept within 0 to 4 points" in kept[0].reason and "gave +2.62" in kept[0].reason
+    assert "gave +5" in kept[1].reason and kept[2].reason.startswith("regrade of q.half: no (the answer gave -9")
+
+
+def test_a_later_request_on_the_same_question_replaces_the_earlier_adjustment(make_course):
+    course = load_course(make_course(COURSE))
+    for n, points in enumerate((1, 2)):
+        request = new_request("toy", "s1", "good.add", f"please {n}", now=NOW, submission="sub1")
+        record_request(course, request, by="s1", now=NOW)
+        answer(course, request.id, "yes", points=points, by="ian", now=NOW)
+    assert [item.points for item in manual_adjustments(course, "toy")["s1"]] == [2.0]
 
 
 def test_a_student_asks_staff_answer_and_the_gradebook_keeps_the_adjustment_apart(make_course, capsys):

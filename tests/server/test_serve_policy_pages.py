@@ -46,6 +46,7 @@ def test_staff_grant_and_revoke_an_extension_audited(served):
                    ).status_code == 403
     refused = ta.post("/staff/extensions", data={**grant, "until": "2099-02-01T00:00:00"})
     assert refused.status_code == 400 and "has no time zone" in refused.text
+    assert "New due date: the date" in refused.text and "--until" not in refused.text  # the form's words (issue 44)
     assert len(_records(server.folder, "extensions")) == before  # nothing recorded
     done = ta.post("/staff/extensions", data={**grant, "until": "2099-02-01T00:00:00+00:00"})
     assert done.status_code == 303, done.text
@@ -83,15 +84,17 @@ def test_a_student_asks_for_a_regrade_and_reads_the_staffs_answer(served):
     answer = f"/staff/regrades/{request['id']}/answer"
     assert ta.post(answer, data={"csrf": ta_csrf, "reply": "fine", "points": "two"}).status_code == 400
     assert student.post(answer, data={"csrf": csrf, "reply": "self-served", "points": "9"}).status_code == 403
-    assert ta.post(answer, data={"csrf": ta_csrf, "reply": "you are right", "points": "2"}).status_code == 303
+    over = ta.post(answer, data={"csrf": ta_csrf, "reply": "you are right", "points": "2"})  # it has full marks
+    assert over.status_code == 400 and "the adjustment must be from -4 to +0" in over.text  # never 102 / 100
+    assert ta.post(answer, data={"csrf": ta_csrf, "reply": "you are right, but", "points": "-2"}).status_code == 303
     answers = [r for r in _records(server.folder, "regrades") if r["event"] == "answer"]
-    assert [(a["reply"], a["points"], a["by"]) for a in answers] == [("you are right", 2.0, "tom")]
+    assert [(a["reply"], a["points"], a["by"]) for a in answers] == [("you are right, but", -2.0, "tom")]
     page = student.get(graded["url"]).text
-    assert "you are right" in page and "adjustment +2 points" in page
+    assert "you are right, but" in page and "adjustment -2 points" in page
     # the gradebook keeps it apart from the raw score, as `checks grade` does
     book = list(csv.DictReader(io.StringIO(ta.get("/staff/gradebook/01_tensors/csv").text)))
     row = next(r for r in book if r["student_id"] == "s001")
-    assert float(row["adjustment"]) == 2 and float(row["raw"]) == 100 and float(row["total"]) == 102, row
+    assert float(row["adjustment"]) == -2 and float(row["raw"]) == 100 and float(row["total"]) == 98, row
 
 
 def test_the_servers_gradebook_counts_the_submission_the_policy_says(tmp_path):

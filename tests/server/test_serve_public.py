@@ -17,7 +17,7 @@ pytest.importorskip("uvicorn")
 
 from checks.server.storage import Storage  # noqa: E402
 
-LATER = 'due = "2099-01-01T00:00:00+00:00"\nhidden_before_due = false\n'
+LATER = 'due = "2099-01-01T00:00:00+00:00"\nshow_hidden = "after_due"\n'
 
 
 def test_before_the_due_date_students_see_the_public_checks_and_no_hidden_score(tmp_path):
@@ -49,9 +49,15 @@ def test_before_the_due_date_students_see_the_public_checks_and_no_hidden_score(
         public_total = sum(q["max_score"] for q in public["questions"])
         assert f"Score: {public_total:g} / {public_total:g}" in html
         assert "Score: 100 / 100" not in html  # the hidden score
+        out_of = html.split('id="public-out-of"', 1)[1].split("</p>", 1)[0]
+        assert f"out of the public checks' own {public_total:g} points: it is not your grade" in out_of
 
         ta, csrf = signed_in(server, "tom", staff, "/staff")
-        assert ta.post("/staff/release", data={"assignment": "01_tensors", "csrf": csrf}).status_code == 303
+        unconfirmed = ta.post("/staff/release", data={"assignment": "01_tensors", "csrf": csrf})
+        assert unconfirmed.status_code == 400 and "tick the box" in unconfirmed.text  # it asks first (issue 44)
+        assert 'name="confirm" value="yes" required' in ta.get("/staff?assignment=01_tensors").text
+        assert ta.post("/staff/release", data={"assignment": "01_tensors", "csrf": csrf, "confirm": "yes"}
+                       ).status_code == 303
         with server.client(tokens["s002"]) as http:
             released = http.get(f"/api/submissions/{reply['id']}").json()
         assert released["hidden_shown"] is True

@@ -1,5 +1,5 @@
 """Hidden checks' scores and feedback wait for the due date (or the staff's release) where an
-course policy says `hidden_before_due = false`; the page and the API say which. The app is served in
+course policy says `show_hidden = "after_due"`; the page and the API say which. The app is served in
 process (Starlette's test client) over a real SQLite database, with results recorded as the
 grading threads record them.
 """
@@ -26,7 +26,7 @@ RESULT = {"name": "s001", "assignment": "01_tensors", "questions": [
 
 @pytest.mark.parametrize("due, shown", [("2099-01-01T00:00:00+00:00", False), ("2000-01-01T00:00:00+00:00", True)])
 def test_hidden_results_wait_for_the_due_date(tmp_path, due, shown):
-    folder = course_folder(tmp_path, policy=f'due = "{due}"\nhidden_before_due = false\n')
+    folder = course_folder(tmp_path, policy=f'due = "{due}"\nshow_hidden = "after_due"\n')
     config = load_config(folder)
     storage = Storage(config.storage_url)
     student = add_user(storage, User("s001", "Ada", "a@x", STUDENT)).token
@@ -45,3 +45,18 @@ def test_hidden_results_wait_for_the_due_date(tmp_path, due, shown):
             storage.release_hidden("01_tensors", "ian")
             reply = http.get(f"/api/submissions/{row.id}", headers={"Authorization": f"Bearer {student}"}).json()
             assert reply["hidden_shown"] and reply["result"]["questions"]
+
+
+def test_the_old_key_that_said_the_opposite_is_refused_naming_the_new_one(tmp_path):
+    """`hidden_before_due = true` showed the results before the due date: `checks serve` refuses it
+    (and `false`) with the key to write instead; the example course makes the safe choice explicit."""
+    from checks.policy.config import load_course
+    from serving import REPO, checks
+
+    folder = course_folder(tmp_path, policy='due = "2099-01-01T00:00:00+00:00"\nhidden_before_due = true\n')
+    refused = checks("serve", str(folder), "--port", "9")  # refused before it binds a port
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "`hidden_before_due` in [policy] is no longer read: write show_hidden = \"after_due\"" in refused.stdout
+    example = load_course(REPO / "examples" / "course")
+    assert {policy.show_hidden for policy in example.policies.values()} == {"after_due"}
+    assert 'show_hidden = "after_due"' in (REPO / "examples" / "course" / "course.toml").read_text()

@@ -23,7 +23,7 @@ COURSE_TOML = """
 roster = "roster.csv"
 [policy]
 time_zone = "Europe/Zurich"
-hidden_before_due = false
+show_hidden = "after_due"
 [policy.late]
 kind = "per_day"
 percent = 10
@@ -48,7 +48,7 @@ def test_a_course_policy_is_read_with_its_defaults_and_each_assignments_own(cour
     loaded = load_course(course('release = 2030-06-01T09:00:00\ndue = 2030-06-30T23:59:00\n[policy.late]\ncap = 30\n'))
     a1 = loaded.policy("a1")
     assert a1.due == datetime(2030, 6, 30, 23, 59, tzinfo=ZURICH) and a1.release.hour == 9
-    assert (a1.late.kind, a1.late.percent, a1.late.cap, a1.hidden_before_due) == ("per_day", 10, 30, False)
+    assert (a1.late.kind, a1.late.percent, a1.late.cap, a1.show_hidden) == ("per_day", 10, 30, "after_due")
     assert loaded.policy("a2").late.cap == 50  # the course's default
     assert loaded.grace.days == 2 and set(loaded.roster.students) == {"s001", "s002"}
 
@@ -67,6 +67,11 @@ def test_a_course_policy_is_read_with_its_defaults_and_each_assignments_own(cour
     ("due = 2030-06-30\n", "`due` in [policy] must be a date and time"),
     ("due = \"next friday\"\n", "[policy] due = 'next friday' is not a date and time"),
     ("counts = \"first\"\n", "`counts` in [policy] must be \"last\" or \"best\" or \"last_before_due\""),
+    # the old name said the opposite of what it did: refused, naming the new key (issue 44)
+    ("hidden_before_due = false\n", "`hidden_before_due` in [policy] is no longer read: write show_hidden = "
+                                    "\"after_due\""),
+    ("hidden_before_due = true\n", "\"at_once\" (shown as soon as graded)"),
+    ("show_hidden = true\n", "`show_hidden` in [policy] must be \"at_once\" or \"after_due\""),
 ])
 def test_bad_policy_is_refused_naming_the_file_and_key(course, a1_policy, says):
     root = course(a1_policy)
@@ -88,6 +93,7 @@ def test_a_date_without_a_time_zone_is_refused_where_the_course_names_none(cours
     ("[polcy]\n", "unknown key `polcy` (did you mean `policy`?)"),
     ("[policy.late]\npercent = -1\n", "`percent` in [policy.late] must be a percentage"),
     ("[grace]\ndays = 1.5\n", "`days` in [grace] must be a whole number of days"),
+    ("[policy]\nhidden_before_due = true\n", "`hidden_before_due` in [policy] is no longer read: write show_hidden"),
     ("[grace]\nmode = \"sometimes\"\n", "`mode` in [grace] must be \"auto\" or \"request\""),
     ('roster = "missing.csv"\n', "cannot read the roster"),
 ])

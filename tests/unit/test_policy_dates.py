@@ -117,13 +117,14 @@ def test_no_time_no_due_date_or_no_late_rule_charges_nothing():
     assert (unpunished.on_time, unpunished.penalty_percent) == (False, 0.0) and "no late penalty" in unpunished.reasons[-1]
 
 
-@pytest.mark.parametrize("hidden_before_due", [True, False])
-def test_release_and_hidden_results_turn_at_their_instant(hidden_before_due):
+@pytest.mark.parametrize("show_hidden", ["at_once", "after_due"])
+def test_release_and_hidden_results_turn_at_their_instant(show_hidden):
     release, due = datetime(2030, 6, 1, 9, tzinfo=ZURICH), datetime(2030, 6, 30, 23, 59, tzinfo=ZURICH)
-    rule = Policy("a1", zone=ZURICH, release=release, due=due, hidden_before_due=hidden_before_due)
+    rule = Policy("a1", zone=ZURICH, release=release, due=due, show_hidden=show_hidden)
+    at_once = show_hidden == "at_once"
     assert not released(rule, release - SECOND) and released(rule, release)
-    assert hidden_shown(rule, due - SECOND) is hidden_before_due and hidden_shown(rule, due)
-    assert hidden_shown(rule, due, due=due + timedelta(days=2)) is hidden_before_due  # an extension's due date
+    assert hidden_shown(rule, due - SECOND) is at_once and hidden_shown(rule, due)
+    assert hidden_shown(rule, due, due=due + timedelta(days=2)) is at_once  # an extension's due date
 
 
 def test_which_submission_counts():

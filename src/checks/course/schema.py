@@ -34,6 +34,7 @@ class Key:
     entries: "Schema | None" = None
     fields: "Schema | None" = None
     values: Kind | None = None
+    renamed: str = ""  # an old key, refused with what to write instead: a renamed key is never silently dropped
 
 
 Schema = Mapping[str, Key]
@@ -69,6 +70,8 @@ VISIBILITY = Kind(" or ".join(f'"{v}"' for v in VISIBILITIES), lambda value: val
 DATE_TIME = Kind("a date and time, such as 2030-06-30T23:59:00+02:00",
                  lambda value: type(value) in (datetime.datetime, str))
 PERCENT = Kind("a percentage from 0 to 100", lambda value: _is_number(value) and 0 <= value <= 100)
+SHOW_HIDDEN = ("at_once", "after_due")  # when students see the hidden checks' results
+SHOW_HIDDEN_KIND = Kind(" or ".join(f'"{v}"' for v in SHOW_HIDDEN), lambda value: value in SHOW_HIDDEN)
 LATE_KINDS = ("none", "per_day", "per_hour")
 LATE_KIND = Kind(" or ".join(f'"{v}"' for v in LATE_KINDS), lambda value: value in LATE_KINDS)
 COUNTS = ("last", "best", "last_before_due")  # which of a student's submissions counts
@@ -86,7 +89,10 @@ POLICY_TABLE: Schema = {
     "release": Key(DATE_TIME),
     "due": Key(DATE_TIME),
     "counts": Key(COUNTS_KIND),
-    "hidden_before_due": Key(BOOLEAN),
+    "show_hidden": Key(SHOW_HIDDEN_KIND),
+    # its old name said the opposite of what `true` did (true showed the results before the due date)
+    "hidden_before_due": Key(BOOLEAN, renamed='show_hidden = "after_due" (results wait for the due date) or '
+                                             '"at_once" (shown as soon as graded)'),
     "late": Key(TABLE, fields=LATE_TABLE),
 }
 
@@ -153,6 +159,8 @@ def problems(table: Mapping[str, Any], schema: Schema, within: str = "", outer: 
             close = difflib.get_close_matches(key, list(schema), n=1, cutoff=0.7)
             found.append(f"unknown key `{key}`{where}" + (f" (did you mean `{close[0]}`?)" if close
                                                          else f" (known: {', '.join(schema)})"))
+        elif spec.renamed:
+            found.append(f"`{key}`{where} is no longer read: write {spec.renamed} instead")
         elif not spec.kind.accepts(value):
             found.append(f"`{key}`{where} must be {spec.kind.words}, not {_describe(value)}")
         elif spec.fields is not None:  # a table within a table is named in full: [policy.late]

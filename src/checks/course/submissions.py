@@ -468,6 +468,7 @@ def _answer_cells(entries: list[Listed], wanted: set[str] | None,
         return entries, {}
     found: list[tuple[Listed, dict[str, str]]] = []
     unreadable: list[str] = []
+    cellless: list[Listed] = []  # notebooks read, with no answer cell: said so, never "not used"
     spent = 0  # what the notebooks read so far add up to: MAX_NOTEBOOKS_BYTES in all
     for entry in (e for e in entries if e.path.endswith(NOTEBOOK_SUFFIX)):
         if entry.size <= MAX_NOTEBOOK_BYTES and spent + entry.size > MAX_NOTEBOOKS_BYTES:
@@ -494,12 +495,18 @@ def _answer_cells(entries: list[Listed], wanted: set[str] | None,
                             "the last one was graded")
         if answers.files:
             found.append((entry, answers.files))
+        else:
+            cellless.append(entry)
     if len(found) > 1:
         raise SubmissionError(f"{len(found)} notebooks hold answer cells ({', '.join(e.path for e, _ in found)}): "
                               "keep only the one to be graded")
     if not found:
         if unreadable:
             raise SubmissionError("; ".join(unreadable))
+        if cellless:  # the notebook is the submission, without the cells that stand for its files
+            notebook = cellless[0]
+            return [e for e in entries if e is not notebook], {name: missing_cell_note(name, notebook.path)
+                                                                for name in sorted(wanted)}
         return entries, {}
     notebook, files = found[0]
     cells: list[Listed] = []
@@ -590,12 +597,14 @@ def _looks_like(path: str, name: str) -> bool:
 
 
 def _drop_enclosing_folder(entries: list[Listed], skipped: list[str]) -> tuple[list[Listed], list[str]]:
-    """Students often zip the folder rather than its contents: look inside one lone folder
-    (a .DS_Store beside it does not count). `skipped` (folders not looked into) is named the same way."""
-    files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
-    tops = {e.path.split("/", 1)[0] for e in files}
-    if len(tops) != 1 or not all("/" in e.path for e in files):
-        return entries, skipped
-    prefix = tops.pop() + "/"
-    return ([Listed(e.path.removeprefix(prefix), e.size, e.read) for e in entries],
-            [name.removeprefix(prefix) for name in skipped])
+    """Students often zip the folder rather than its contents, and sometimes the folder that holds
+    that folder (01_tensors/01_tensors/...): look inside each lone folder, however deep (a .DS_Store
+    beside it does not count). `skipped` (folders not looked into) is named the same way."""
+    while True:
+        files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
+        tops = {e.path.split("/", 1)[0] for e in files}
+        if len(tops) != 1 or not all("/" in e.path for e in files):
+            return entries, skipped
+        prefix = tops.pop() + "/"
+        entries = [Listed(e.path.removeprefix(prefix), e.size, e.read) for e in entries]
+        skipped = [name.removeprefix(prefix) for name in skipped]

@@ -19,6 +19,7 @@ from checks.policy import grace
 from checks.policy.config import Course
 from checks.policy.dates import decide, grace_days_needed, penalty_points
 from checks.policy.extensions import in_force
+from checks.policy import regrades
 from checks.policy.regrades import manual_adjustments
 from checks.policy.times import SubmissionTimes
 from checks.reports.gradebook import Graded, Gradebook
@@ -89,8 +90,9 @@ def apply_policy(course: Course, assignment: str, gradebook: Gradebook, times: d
                 items.append(Adjustment(LATE, points, "; ".join(decision.reasons), POLICY, stamp))
                 if points:
                     applied.late.append(record.name)
-            for points, reason, by, at in manual.get(student, []):
-                items.append(Adjustment(MANUAL, points, reason, by, at))
+            for given in regrades.applied(manual.get(student, []), record.source,
+                                          regrades.question_scores(record.result.questions)):
+                items.append(Adjustment(MANUAL, given.points, given.reason, given.by, given.at))
         adjustments[record.name] = items
     gradebook.set_policy(times, _keep_stamps(adjustments, records))
     return applied

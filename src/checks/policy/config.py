@@ -6,7 +6,7 @@ defaults, grace days, the roster) and each assignment's `[policy]` in its assign
 roster = "roster.csv"
 [policy]                       # every assignment's, unless its assignment.toml says otherwise
 time_zone = "Europe/Zurich"    # dates without an offset are read here; a day late ends at the due time
-hidden_before_due = false      # hidden checks' results wait for the due date
+show_hidden = "after_due"      # hidden checks' results wait for the due date ("at_once": shown when graded)
 counts = "last"                # last, best or last_before_due
 [policy.late]
 kind = "per_day"               # none, per_day or per_hour
@@ -33,12 +33,13 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from checks.course.assignment import CourseError, read_course_toml
-from checks.course.schema import ASSIGNMENT_TOML, POLICY_TABLE, TABLE, Key, Kind, Schema
+from checks.course.schema import ASSIGNMENT_TOML, POLICY_TABLE, SHOW_HIDDEN, TABLE, Key, Kind, Schema
 
 from checks.policy.roster import Roster, read_roster
 
 COURSE_FILE = "course.toml"
 GRACE_MODES = ("auto", "request")
+AT_ONCE, AFTER_DUE = SHOW_HIDDEN  # the hidden checks' results: shown when graded, or from the due date
 UTC = timezone.utc
 
 ANYTHING = Kind("any value", lambda value: True)
@@ -79,7 +80,12 @@ class Policy:
     due: datetime | None = None
     late: LatePolicy = LatePolicy()
     counts: str = "last"
-    hidden_before_due: bool = True
+    show_hidden: str = AT_ONCE  # AFTER_DUE: the hidden checks' results wait for the (student's) due date
+
+    @property
+    def hidden_wait(self) -> bool:
+        """Whether the hidden checks' results wait for the due date (show_hidden = "after_due")."""
+        return self.show_hidden == AFTER_DUE
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,7 @@ def read_policy(assignment: str, defaults: dict[str, Any], defaults_file: Path, 
                           "(taken per started day or hour late)")
     return Policy(assignment, zone=zone or (due.tzinfo if due else UTC) or UTC, release=release, due=due,
                   late=LatePolicy(kind, float(late.get("percent", 0)), float(late.get("cap", 100)), close),
-                  counts=merged.get("counts", "last"), hidden_before_due=merged.get("hidden_before_due", True))
+                  counts=merged.get("counts", "last"), show_hidden=merged.get("show_hidden", AT_ONCE))
 
 
 def _zone(name: str | None, path: Path, key: str) -> tzinfo | None:

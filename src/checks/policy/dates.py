@@ -34,7 +34,7 @@ def hidden_shown(policy: Policy, now: datetime, *, due: datetime | None = None) 
     """Whether a student sees the hidden checks' results at `now` (`due`: their own due date,
     an extension's, where they have one)."""
     due = due or policy.due
-    return policy.hidden_before_due or due is None or _utc(now) >= _utc(due)
+    return not policy.hidden_wait or due is None or _utc(now) >= _utc(due)
 
 
 def wall_clock_days_later(when: datetime, days: int, zone: tzinfo) -> datetime:

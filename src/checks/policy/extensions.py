@@ -71,9 +71,12 @@ def in_force(course: Course, assignment: str) -> dict[str, datetime]:
 
 
 def grant(course: Course, assignment: str, student: str, until: datetime | str | None, *, reason: str, by: str,
-          now: datetime) -> Extension:
+          now: datetime, fields: tuple[str, str] = ("--until", "--reason")) -> Extension:
     """Record an extension to `until` (None revokes the one in force): checked first, as the
-    course is (roster, assignment, time zone, a reason), then appended and on disk."""
+    course is (roster, assignment, time zone, a reason), then appended and on disk. `fields`: what
+    the person typed the date and the reason into, as a mistake names them (the command's options,
+    or a form's labels)."""
+    until_field, reason_field = fields
     if assignment not in course.policies:
         raise CourseError(f"no assignment {assignment!r} in {course.root / 'autograder'} "
                           f"(known: {', '.join(course.policies) or 'none'})")
@@ -81,11 +84,11 @@ def grant(course: Course, assignment: str, student: str, until: datetime | str |
     if student not in roster:
         raise CourseError(f"{student!r} is not on the roster ({roster.path}): extensions are for its students")
     if not reason.strip():
-        raise CourseError("say why (--reason): every extension is recorded with who, when and why")
+        raise CourseError(f"say why ({reason_field}): every extension is recorded with who, when and why")
     policy = course.policy(assignment)
-    when = None if until is None else read_when(until, course.named_zone(assignment), "--until", "the date")
+    when = None if until is None else read_when(until, course.named_zone(assignment), until_field, "the date")
     if when is not None and policy.due is not None and when.astimezone(timezone.utc) <= policy.due.astimezone(timezone.utc):
-        raise CourseError(f"--until {when.isoformat()} is not after the due date ({policy.due.isoformat()}): an "
+        raise CourseError(f"{until_field} {when.isoformat()} is not after the due date ({policy.due.isoformat()}): an "
                           "extension moves it later")
     extension = Extension(assignment, student, when, reason.strip(), by, now.astimezone(timezone.utc))
     path = records.records_path(course.folder, EXTENSIONS)

@@ -38,6 +38,7 @@ class Request:
     question: str
     message: str
     requested_at: str  # UTC, ISO 8601
+    submission: str = ""  # the course server's submission id it asks about ("": a request file's, the one graded)
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,10 @@ class Thread:
     answers: tuple[Answer, ...] = ()  # every one, oldest first: the audit trail
 
 
-def new_request(assignment: str, student: str, question: str, message: str, *, now: datetime) -> Request:
-    """A request, checked as a student types it: a question id and a message within bounds."""
+def new_request(assignment: str, student: str, question: str, message: str, *, now: datetime,
+                submission: str = "") -> Request:
+    """A request, checked as a student types it: a question id and a message within bounds.
+    `submission`: the course server's id of the submission it asks about."""
     for what, value in (("the assignment", assignment), ("your student id", student), ("the question", question)):
         if not value.strip() or len(value) > 200 or any(ch in value for ch in "\n\r\t"):
             raise CourseError(f"{what} must be a short name on one line, not {value!r}")
@@ -68,8 +71,9 @@ def new_request(assignment: str, student: str, question: str, message: str, *, n
     if len(message) > MAX_MESSAGE_CHARS:
         raise CourseError(f"the message is {len(message):,} characters; keep it within {MAX_MESSAGE_CHARS:,}")
     at = now.astimezone(timezone.utc).isoformat(timespec="seconds")
-    digest = hashlib.sha256(json.dumps([assignment, student, question, message, at]).encode()).hexdigest()[:12]
-    return Request(digest, assignment.strip(), student.strip(), question.strip(), message.strip(), at)
+    named = [assignment, student, question, message, at] + ([submission] if submission else [])
+    digest = hashlib.sha256(json.dumps(named).encode()).hexdigest()[:12]
+    return Request(digest, assignment.strip(), student.strip(), question.strip(), message.strip(), at, submission)
 
 
 def write_request(request: Request, folder: Path) -> Path:
@@ -90,7 +94,7 @@ def read_request_file(path: Path) -> Request:
         raise CourseError(f"{path} is not a regrade request checks wrote: {error}") from None
     if not isinstance(data, dict) or data.get("kind") != REQUEST_KIND:
         raise CourseError(f"{path} is not a regrade request checks wrote")
-    fields = {key: data.get(key) for key in Request.__dataclass_fields__}
+    fields = {key: data.get(key, "" if key == "submission" else None) for key in Request.__dataclass_fields__}
     if not all(isinstance(value, str) for value in fields.values()):
         raise CourseError(f"{path}: every field of a regrade request is a string")
     try:
@@ -100,7 +104,8 @@ def read_request_file(path: Path) -> Request:
     if asked is None or asked.tzinfo is None:
         raise CourseError(f"{path}: `requested_at` must be a date and time with its offset")
     # made again from its fields: the id is the content's, whatever the file says
-    return new_request(fields["assignment"], fields["student"], fields["question"], fields["message"], now=asked)
+    return new_request(fields["assignment"], fields["student"], fields["question"], fields["message"], now=asked,
+                       submission=fields["submission"])
 
 
 def record_request(course: Course, request: Request, *, by: str, now: datetime) -> bool:
@@ -143,7 +148,8 @@ def threads(course: Course, *, assignment: str | None = None, student: str | Non
         fields = line.fields
         try:
             if fields.get("event") == "request":
-                requests[fields["id"]] = Request(*(str(fields[key]) for key in Request.__dataclass_fields__))
+                requests[fields["id"]] = Request(*(str(fields.get(key, "") if key == "submission" else fields[key])
+                                                   for key in Request.__dataclass_fields__))
             elif fields.get("event") == "answer":
                 answers.setdefault(fields["id"], []).append(
                     Answer(str(fields["id"]), str(fields["reply"]), float(fields["points"]), str(fields["by"]),
@@ -157,16 +163,63 @@ def threads(course: Course, *, assignment: str | None = None, student: str | Non
             if assignment in (None, request.assignment) and student in (None, request.student)]
 
 
-def manual_adjustments(course: Course, assignment: str) -> dict[str, list[tuple[float, str, str, str]]]:
-    """Each student's answered requests on `assignment`, as (points, reason, by, at): what the
-    gradebook keeps as manual adjustments, apart from the automatic score."""
-    found: dict[str, list[tuple[float, str, str, str]]] = {}
+@dataclass(frozen=True)
+class Manual:
+    """An answered request's adjustment, tied to the question (and, on the server, the submission)
+    it answers."""
+
+    points: float
+    reason: str
+    by: str
+    at: str
+    question: str = ""
+    submission: str = ""  # "": a request file's, for the submission graded
+
+
+def manual_adjustments(course: Course, assignment: str) -> dict[str, list[Manual]]:
+    """Each student's answered requests on `assignment`: what the gradebook keeps as manual
+    adjustments, apart from the automatic score. A later request on the same question of the same
+    submission replaces an earlier one's adjustment (two answers to one question never stack)."""
+    latest: dict[tuple[str, str, str], Manual] = {}
     for thread in threads(course, assignment=assignment):
         if thread.answer is not None:
-            found.setdefault(thread.request.student, []).append(
-                (thread.answer.points, f"regrade of {thread.request.question}: {thread.answer.reply}", thread.answer.by,
-                 thread.answer.at))
+            request = thread.request
+            latest[(request.student, request.submission, request.question)] = Manual(
+                thread.answer.points, f"regrade of {request.question}: {thread.answer.reply}", thread.answer.by,
+                thread.answer.at, request.question, request.submission)
+    found: dict[str, list[Manual]] = {}
+    for (student, _, _), manual in latest.items():
+        found.setdefault(student, []).append(manual)
     return found
+
+
+def applied(manual: list[Manual], submission: str, questions: dict[str, tuple[float, float]]) -> list[Manual]:
+    """The adjustments that apply to `submission` (those tied to it, and those tied to none), each
+    kept within its question's bounds: `questions` maps a question id to (its score, its maximum),
+    and no adjustment takes a question above its maximum or below 0 (the reason says where one was
+    cut). One tied to another submission answers that one, not this: it is left out."""
+    given: dict[str, float] = {}
+    kept = []
+    for item in manual:
+        if item.submission and item.submission != submission:
+            continue
+        points = item.points
+        if questions:
+            score, most = questions.get(item.question, (0.0, 0.0))
+            before = given.get(item.question, 0.0)
+            points = round(min(max(score + before + item.points, 0.0), most) - score - before, 6) + 0.0
+            given[item.question] = before + points
+        reason = item.reason
+        if points != item.points:
+            reason += (f" (the answer gave {item.points:+g}; {item.question} is kept within 0 to "
+                       f"{questions.get(item.question, (0.0, 0.0))[1]:g} points)")
+        kept.append(Manual(points, reason, item.by, item.at, item.question, item.submission))
+    return kept
+
+
+def question_scores(result_questions: list) -> dict[str, tuple[float, float]]:  # noqa: ANN001 - QuestionResults
+    """(score, maximum) by question id, for `applied`."""
+    return {question.qid: (float(question.score), float(question.max_score)) for question in result_questions}
 
 
 def _stamp(now: datetime) -> str:

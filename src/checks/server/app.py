@@ -14,7 +14,7 @@ import math
 import time
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -42,7 +42,7 @@ from checks.server.queue import GradingQueue
 from checks.server.storage import DONE, FAILED, GRADING, QUEUED, Storage, SubmissionRow, User, new_id
 from checks.server.uploads import UploadRefused, as_zip, store
 from checks.server.web import BodyLimit, SecurityHeaders, client_address, session_secret
-from checks.suites.scoring import SubmissionResult
+from checks.suites.scoring import MANUAL, Adjustment, SubmissionResult
 
 TEMPLATES = Path(__file__).parent / "templates"
 STYLE = (TEMPLATES / "style.css").read_text()
@@ -100,6 +100,9 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
     templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
     templates.globals["utc"] = timezone.utc
+    zone = config.course.zone if config.course is not None else timezone.utc
+    templates.filters["local"] = lambda when, seconds=False: local_time(
+        datetime.fromisoformat(when) if isinstance(when, str) else when, zone, seconds=seconds)
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
@@ -359,7 +362,7 @@ async def page_submit(server: Server, request: Request) -> Response:
     try:
         row = await _submit(server, user, assignment, parts, _grace_answer(form))
     except HTTPException as refused:
-        if refused.status_code not in (400, 403, 409, 413, 429):
+        if refused.status_code not in (400, 403, 409, 413, 422, 429):
             raise
         context = {**_home(server, user), "error": f"{assignment.name}: {refused.detail}"}
         return _render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
@@ -377,7 +380,7 @@ def _shown_for(server: Server, assignment: str, student: str) -> bool:
     """Whether `student` sees the hidden results of `assignment` now: the staff released them, or
     the policy does at the student's own due date (an extension moves it for them)."""
     policy = server.config.assignments[assignment]
-    if policy.policy.hidden_before_due:  # nothing waits: no records to read
+    if not policy.policy.hidden_wait:  # nothing waits: no records to read
         return True
     due = dates.extended_due(policy.policy, lateness.extension(_course(server), assignment, student))
     return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(assignment), due=due)
@@ -385,11 +388,9 @@ def _shown_for(server: Server, assignment: str, student: str) -> bool:
 
 def _late_view(server: Server, row: SubmissionRow) -> dict | None:
     """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
-    policy = server.config.assignments[row.assignment]
-    owner = server.storage.user(row.user_id)
-    if policy.due is None or owner is None or owner.staff:
+    decision = _decision(server, row)
+    if decision is None:
         return None
-    decision = lateness.decision(_course(server), policy, row.user_id, datetime.fromtimestamp(row.created, timezone.utc))
     return {"on_time": decision.on_time, "days_late": decision.days_late, "grace_days": decision.grace_days,
             "penalty_percent": decision.penalty_percent, "closed": decision.closed,
             "due": decision.due.isoformat() if decision.due else None, "reasons": list(decision.reasons)}
@@ -401,7 +402,7 @@ def _visibility_note(server: Server, assignment: str, shown: bool) -> str:
         return "Scores and feedback of every check are shown as soon as it is graded."
     if shown:
         return "The hidden checks' scores and feedback are released."
-    due = policy.due.strftime("%Y-%m-%d %H:%M UTC") if policy.due else "the staff release them"
+    due = local_time(policy.due, _zone(server)) if policy.due else "the staff release them"
     return f"The hidden checks' scores and feedback are shown after the due date ({due}); until then only whether it was read and graded."
 
 
@@ -413,7 +414,35 @@ def student_result(server: Server, row: SubmissionRow, user: User) -> Submission
     result = SubmissionResult.from_dict(row.result)
     if not user.staff and not _shown(server, row):
         result.questions = []
+        return result
+    return _charged(server, row, result)
+
+
+def _charged(server: Server, row: SubmissionRow, result: SubmissionResult) -> SubmissionResult:
+    """The result with what the course policy does to its score, as the gradebook applies it (its
+    late penalty, from the receipt time, and the answered regrade requests on this submission):
+    result.final_score is then the number the student reads wherever their score shows (`checks
+    submit`, the page, "My submissions", feedback)."""
+    manual = regrades.manual_adjustments(_course(server), row.assignment).get(row.user_id, [])
+    result.adjustments = [a for a in result.adjustments if a.kind != MANUAL] + [
+        Adjustment(MANUAL, given.points, given.reason, given.by, given.at)
+        for given in regrades.applied(manual, row.id, regrades.question_scores(result.questions))]
+    decided = _decision(server, row)
+    if decided is not None:
+        late = lateness.late_adjustment(decided, result.score, datetime.fromtimestamp(row.created, timezone.utc))
+        if late is not None:
+            result.adjustments = [late] + [a for a in result.adjustments if a.kind != late.kind]
+            result.submitted_at = datetime.fromtimestamp(row.created, timezone.utc).isoformat(timespec="seconds")
     return result
+
+
+def _decision(server: Server, row: SubmissionRow) -> dates.Decision | None:
+    """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
+    policy = server.config.assignments[row.assignment]
+    owner = server.storage.user(row.user_id)
+    if policy.due is None or owner is None or owner.staff:
+        return None
+    return lateness.decision(_course(server), policy, row.user_id, datetime.fromtimestamp(row.created, timezone.utc))
 
 
 def public_result(row: SubmissionRow) -> SubmissionResult | None:
@@ -510,7 +539,7 @@ def _terms_view(terms: lateness.Terms) -> dict:
     """What an upload now would cost, as the page and `checks submit` say it before a late upload."""
     return {"due": terms.due.isoformat() if terms.due else None, "days_late": terms.days_late,
             "closed": terms.closed, "grace_left": terms.term_left, "grace_mode": terms.mode, "asks": terms.asks,
-            "would_spend": terms.would_spend}
+            "would_spend": terms.spends_more}
 
 
 async def api_distribution(server: Server, request: Request) -> Response:
@@ -572,14 +601,25 @@ def _home(server: Server, user: User) -> dict:
 
 def _row_view(server: Server, row: SubmissionRow, user: User) -> dict:
     result = student_result(server, row, user)
-    return {"id": row.id, "assignment": row.assignment, "user": row.user_id, "created": _stamp(row.created),
+    return {"id": row.id, "assignment": row.assignment, "user": row.user_id, "created": _stamp(row.created, _zone(server)),
             "status": row.status if user.staff or row.status != FAILED else "grader problem",
-            "score": f"{result.score:g} / {result.max_score:g}" if result and result.questions else "",
+            "score": f"{result.final_score:g} / {result.max_score:g}" if result and result.questions else "",
             "error": row.error if user.staff else ""}
 
 
-def _stamp(when: float | None) -> str:
-    return "" if when is None else datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _stamp(when: float | None, zone: tzinfo = timezone.utc) -> str:
+    return "" if when is None else local_time(datetime.fromtimestamp(when, timezone.utc), zone, seconds=True)
+
+
+def local_time(when: datetime, zone: tzinfo, *, seconds: bool = False) -> str:
+    """A date and time as the course reads it: in its time zone ([policy] time_zone), named."""
+    local = when.astimezone(zone)
+    return local.strftime("%Y-%m-%d %H:%M" + (":%S" if seconds else "")) + f" {local.tzname() or zone}"
+
+
+def _zone(server: Server) -> tzinfo:
+    """The course's time zone, in which every page shows its dates (UTC where it names none)."""
+    return _course(server).zone
 
 
 async def home(server: Server, request: Request) -> Response:
@@ -598,16 +638,17 @@ async def submission_page(server: Server, request: Request) -> Response:
     result = student_result(server, row, user)
     body = public_body = ""
     if result is not None:
-        body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished)))
+        body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished, _zone(server))))
     public = public_result(row)
     if public is not None:
         public_body = _feedback_body(feedback_markdown(public, graded_at=""))
+    public_max = public.max_score if public is not None else 0
     threads = await run_in_threadpool(regrades.threads, _course(server), assignment=row.assignment,
                                       student=row.user_id)
     return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
-                   public_feedback=public_body, threads=threads,
+                   public_feedback=public_body, public_max=public_max, threads=threads,
                    questions=questions_seen(server, row, user) if row.user_id == user.id else [],
-                   refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created),
+                   refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created, _zone(server)),
                    files=_files(server, row) if user.staff else [])
 
 
@@ -628,7 +669,7 @@ async def feedback_page(server: Server, request: Request) -> Response:
     result = student_result(server, row, user)
     if result is None:
         raise HTTPException(404, "no feedback yet")
-    markdown = feedback_markdown(result, graded_at=_stamp(row.finished))
+    markdown = feedback_markdown(result, graded_at=_stamp(row.finished, _zone(server)))
     return HTMLResponse(feedback_html(markdown, title=f"{result.assignment}: feedback for {result.name}"),
                         headers={"Content-Security-Policy": FEEDBACK_CSP})
 
@@ -734,6 +775,9 @@ async def staff_release(server: Server, request: Request) -> Response:
     assignment = str(form.get("assignment", ""))
     if assignment not in server.config.assignments:
         raise HTTPException(400, "no such assignment")
+    if form.get("confirm") != "yes":  # no script on the pages: the form's checkbox is the confirmation
+        raise HTTPException(400, "releasing shows every student the hidden results before the due date: tick the "
+                                 "box that confirms it, then release")
     await run_in_threadpool(server.storage.release_hidden, assignment, user.id)
     return RedirectResponse(f"/staff?assignment={assignment}", status_code=303)
 

@@ -20,7 +20,7 @@ CONFIG_FILE = "course.toml"
 DATA_DIR = "data"  # the database and stored uploads, under the course folder by default
 MOVED = {  # the server's own keys of old, now the course policy's (issue 34): one source for every front end
     "due": "[policy] due in autograder/{name}/assignment.toml (or course.toml's [policy], for every assignment)",
-    "hidden": "[policy] hidden_before_due = false (\"after_due\") or true (\"visible\"), in "
+    "hidden": "[policy] show_hidden = \"after_due\" (\"after_due\") or \"at_once\" (\"visible\"), in "
               "autograder/{name}/assignment.toml or course.toml's [policy]",
 }
 
@@ -37,7 +37,7 @@ class AssignmentPolicy:
 
     @property
     def policy(self) -> Policy:
-        return self.rules or Policy(self.name, hidden_before_due=True)
+        return self.rules or Policy(self.name)
 
     @property
     def due(self) -> datetime | None:
@@ -50,7 +50,7 @@ class AssignmentPolicy:
     @property
     def hidden(self) -> str:
         """"visible" or "after_due", as the API has always said it."""
-        return "visible" if self.policy.hidden_before_due else "after_due"
+        return "after_due" if self.policy.hidden_wait else "visible"
 
     def is_open(self, now: datetime) -> bool:
         """Whether students may fetch and submit it now: switched on, and past its release date."""

@@ -17,7 +17,9 @@ from datetime import datetime, timezone
 from checks.course.assignment import CourseError
 from checks.policy import dates, extensions, grace
 from checks.policy.config import Course
+from checks.reports.render import POLICY
 from checks.server.config import AssignmentPolicy
+from checks.suites.scoring import LATE, Adjustment
 
 USE, NONE = "use", "none"  # the answers to "spend grace days on this late upload?"
 
@@ -40,7 +42,19 @@ class Terms:
 
     @property
     def would_spend(self) -> int:
+        """Grace days this assignment would hold in all after the upload (those it holds already too)."""
         return min(self.days_late, self.grace_left)
+
+    @property
+    def spent_here(self) -> int:
+        """Grace days this assignment holds already (an earlier late upload's)."""
+        return self.grace_left - self.term_left
+
+    @property
+    def spends_more(self) -> int:
+        """Grace days the upload would take from the `term_left` every view shows (page, refusal,
+        `checks grace show`): those this assignment holds already are not spent twice."""
+        return max(0, self.would_spend - self.spent_here)
 
 
 def extension(course: Course, assignment: str, student: str) -> datetime | None:
@@ -76,10 +90,15 @@ def admit(course: Course, policy: AssignmentPolicy, student: str, now: datetime,
     if found.asks and answer is None:
         raise GraceQuestion(
             f"this upload is {found.days_late} day{'s' if found.days_late != 1 else ''} late and you have "
-            f"{found.grace_left} grace day{'s' if found.grace_left != 1 else ''} left: it would spend "
-            f"{found.would_spend}. Send it again saying so (`checks submit --use-grace-day`, or choose "
+            f"{_days(found.term_left)} left: it would spend {found.spends_more}"
+            + (f" more ({found.spent_here} already spent on {policy.name})" if found.spent_here else "")
+            + ". Send it again saying so (`checks submit --use-grace-day`, or choose "
             "\"spend grace days\" on the page), or take the late penalty (`--no-grace-day`)")
     return found
+
+
+def _days(n: int) -> str:
+    return f"{n} grace day{'s' if n != 1 else ''}"
 
 
 def settle(course: Course, policy: AssignmentPolicy, student: str, found: Terms, answer: str | None,
@@ -106,3 +125,14 @@ def decision(course: Course, policy: AssignmentPolicy, student: str, submitted: 
     spent = grace.spent(course, student).get(policy.name, 0)
     return dates.decide(policy.policy, submitted, extension=extension(course, policy.name, student),
                         grace_days=spent)
+
+
+def late_adjustment(decided: dates.Decision, raw_score: float, submitted: datetime) -> Adjustment | None:
+    """The late penalty of a submission as the gradebook keeps it (grading.adjust.apply_policy
+    makes the same): what every view of the student's score applies, so that none shows the raw
+    score where the gradebook counts less. None when the policy had nothing to say."""
+    if not decided.reasons:
+        return None
+    points = 0.0 - dates.penalty_points(raw_score, decided.penalty_percent)
+    return Adjustment(LATE, points, "; ".join(decided.reasons), POLICY,
+                      submitted.astimezone(timezone.utc).isoformat(timespec="seconds"))

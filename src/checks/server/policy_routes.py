@@ -23,6 +23,7 @@ from checks.course.assignment import CourseError
 from checks.policy import extensions, regrades
 from checks.server import app
 from checks.server.app import Server
+from checks.suites.scoring import SubmissionResult
 
 
 def _now() -> datetime:
@@ -65,7 +66,8 @@ async def staff_extension(server: Server, request: Request) -> Response:
         if until == "":
             raise CourseError("give the new due date (such as 2030-07-07T23:59:00+02:00), or revoke")
         await run_in_threadpool(lambda: extensions.grant(app._course(server), assignment, student, until,
-                                                         reason=str(form.get("reason", "")), by=user.id, now=_now()))
+                                                         reason=str(form.get("reason", "")), by=user.id, now=_now(),
+                                                         fields=("New due date", "Why")))
     except CourseError as error:
         target = server.storage.user(student)
         if target is None:
@@ -98,6 +100,7 @@ async def staff_answer(server: Server, request: Request) -> Response:
             points = float(text)
         except ValueError:
             raise CourseError(f"the adjustment must be a number of points, not {text!r}") from None
+        await run_in_threadpool(_check_bounds, server, request_id, points)
         await run_in_threadpool(lambda: regrades.answer(app._course(server), request_id, str(form.get("reply", "")),
                                                         points=points, by=user.id, now=_now()))
     except CourseError as error:
@@ -105,6 +108,26 @@ async def staff_answer(server: Server, request: Request) -> Response:
         return app._render(server, request, "regrades.html.j2", status=400, threads=threads, assignment="",
                            error=str(error))
     return RedirectResponse("/staff/regrades", status_code=303)
+
+
+def _check_bounds(server: Server, request_id: str, points: float) -> None:
+    """CourseError where `points` would take the question the request asks about above its maximum
+    (or below 0) in the submission it asks about: the answer is refused, naming what is possible."""
+    thread = next((t for t in regrades.threads(app._course(server)) if t.request.id == request_id), None)
+    if thread is None or not thread.request.submission:
+        return  # regrades.answer names an unknown request; a request file's is bounded when it is applied
+    row = server.storage.submission(thread.request.submission)
+    result = None if row is None or row.result is None else SubmissionResult.from_dict(row.result)
+    scores = regrades.question_scores(result.questions) if result is not None else {}
+    if thread.request.question not in scores:
+        if points:
+            raise CourseError(f"{thread.request.question} has no score in submission {thread.request.submission}: "
+                              "no points can be added to it (answer with 0)")
+        return
+    score, most = scores[thread.request.question]
+    if not -score <= points <= most - score:
+        raise CourseError(f"{thread.request.question} has {score:g} of {most:g} points in submission "
+                          f"{thread.request.submission}: the adjustment must be from {-score:g} to {most - score:+g}")
 
 
 async def student_regrade(server: Server, request: Request) -> Response:
@@ -118,7 +141,8 @@ async def student_regrade(server: Server, request: Request) -> Response:
     if question not in app.questions_seen(server, row, user):
         raise HTTPException(400, f"no question {question!r} in this submission's results")
     try:
-        asked = regrades.new_request(row.assignment, user.id, question, str(form.get("message", "")), now=_now())
+        asked = regrades.new_request(row.assignment, user.id, question, str(form.get("message", "")), now=_now(),
+                                     submission=row.id)
         await run_in_threadpool(lambda: regrades.record_request(app._course(server), asked, by=user.id, now=_now()))
     except CourseError as error:
         raise HTTPException(400, str(error)) from None

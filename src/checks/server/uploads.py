@@ -3,7 +3,8 @@
 An upload is files (a browser form) or one zip (`checks submit`, or a student's own zip). Its
 size, file count and unpacked size are bounded before anything is inflated; the zip is then read
 as the grader will read it (course/submissions.py: caps, bombs, names that escape), so that one the
-grader would refuse is refused at once, with the reason. Only then is it written, fsynced and
+grader would refuse is refused at once, with the reason, and checked as `checks submit` checks a
+folder (grading/handin.py: every file the assignment takes, a well-formed quiz.toml). Only then is it written, fsynced and
 renamed into the data folder, and the folder fsynced: stored before the queue row is committed.
 """
 
@@ -18,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from checks.course.assignment import Assignment
-from checks.course.submissions import SubmissionError, read_submission
+from checks.course.submissions import Submission, SubmissionError, read_submission
+from checks.grading.handin import check_handin, submission_file_names
 from checks.grading.session import named_files
+from checks.suites.quiz import QUIZ_FILE
 
 UPLOADS_DIR = "uploads"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -103,6 +106,7 @@ def store(data: bytes, assignment: Assignment, data_dir: Path, submission_id: st
             submission = read_submission(Path(temp), named_files(assignment))
         except SubmissionError as error:
             raise UploadRefused(f"the grader could not read this submission: {error}") from None
+        refuse_incomplete(assignment, submission, names)
         final = folder / f"{submission_id}.zip"
         os.replace(temp, final)
         _fsync_folder(folder)
@@ -111,6 +115,21 @@ def store(data: bytes, assignment: Assignment, data_dir: Path, submission_id: st
         raise
     return Stored(str(final.relative_to(data_dir)), hashlib.sha256(data).hexdigest(), len(data), names,
                   list(submission.warnings))
+
+
+def refuse_incomplete(assignment: Assignment, submission: Submission, names: list[str]) -> None:
+    """UploadRefused unless the submission holds what `checks submit` requires of a folder
+    (grading.handin, one check for both): an upload missing a file, or with one misnamed, would be
+    graded with those questions at 0 and, where the last upload counts, replace a complete one.
+    `names`: the zip's member names, for the hints ("found Strides.py: rename it to strides.py")."""
+    required = set(submission_file_names(assignment))
+    sizes = {name: len(data) for name, data in submission.files.items()}
+    sizes.update({name: 0 for name in names if name not in sizes and name not in required})  # look-alikes only
+    found = check_handin(assignment, sizes, submission.files.get(QUIZ_FILE), submission.unread)
+    problems = [warning for warning in submission.warnings if any(warning.startswith(f"{name}:") for name in required)]
+    problems += [problem for problem in found.problems if problem not in problems]
+    if problems:
+        raise UploadRefused("nothing was stored; fix these and upload again: " + "; ".join(problems), 422)
 
 
 def _fsync_folder(folder: Path) -> None:
