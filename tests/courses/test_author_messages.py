@@ -4,6 +4,7 @@ TOML reads into the [table] above it, the verify table in a pipe or at 80 column
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -48,6 +49,7 @@ def test_verify_before_build_says_to_build_and_prints_a_line_per_verdict_in_a_pi
     piped = subprocess.run([sys.executable, "-m", "checks", "verify", "demo"], cwd=tmp_path, capture_output=True,
                            text=True, timeout=600)
     lines = piped.stdout.splitlines()
-    assert piped.returncode == 1 and lines[0] == "verify demo" and lines[-1] == "verify demo: 7 of 8 hold"
+    held, total = map(int, re.fullmatch(r"verify demo: (\d+) of (\d+) hold", lines[-1]).groups())
+    assert piped.returncode == 1 and lines[0] == "verify demo" and held == total - 1  # all but "the release is built"
     assert "  yes  reference: scores 100/100: 100/100" in lines
     assert not any(set(line) & set("┃│┏") for line in lines)
