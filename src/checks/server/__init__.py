@@ -5,7 +5,9 @@ database and graded by warm pools in processes of their own (executors/serve.py)
 One module per job: `config` (course.toml), `storage` (the database behind one interface),
 `roster` (students, staff, tokens), `auth` (hashing, sessions, CSRF, login backoff),
 `limits` (rate limits), `uploads` (receiving a submission safely), `queue` (the graders),
-`app` (routes and pages), `client` (the student's side: login, submit, fetch).
+`pages` (what every route shares: who is asking, rendering, a submission as its reader sees
+it), `app`, `policy_routes` and `lti_routes` (the routes, which import `pages` and never each
+other's helpers), `client` (the student's side: login, submit, fetch).
 
 May import every layer below it; the top layer. Needs the optional `serve` extra (starlette,
 uvicorn, python-multipart, itsdangerous, argon2-cffi, SQLAlchemy) except `client`, which needs

@@ -13,7 +13,6 @@ import io
 import math
 import time
 import zipfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -33,13 +32,16 @@ from checks import __version__
 from checks.course.assignment import Assignment, load_assignment
 from checks.reports.render import feedback_html, feedback_markdown, question_stats
 from checks.course.assignment import CourseError
-from checks.policy import dates, regrades
-from checks.policy.config import Course
-from checks.server import auth, lateness
+from checks.policy import regrades
+from checks.server import auth, lateness, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
+from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown,
+                                 hidden_shown_for, owned, page_user, policy_assignment, public_result,
+                                 questions_seen, render, require_page_user, require_staff, row_view, settled,
+                                 stamp, status_view, student_result, visibility_note)
 from checks.server.queue import GradingQueue
-from checks.server.storage import DONE, FAILED, GRADING, QUEUED, Storage, SubmissionRow, User, new_id
+from checks.server.storage import DONE, FAILED, QUEUED, GRADING, Storage, SubmissionRow, User, new_id
 from checks.server.uploads import UploadRefused, as_zip, store
 from checks.server.web import BodyLimit, SecurityHeaders, client_address, session_secret
 from checks.suites.scoring import SubmissionResult
@@ -50,51 +52,6 @@ FEEDBACK_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors '
 SESSION_SECONDS = 12 * 3600
 
 
-class Waiters:
-    """Requests waiting for a submission's result (a long poll): woken from the grading threads as
-    each result is recorded, else they look again every second (another process may grade it)."""
-
-    def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._futures: dict[str, set[asyncio.Future]] = {}
-
-    def register(self, submission_id: str) -> asyncio.Future:
-        self.loop = asyncio.get_running_loop()
-        future = self.loop.create_future()
-        self._futures.setdefault(submission_id, set()).add(future)
-        return future
-
-    def forget(self, submission_id: str, future: asyncio.Future) -> None:
-        waiting = self._futures.get(submission_id)
-        if waiting is not None:
-            waiting.discard(future)
-            if not waiting:
-                del self._futures[submission_id]
-
-    def finished(self, submission_id: str) -> None:
-        """From any thread."""
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._wake, submission_id)
-
-    def _wake(self, submission_id: str) -> None:
-        for future in self._futures.pop(submission_id, set()):
-            if not future.done():
-                future.set_result(None)
-
-
-@dataclass
-class Server:
-    """What every route needs: the configuration, the storage, the graders' queue."""
-
-    config: ServerConfig
-    storage: Storage
-    queue: GradingQueue | None
-    assignments: dict[str, Assignment]
-    auth: auth.Authenticator
-    templates: Environment
-    waiters: Waiters
-
-
 def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | None) -> Starlette:
     """The ASGI app of one course; `queue` is None where another process grades."""
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
@@ -103,9 +60,7 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
-        queue.hidden_shown = lambda row: _shown(server, row)  # then its public checks add nothing to see
-    from checks.server import lti_routes, policy_routes  # their handlers use this module's helpers
-
+        queue.hidden_shown = lambda row: hidden_shown(server, row)  # then its public checks add nothing to see
     routes = [Route(path, _bind(server, handler), methods=methods)
               for path, handler, methods in policy_routes.ROUTES + lti_routes.ROUTES + ROUTES]
     middleware = [
@@ -132,68 +87,6 @@ async def _http_error(request: Request, error: Exception) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": error.detail}, status_code=error.status_code, headers=headers)
     return PlainTextResponse(f"{error.status_code}: {error.detail}\n", status_code=error.status_code, headers=headers)
-
-
-# ---------------------------------------------------------------------------- who is asking
-
-async def api_user(server: Server, request: Request) -> User:
-    """The user of a Bearer token, or 401."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    user = None
-    if scheme.lower() == "bearer" and token:
-        user = await run_in_threadpool(server.auth.user_for, token.strip())
-    if user is None:
-        raise HTTPException(401, "not signed in: run `checks login URL` with your token",
-                            headers={"WWW-Authenticate": "Bearer"})
-    return user
-
-
-def page_user(server: Server, request: Request) -> User | None:
-    """The signed-in user of a browser session (None when signed out, or the token was reissued)."""
-    user_id = request.session.get("uid")
-    if not isinstance(user_id, str):
-        return None
-    user = server.storage.user(user_id)
-    if user is None or request.session.get("tok") != user.token_hash[-16:]:
-        return None
-    return user
-
-
-def csrf_token(request: Request) -> str:
-    token = request.session.get("csrf")
-    if not isinstance(token, str):
-        token = request.session["csrf"] = auth.new_csrf_token()
-    return token
-
-
-async def checked_form(request: Request, **limits: int) -> Any:
-    """The form, once its CSRF field matches the session's (else 403)."""
-    form = await request.form(**limits)
-    if not auth.csrf_ok(request.session.get("csrf"), form.get("csrf")):
-        raise HTTPException(403, "the form is out of date or not from this site (CSRF check); reload the page")
-    return form
-
-
-def owned(server: Server, user: User, submission_id: str) -> SubmissionRow:
-    """The submission, if this user may see it (its owner, or staff); 404 otherwise, as for an unknown id."""
-    row = server.storage.submission(submission_id)
-    if row is None or (row.user_id != user.id and not user.staff):
-        raise HTTPException(404, "no such submission")
-    return row
-
-
-def _course(server: Server) -> Course:
-    """The course policy the server was loaded with (dates, grace days, records)."""
-    assert server.config.course is not None, "load_config loads the course policy"
-    return server.config.course
-
-
-def _policy_assignment(server: Server, name: str, user: User | None = None) -> Assignment:
-    policy = server.config.assignments.get(name)
-    if policy is None or (not policy.is_open(datetime.now(timezone.utc)) and not (user and user.staff)):
-        raise HTTPException(404, f"no assignment {name!r} is open on this server")
-    return server.assignments[name]
 
 
 # ---------------------------------------------------------------------------- logins
@@ -243,7 +136,7 @@ async def api_login(server: Server, request: Request) -> Response:
 
 
 async def login_page(server: Server, request: Request) -> Response:
-    return _render(server, request, "login.html.j2", error="", status=200)
+    return render(server, request, "login.html.j2", error="", status=200)
 
 
 async def login_post(server: Server, request: Request) -> Response:
@@ -251,10 +144,10 @@ async def login_post(server: Server, request: Request) -> Response:
     account, token = str(form.get("user", "")).strip(), str(form.get("token", "")).strip()
     user, wait = await _login(server, account[:200], token, client_address(request.scope), expected=account)
     if wait:
-        return _render(server, request, "login.html.j2", status=429, headers=_retry_after(wait),
+        return render(server, request, "login.html.j2", status=429, headers=_retry_after(wait),
                        error=f"Too many failed sign-ins: try again in {math.ceil(wait)} s (at {_when(wait)}).")
     if user is None:
-        return _render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
+        return render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
     request.session.clear()
     request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
     return RedirectResponse("/staff" if user.staff else "/", status_code=303)
@@ -277,7 +170,7 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
     policy = config.assignments[assignment.name]
     if not user.staff:  # refused before it costs a try
         try:
-            await run_in_threadpool(lateness.admit, _course(server), policy, user.id, datetime.now(timezone.utc),
+            await run_in_threadpool(lateness.admit, course(server), policy, user.id, datetime.now(timezone.utc),
                                     grace_answer)
         except lateness.GraceQuestion as question:
             raise HTTPException(409, str(question)) from None
@@ -298,11 +191,11 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
         now = datetime.now(timezone.utc)
         found = None
         if not user.staff:  # decided again at the receipt time, which the row keeps
-            found = lateness.admit(_course(server), policy, user.id, now, grace_answer)
+            found = lateness.admit(course(server), policy, user.id, now, grace_answer)
         row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
                                             stored.files, submission_id, created=now.timestamp())
         if found is not None:
-            lateness.settle(_course(server), policy, user.id, found, grace_answer, now)
+            lateness.settle(course(server), policy, user.id, found, grace_answer, now)
         return row
 
     try:
@@ -338,10 +231,10 @@ async def _parts(request: Request, server: Server) -> tuple[Any, list[tuple[str,
 
 async def api_submit(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     form, parts = await _parts(request, server)
     row = await _submit(server, user, assignment, parts, _grace_answer(form))
-    return JSONResponse(_status(server, row, user), status_code=202)
+    return JSONResponse(status_view(server, row, user), status_code=202)
 
 
 def _grace_answer(form: Any) -> str | None:
@@ -351,8 +244,8 @@ def _grace_answer(form: Any) -> str | None:
 
 
 async def page_submit(server: Server, request: Request) -> Response:
-    user = _require_page_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    user = require_page_user(server, request)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     form, parts = await _parts(request, server)
     if not auth.csrf_ok(request.session.get("csrf"), form.get("csrf")):
         raise HTTPException(403, "the form is out of date or not from this site (CSRF check); reload the page")
@@ -362,98 +255,9 @@ async def page_submit(server: Server, request: Request) -> Response:
         if refused.status_code not in (400, 403, 409, 413, 429):
             raise
         context = {**_home(server, user), "error": f"{assignment.name}: {refused.detail}"}
-        return _render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
+        return render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
                        **context)
     return RedirectResponse(f"/submissions/{row.id}", status_code=303)
-
-
-# ---------------------------------------------------------------------------- results, as students see them
-
-def _shown(server: Server, row: SubmissionRow) -> bool:
-    return _shown_for(server, row.assignment, row.user_id)
-
-
-def _shown_for(server: Server, assignment: str, student: str) -> bool:
-    """Whether `student` sees the hidden results of `assignment` now: the staff released them, or
-    the policy does at the student's own due date (an extension moves it for them)."""
-    policy = server.config.assignments[assignment]
-    if policy.policy.hidden_before_due:  # nothing waits: no records to read
-        return True
-    due = dates.extended_due(policy.policy, lateness.extension(_course(server), assignment, student))
-    return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(assignment), due=due)
-
-
-def _late_view(server: Server, row: SubmissionRow) -> dict | None:
-    """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
-    policy = server.config.assignments[row.assignment]
-    owner = server.storage.user(row.user_id)
-    if policy.due is None or owner is None or owner.staff:
-        return None
-    decision = lateness.decision(_course(server), policy, row.user_id, datetime.fromtimestamp(row.created, timezone.utc))
-    return {"on_time": decision.on_time, "days_late": decision.days_late, "grace_days": decision.grace_days,
-            "penalty_percent": decision.penalty_percent, "closed": decision.closed,
-            "due": decision.due.isoformat() if decision.due else None, "reasons": list(decision.reasons)}
-
-
-def _visibility_note(server: Server, assignment: str, shown: bool) -> str:
-    policy = server.config.assignments[assignment]
-    if policy.hidden == "visible":
-        return "Scores and feedback of every check are shown as soon as it is graded."
-    if shown:
-        return "The hidden checks' scores and feedback are released."
-    due = policy.due.strftime("%Y-%m-%d %H:%M UTC") if policy.due else "the staff release them"
-    return f"The hidden checks' scores and feedback are shown after the due date ({due}); until then only whether it was read and graded."
-
-
-def student_result(server: Server, row: SubmissionRow, user: User) -> SubmissionResult | None:
-    """The result as this user may see it: None until graded, or when the grader failed (staff see
-    the failure, a student never a score from it); without hidden scores until they are released."""
-    if row.status != DONE or row.result is None:
-        return None
-    result = SubmissionResult.from_dict(row.result)
-    if not user.staff and not _shown(server, row):
-        result.questions = []
-    return result
-
-
-def public_result(row: SubmissionRow) -> SubmissionResult | None:
-    """The public checks' result, which every reader of the submission sees at once, whatever the
-    hidden results' policy: the same checks `checks test` runs, so they reveal nothing hidden. None
-    before the public run finished, or when it failed (staff read that failure, never a student)."""
-    return None if row.public_result is None else SubmissionResult.from_dict(row.public_result)
-
-
-def _settled(row: SubmissionRow, shown: bool) -> bool:
-    """Whether the reader has all they may see of the submission now (what `checks submit` waits
-    for): its grading is over, or its hidden results are not theirs to see yet and its public
-    checks' result is there (the hidden suite may still be queued behind other students' public checks)."""
-    return row.status not in (QUEUED, GRADING) or (not shown and row.public_result is not None)
-
-
-def _status(server: Server, row: SubmissionRow, user: User) -> dict:
-    result = student_result(server, row, user)
-    shown = user.staff or _shown(server, row)
-    status = row.status if user.staff or row.status != FAILED else "grader_problem"
-    reply = {"id": row.id, "assignment": row.assignment, "status": status, "created": row.created,
-             "settled": _settled(row, shown),
-             "position": server.storage.queue_position(row), "files": row.files, "hidden_shown": shown,
-             "visibility": _visibility_note(server, row.assignment, shown), "url": f"/submissions/{row.id}"}
-    if result is not None:
-        reply["result"] = result.to_dict()
-    late = _late_view(server, row)
-    if late is not None:
-        reply["late"] = late
-    public = public_result(row)
-    if public is not None:
-        reply["public"] = public.to_dict()
-    if user.staff and row.public_error:
-        reply["public_error"] = row.public_error
-    if row.status == FAILED:
-        reply["message"] = ("The grader itself failed on this submission: this is not your mistake, and no score "
-                            "was recorded. The course staff see it and will grade it again.")
-        if user.staff:
-            reply["error"] = row.error
-    return reply
 
 
 MAX_WAIT = 60.0
@@ -475,8 +279,8 @@ async def api_submission(server: Server, request: Request) -> Response:
         try:
             row = owned(server, user, submission_id)
             left = deadline - time.monotonic()
-            if left <= 0 or _settled(row, user.staff or _shown(server, row)):
-                return JSONResponse(_status(server, row, user))
+            if left <= 0 or settled(row, user.staff or hidden_shown(server, row)):
+                return JSONResponse(status_view(server, row, user))
             try:
                 await asyncio.wait_for(future, timeout=min(left, 1.0))
             except asyncio.TimeoutError:
@@ -488,7 +292,7 @@ async def api_submission(server: Server, request: Request) -> Response:
 async def api_submissions(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
     rows = server.storage.submissions(user_id=user.id, assignment=request.query_params.get("assignment"), limit=200)
-    return JSONResponse([_status(server, row, user) for row in rows])
+    return JSONResponse([status_view(server, row, user) for row in rows])
 
 
 async def api_assignments(server: Server, request: Request) -> Response:
@@ -501,7 +305,7 @@ async def api_assignments(server: Server, request: Request) -> Response:
         entry = {"name": name, "released": policy.is_open(now), "due": policy.due.isoformat() if policy.due else None,
                  "hidden": policy.hidden}
         if not user.staff:
-            entry["terms"] = _terms_view(lateness.terms(_course(server), policy, user.id, now))
+            entry["terms"] = _terms_view(lateness.terms(course(server), policy, user.id, now))
         listed.append(entry)
     return JSONResponse(listed)
 
@@ -516,7 +320,7 @@ def _terms_view(terms: lateness.Terms) -> dict:
 async def api_distribution(server: Server, request: Request) -> Response:
     """The student release of an assignment as a zip (`checks fetch`), once it is released."""
     user = await api_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     return Response(await run_in_threadpool(_release_zip, assignment), media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{assignment.name}.zip"'})
 
@@ -540,21 +344,6 @@ async def healthz(server: Server, request: Request) -> Response:
 
 # ---------------------------------------------------------------------------- student pages
 
-def _require_page_user(server: Server, request: Request) -> User:
-    user = page_user(server, request)
-    if user is None:
-        raise HTTPException(401, "sign in first, at /login")
-    return user
-
-
-def _render(server: Server, request: Request, template: str, *, status: int = 200,
-            headers: dict[str, str] | None = None, **context: Any) -> Response:
-    user = page_user(server, request)
-    page = server.templates.get_template(template).render(
-        title=server.config.title, user=user, csrf=csrf_token(request), **context)
-    return HTMLResponse(page, status_code=status, headers=headers)
-
-
 def _home(server: Server, user: User) -> dict:
     """Each open assignment with its visibility note and, for a student, what an upload now would
     cost (their due date, grace days left, whether a late upload asks to spend them)."""
@@ -564,22 +353,10 @@ def _home(server: Server, user: User) -> dict:
     for name, policy in server.config.assignments.items():
         if not (policy.is_open(now) or user.staff):
             continue
-        shown = user.staff or _shown_for(server, name, user.id)
-        terms = None if user.staff else lateness.terms(_course(server), policy, user.id, now)
-        assignments.append((name, policy, _visibility_note(server, name, shown), terms))
-    return {"assignments": assignments, "rows": [_row_view(server, row, user) for row in rows], "error": ""}
-
-
-def _row_view(server: Server, row: SubmissionRow, user: User) -> dict:
-    result = student_result(server, row, user)
-    return {"id": row.id, "assignment": row.assignment, "user": row.user_id, "created": _stamp(row.created),
-            "status": row.status if user.staff or row.status != FAILED else "grader problem",
-            "score": f"{result.score:g} / {result.max_score:g}" if result and result.questions else "",
-            "error": row.error if user.staff else ""}
-
-
-def _stamp(when: float | None) -> str:
-    return "" if when is None else datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        shown = user.staff or hidden_shown_for(server, name, user.id)
+        terms = None if user.staff else lateness.terms(course(server), policy, user.id, now)
+        assignments.append((name, policy, visibility_note(server, name, shown), terms))
+    return {"assignments": assignments, "rows": [row_view(server, row, user) for row in rows], "error": ""}
 
 
 async def home(server: Server, request: Request) -> Response:
@@ -588,47 +365,37 @@ async def home(server: Server, request: Request) -> Response:
         return RedirectResponse("/login", status_code=303)
     if user.staff:
         return RedirectResponse("/staff", status_code=303)
-    return _render(server, request, "home.html.j2", **_home(server, user))
+    return render(server, request, "home.html.j2", **_home(server, user))
 
 
 async def submission_page(server: Server, request: Request) -> Response:
-    user = _require_page_user(server, request)
+    user = require_page_user(server, request)
     row = owned(server, user, request.path_params["id"])
-    status = _status(server, row, user)
+    status = status_view(server, row, user)
     result = student_result(server, row, user)
     body = public_body = ""
     if result is not None:
-        body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished)))
+        body = _feedback_body(feedback_markdown(result, graded_at=stamp(row.finished)))
     public = public_result(row)
     if public is not None:
         public_body = _feedback_body(feedback_markdown(public, graded_at=""))
-    threads = await run_in_threadpool(regrades.threads, _course(server), assignment=row.assignment,
+    threads = await run_in_threadpool(regrades.threads, course(server), assignment=row.assignment,
                                       student=row.user_id)
-    return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
+    return render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
                    public_feedback=public_body, threads=threads,
                    questions=questions_seen(server, row, user) if row.user_id == user.id else [],
-                   refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created),
+                   refresh=row.status in (QUEUED, GRADING), created=stamp(row.created),
                    files=_files(server, row) if user.staff else [])
-
-
-def questions_seen(server: Server, row: SubmissionRow, user: User) -> list[str]:
-    """The question ids a student may ask a regrade of: those of the results they can see (the
-    hidden ones once released, else the public checks'), so that no form names a hidden question early."""
-    result = student_result(server, row, user)
-    if result is not None and result.questions:
-        return [q.qid for q in result.questions]
-    public = public_result(row)
-    return [q.qid for q in public.questions] if public is not None else []
 
 
 async def feedback_page(server: Server, request: Request) -> Response:
     """The same feedback.html `checks grade` writes, for this submission."""
-    user = _require_page_user(server, request)
+    user = require_page_user(server, request)
     row = owned(server, user, request.path_params["id"])
     result = student_result(server, row, user)
     if result is None:
         raise HTTPException(404, "no feedback yet")
-    markdown = feedback_markdown(result, graded_at=_stamp(row.finished))
+    markdown = feedback_markdown(result, graded_at=stamp(row.finished))
     return HTMLResponse(feedback_html(markdown, title=f"{result.assignment}: feedback for {result.name}"),
                         headers={"Content-Security-Policy": FEEDBACK_CSP})
 
@@ -644,13 +411,6 @@ async def style(server: Server, request: Request) -> Response:
 
 
 # ---------------------------------------------------------------------------- staff pages
-
-def _require_staff(server: Server, request: Request) -> User:
-    user = _require_page_user(server, request)
-    if not user.staff:
-        raise HTTPException(403, "for course staff only")
-    return user
-
 
 def class_view(server: Server, assignment: str) -> dict:
     """The live class: submissions per minute, the queue, pass rate per question (each student's
@@ -675,22 +435,22 @@ def class_view(server: Server, assignment: str) -> dict:
 
 
 async def staff_page(server: Server, request: Request) -> Response:
-    user = _require_staff(server, request)
+    user = require_staff(server, request)
     names = list(server.config.assignments)
     assignment = request.query_params.get("assignment") or names[0]
     if assignment not in server.config.assignments:
         raise HTTPException(404, "no such assignment")
     view = class_view(server, assignment)
-    view["recent"] = [_row_view(server, row, user) for row in view["recent"]]
-    view["failures"] = [_row_view(server, row, user) for row in view["failures"]]
-    return _render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True, lti=server.config.lti,
+    view["recent"] = [row_view(server, row, user) for row in view["recent"]]
+    view["failures"] = [row_view(server, row, user) for row in view["failures"]]
+    return render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True, lti=server.config.lti,
                    released=server.storage.hidden_released(assignment),
                    policy=server.config.assignments[assignment], **view)
 
 
 async def staff_students(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
-    return _render(server, request, "students.html.j2", students=server.storage.users(), lti=server.config.lti)
+    require_staff(server, request)
+    return render(server, request, "students.html.j2", students=server.storage.users(), lti=server.config.lti)
 
 
 def _files(server: Server, row: SubmissionRow) -> list[tuple[str, str]]:
@@ -711,7 +471,7 @@ def _files(server: Server, row: SubmissionRow) -> list[tuple[str, str]]:
 
 
 async def staff_regrade(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
+    require_staff(server, request)
     form = await checked_form(request)
     submission_id, assignment = str(form.get("submission", "")), str(form.get("assignment", ""))
     if submission_id:
@@ -729,7 +489,7 @@ async def staff_regrade(server: Server, request: Request) -> Response:
 
 
 async def staff_release(server: Server, request: Request) -> Response:
-    user = _require_staff(server, request)
+    user = require_staff(server, request)
     form = await checked_form(request)
     assignment = str(form.get("assignment", ""))
     if assignment not in server.config.assignments:
@@ -739,12 +499,12 @@ async def staff_release(server: Server, request: Request) -> Response:
 
 
 async def staff_gradebook(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
+    require_staff(server, request)
     assignment, fmt = request.path_params["assignment"], request.path_params["format"]
     if assignment not in server.config.assignments or fmt not in FORMATS:
         raise HTTPException(404, f"no such gradebook; formats: {', '.join(FORMATS)}")
     data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt,
-                                          _course(server))
+                                          course(server))
     return Response(data, media_type=media,
                     headers={"Content-Disposition": f'attachment; filename="{assignment}-{FORMATS[fmt]}"'})
 
