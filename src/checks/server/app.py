@@ -37,7 +37,8 @@ from checks.server import auth, lateness, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
 from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown,
-                                 hidden_shown_for, owned, page_user, policy_assignment, public_result,
+                                 hidden_shown_for, owned, page_user, policy_assignment,
+                                 start_session, public_result,
                                  questions_seen, render, require_page_user, require_staff, row_view, settled,
                                  stamp, status_view, student_result, visibility_note)
 from checks.server.queue import GradingQueue
@@ -148,13 +149,16 @@ async def login_post(server: Server, request: Request) -> Response:
                        error=f"Too many failed sign-ins: try again in {math.ceil(wait)} s (at {_when(wait)}).")
     if user is None:
         return render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
-    request.session.clear()
-    request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
+    await start_session(server, request, user)
     return RedirectResponse("/staff" if user.staff else "/", status_code=303)
 
 
 async def logout(server: Server, request: Request) -> Response:
+    """Ends the user's sessions on the server, so that a copy of this cookie is refused from now on."""
     await checked_form(request)
+    user = page_user(server, request)
+    if user is not None:
+        await run_in_threadpool(server.storage.end_sessions, user.id)
     request.session.clear()
     return RedirectResponse("/login", status_code=303)
 

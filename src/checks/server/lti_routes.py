@@ -34,7 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from checks.course.assignment import CourseError
 from checks.policy import records
 from checks.policy.roster import Roster, read_roster
-from checks.server import auth, gradebook, pages, roster
+from checks.server import gradebook, pages, roster
 from checks.server.pages import Server
 
 AUDIT = "lti"  # COURSE/records/lti.jsonl: the staff's posts and roster syncs
@@ -104,8 +104,7 @@ async def lti_launch(server: Server, request: Request) -> Response:
                             "add them to the roster (lms_id) and run `checks roster import`")
     # a launch of this course's member names the services: kept for the staff's LMS actions
     await run_in_threadpool(keep_endpoints, store_for(server.config.folder), done)
-    request.session.clear()
-    request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
+    await pages.start_session(server, request, user)
     target = "/staff" if user.staff else "/"
     # a page of our own, not a redirect: the session cookie (SameSite=Strict) is sent on the
     # same-site navigation it starts, never on a redirect that follows the platform's cross-site post

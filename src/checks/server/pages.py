@@ -7,6 +7,7 @@ them imports another's private helpers and the imports run one way.
 from __future__ import annotations
 
 import asyncio
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -89,14 +90,28 @@ async def api_user(server: Server, request: Request) -> User:
 
 
 def page_user(server: Server, request: Request) -> User | None:
-    """The signed-in user of a browser session (None when signed out, or the token was reissued)."""
+    """The signed-in user of a browser session: None when signed out, or when the session was ended
+    on the server (the user signed out anywhere, or was given a new token or role)."""
     user_id = request.session.get("uid")
     if not isinstance(user_id, str):
         return None
     user = server.storage.user(user_id)
     if user is None or request.session.get("tok") != user.token_hash[-16:]:
         return None
+    generation = request.session.get("gen")  # ended on the server by a sign-out, a new token, a new role
+    if not user.session_gen or not isinstance(generation, str) or \
+            not hmac.compare_digest(generation.encode(), user.session_gen.encode()):
+        return None
     return user
+
+
+async def start_session(server: Server, request: Request, user: User) -> None:
+    """Sign `user` in on this browser (the login form, an LTI launch): a fresh cookie that carries
+    the user's token stamp and session generation, which page_user checks on every request."""
+    generation = user.session_gen or await run_in_threadpool(server.storage.end_sessions, user.id)
+    request.session.clear()
+    request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "gen": generation,
+                            "csrf": auth.new_csrf_token()})
 
 
 def csrf_token(request: Request) -> str:
