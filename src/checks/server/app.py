@@ -92,23 +92,21 @@ async def _http_error(request: Request, error: Exception) -> Response:
 
 # ---------------------------------------------------------------------------- logins
 
-async def _login(server: Server, account: str, token: str, address: str,
-                 expected: str | None = None) -> tuple[User | None, float]:
-    """(the user, 0) on success; (None, seconds to wait) while backing off; (None, 0) when wrong.
-    `account` names the backoff's account key; `expected`: the user the token must be (a web form's id)."""
-    keys = auth.login_keys(account, address)
-    config = server.config
-    wait = await run_in_threadpool(auth.backoff_left, server.storage, keys, config.login_free_failures,
-                                   config.login_backoff)
-    if wait > 0:
-        return None, wait
+async def _login(server: Server, token: str, address: str, expected: str | None = None) -> tuple[User | None, float]:
+    """(the user, 0) when the token is right, always: no one's failures (against a public account
+    id, or from an address a whole class shares behind one NAT) ever refuse a right token. A wrong
+    one is counted against its address: (None, seconds before the address should try again) once
+    it is past its free failures, else (None, 0). Guessing needs no lockout to be hopeless: a
+    token's secret is 192 random bits (auth.new_token). `expected`: the user the token must be
+    (the web form's id)."""
     user = await run_in_threadpool(server.auth.user_for, token)
-    if user is None or (expected is not None and user.id != expected):
-        for key in keys:
-            await run_in_threadpool(server.storage.count_login_failure, key)
-        return None, 0.0
-    await run_in_threadpool(server.storage.clear_login_failures, keys[0])
-    return user, 0.0
+    if user is not None and (expected is None or user.id == expected):
+        return user, 0.0
+    key = auth.address_key(address)
+    await run_in_threadpool(server.storage.count_login_failure, key)
+    config = server.config
+    return None, await run_in_threadpool(auth.backoff_left, server.storage, [key], config.login_free_failures,
+                                         config.login_backoff)
 
 
 def _retry_after(seconds: float) -> dict[str, str]:
@@ -125,12 +123,10 @@ async def api_login(server: Server, request: Request) -> Response:
         token = str(body["token"])
     except (ValueError, KeyError, TypeError):
         raise HTTPException(400, 'send {"token": "..."}') from None
-    token_id = token.partition(".")[0][:64]
-    owner = server.storage.user_by_token_id(token_id)  # backoff per account, whichever way it signs in
-    user, wait = await _login(server, owner.id if owner else token_id, token, client_address(request.scope))
+    user, wait = await _login(server, token, client_address(request.scope))
     if wait:
-        raise HTTPException(429, f"too many failed logins: try again in {math.ceil(wait)} s, at {_when(wait)}",
-                            headers=_retry_after(wait))
+        raise HTTPException(429, f"that token is not valid here, and this address has failed too often: try again "
+                            f"in {math.ceil(wait)} s, at {_when(wait)}", headers=_retry_after(wait))
     if user is None:
         raise HTTPException(401, "that token is not valid here")
     return JSONResponse({"user": user.id, "name": user.name, "role": user.role})
@@ -143,10 +139,11 @@ async def login_page(server: Server, request: Request) -> Response:
 async def login_post(server: Server, request: Request) -> Response:
     form = await checked_form(request)
     account, token = str(form.get("user", "")).strip(), str(form.get("token", "")).strip()
-    user, wait = await _login(server, account[:200], token, client_address(request.scope), expected=account)
+    user, wait = await _login(server, token, client_address(request.scope), expected=account)
     if wait:
         return render(server, request, "login.html.j2", status=429, headers=_retry_after(wait),
-                       error=f"Too many failed sign-ins: try again in {math.ceil(wait)} s (at {_when(wait)}).")
+                      error=f"That id and token do not match, and too many sign-ins from this address failed: try "
+                            f"again in {math.ceil(wait)} s (at {_when(wait)}).")
     if user is None:
         return render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
     await start_session(server, request, user)
