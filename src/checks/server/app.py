@@ -9,7 +9,10 @@ stored, queued (server/queue.py grades it) and acknowledged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import io
+import logging
 import math
 import time
 import zipfile
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -47,6 +51,8 @@ from checks.server.uploads import UploadRefused, as_zip, store
 from checks.server.web import BodyLimit, SecurityHeaders, client_address, session_secret
 from checks.suites.scoring import SubmissionResult
 
+log = logging.getLogger("checks.server")
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}  # the disk refused a write
 TEMPLATES = Path(__file__).parent / "templates"
 STYLE = (TEMPLATES / "style.css").read_text()
 FEEDBACK_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
@@ -66,11 +72,12 @@ def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | Non
               for path, handler, methods in policy_routes.ROUTES + lti_routes.ROUTES + ROUTES]
     middleware = [
         Middleware(SecurityHeaders, hsts=config.secure_cookies),
-        Middleware(BodyLimit, limit=config.upload_bytes),
+        Middleware(BodyLimit, limit=config.upload_bytes, idle=config.idle_seconds),
         Middleware(SessionMiddleware, secret_key=session_secret(config.data_dir), session_cookie="checks_session",
                    max_age=SESSION_SECONDS, same_site="strict", https_only=config.secure_cookies),
     ]
-    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={
+        HTTPException: _http_error, SQLAlchemyError: _unavailable, OSError: _unavailable})
     app.state.server = server
     return app
 
@@ -88,6 +95,24 @@ async def _http_error(request: Request, error: Exception) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": error.detail}, status_code=error.status_code, headers=headers)
     return PlainTextResponse(f"{error.status_code}: {error.detail}\n", status_code=error.status_code, headers=headers)
+
+
+UNAVAILABLE_SECONDS = 30  # Retry-After of a 503: the disk or the database refused a request
+
+
+async def _unavailable(request: Request, error: Exception) -> Response:
+    """The disk is full or the database failed: 503 with Retry-After, never a 500. Nothing was
+    acknowledged (a submission is acknowledged once its row is committed), so nothing is lost:
+    the client sends it again."""
+    if isinstance(error, OSError) and error.errno not in STORAGE_ERRNOS:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return PlainTextResponse("500: the server failed on this request; the staff can read why in its log\n",
+                                 status_code=500)
+    log.error("%s %s: storage unavailable: %s", request.method, request.url.path, error)
+    why = "the server's disk is full" if isinstance(error, OSError) else "the course's database is not answering"
+    return await _http_error(request, HTTPException(
+        503, f"{why}: nothing of this request was kept, and it cost no try; send it again in "
+             f"{UNAVAILABLE_SECONDS} s", headers={"Retry-After": str(UNAVAILABLE_SECONDS)}))
 
 
 # ---------------------------------------------------------------------------- logins
@@ -191,10 +216,14 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
                        unpacked_bytes=config.unpacked_bytes)
         now = datetime.now(timezone.utc)
         found = None
-        if not user.staff:  # decided again at the receipt time, which the row keeps
-            found = lateness.admit(course(server), policy, user.id, now, grace_answer)
-        row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
-                                            stored.files, submission_id, created=now.timestamp())
+        try:
+            if not user.staff:  # decided again at the receipt time, which the row keeps
+                found = lateness.admit(course(server), policy, user.id, now, grace_answer)
+            row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
+                                                stored.files, submission_id, created=now.timestamp())
+        except BaseException:  # never acknowledged: its stored file is no one's
+            (config.data_dir / stored.path).unlink(missing_ok=True)
+            raise
         if found is not None:
             lateness.settle(course(server), policy, user.id, found, grace_answer, now)
         return row
@@ -210,6 +239,10 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
     except CourseError as error:
         await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
         raise HTTPException(403, str(error)) from None
+    except (OSError, SQLAlchemyError):  # the disk or the database failed it (503): nothing kept, no try spent
+        with contextlib.suppress(OSError, SQLAlchemyError):  # the database may be what is down
+            await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
+        raise
     if server.queue is not None:
         server.queue.notify()
     return row

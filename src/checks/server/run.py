@@ -87,7 +87,8 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
         app = create_app(config, storage, queue)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                proxy_headers=proxy_headers, forwarded_allow_ips=forwarded_allow_ips,
-                                               server_header=False, date_header=False, access_log=False))
+                                               server_header=False, date_header=False, access_log=False,
+                                               timeout_keep_alive=5))  # an idle connection closes
         queue.start()
         try:
             server.run()
