@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -40,7 +39,7 @@ from checks.policy import regrades
 from checks.server import auth, lateness, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
-from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown,
+from checks.server.pages import (Server, Waiters, page_templates, api_user, checked_form, course, hidden_shown,
                                  hidden_shown_for, owned, page_user, policy_assignment,
                                  start_session, public_result,
                                  questions_seen, render, require_page_user, require_staff, row_view, settled,
@@ -62,8 +61,7 @@ SESSION_SECONDS = 12 * 3600
 def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | None) -> Starlette:
     """The ASGI app of one course; `queue` is None where another process grades."""
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
-    templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
-    templates.globals["utc"] = timezone.utc
+    templates = page_templates(TEMPLATES)
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)

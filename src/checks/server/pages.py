@@ -10,14 +10,17 @@ import asyncio
 import hmac
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment
+import markupsafe
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from checks.course import inert
 from checks.course.assignment import Assignment
 from checks.policy import dates
 from checks.policy.config import Course
@@ -75,6 +78,24 @@ class Server:
 
 
 # ---------------------------------------------------------------------------- who is asking
+
+def page_templates(folder: Path) -> Environment:
+    """The pages' templates: autoescaped, and every value they print made visible first
+    (inert.visible), so that no control character a student wrote (an ESC in a regrade message, a
+    bidirectional override in a file name) reaches any page: the one place student text enters them."""
+    templates = Environment(loader=FileSystemLoader(folder), autoescape=select_autoescape(default=True),
+                            finalize=_visible)
+    templates.globals["utc"] = timezone.utc
+    return templates
+
+
+def _visible(value: object) -> object:
+    """A value a template prints: text without control characters (lines and tabs kept: a file's
+    text, a message), markup (escaped already, or rendered from escaped markdown) likewise."""
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(inert.visible(str(value), keep="\n\r\t"))
+    return inert.visible(value, keep="\n\r\t") if isinstance(value, str) else value
+
 
 async def api_user(server: Server, request: Request) -> User:
     """The user of a Bearer token, or 401."""
