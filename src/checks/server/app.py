@@ -367,6 +367,17 @@ def _release_zip(assignment: Assignment) -> bytes:
     return buffer.getvalue()
 
 
+async def metrics(server: Server, request: Request) -> Response:
+    """Prometheus's scrape (server/metrics.py): for course staff, with a staff Bearer token."""
+    user = await api_user(server, request)
+    if not user.staff:
+        raise HTTPException(403, "for course staff only")
+    from checks.server.metrics import CONTENT_TYPE, exposition, registry_for  # prometheus-client: the serve extra
+
+    body = await run_in_threadpool(exposition, registry_for(server.storage))
+    return Response(body, media_type=CONTENT_TYPE)
+
+
 async def healthz(server: Server, request: Request) -> Response:
     queued, grading, _ = server.storage.queue_state()
     ready = server.queue is None or server.queue.ready.is_set()
@@ -560,6 +571,7 @@ ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/", home, ["GET"]),
     ("/style.css", style, ["GET"]),
     ("/healthz", healthz, ["GET"]),
+    ("/metrics", metrics, ["GET"]),
     ("/login", login_page, ["GET"]),
     ("/login", login_post, ["POST"]),
     ("/logout", logout, ["POST"]),

@@ -382,6 +382,18 @@ class Storage:
                                   .where(submissions.c.status == QUEUED)).scalar_one()
         return int(counts.get(QUEUED, 0)), int(counts.get(GRADING, 0)), oldest
 
+    def assignment_totals(self) -> list[tuple[str, str, int, float, int]]:
+        """Per assignment and status: (assignment, status, submissions, seconds spent grading those
+        that finished, how many of them finished), for /metrics: the database's, so that every server
+        process of the course reports the same."""
+        graded = submissions.c.finished.is_not(None) & submissions.c.started.is_not(None)
+        seconds = func.sum(case((graded, submissions.c.finished - submissions.c.started), else_=0.0))
+        finished = func.sum(case((graded, 1), else_=0))
+        query = (select(submissions.c.assignment, submissions.c.status, func.count(), seconds, finished)
+                 .group_by(submissions.c.assignment, submissions.c.status))
+        with self._read() as conn:
+            return [(a, st, int(n), float(sec or 0.0), int(done or 0)) for a, st, n, sec, done in conn.execute(query)]
+
     # ------------------------------------------------------------------ login backoff and rate limits
 
     def login_failures(self, key: str) -> tuple[int, float]:
