@@ -61,27 +61,53 @@ def test_zips_that_name_no_file_are_refused_with_a_reason_and_cost_no_try(served
         assert _listed(http) == set()
 
 
-def test_a_database_error_is_503_with_retry_after_and_loses_nothing(served):
-    server, tokens = served
-    with server.client(tokens["s002"]) as http:
+def _database_error(server: Server, token: str, execute) -> None:
+    """A submission whose row the database refuses (its table renamed away meanwhile) is 503 with
+    Retry-After, keeps no file and costs no try; the ones acknowledged before and after are kept."""
+    with server.client(token) as http:
         kept = submit(http, folder_zip(REFERENCE))
         assert kept.status_code == 202, kept.text
-        database = sqlite3.connect(server.folder / "data" / "checks.sqlite", timeout=30)
+        execute("ALTER TABLE submissions RENAME TO submissions_away")
         try:
-            database.execute("ALTER TABLE submissions RENAME TO submissions_away")  # its row cannot be written
-            database.commit()
             failed = submit(http, folder_zip(REFERENCE))
             assert failed.status_code == 503, failed.text
             assert int(failed.headers["retry-after"]) > 0 and "send it again" in failed.json()["error"]
         finally:
-            database.execute("ALTER TABLE submissions_away RENAME TO submissions")
-            database.commit()
-            database.close()
+            execute("ALTER TABLE submissions_away RENAME TO submissions")
         again = submit(http, folder_zip(REFERENCE))
         assert again.status_code == 202, again.text  # the failed one cost no try (two per hour)
         assert _listed(http) == {kept.json()["id"], again.json()["id"]}
     stored = {path.stem for path in (server.folder / "data" / "uploads" / "01_tensors").glob("*.zip")}
-    assert {kept.json()["id"], again.json()["id"]} <= stored and len(stored) == 2  # the failed one left no file
+    assert stored == {kept.json()["id"], again.json()["id"]}  # the failed one left no file
+
+
+def test_a_database_error_is_503_with_retry_after_and_loses_nothing(served):
+    server, tokens = served
+
+    def execute(statement: str) -> None:
+        with sqlite3.connect(server.folder / "data" / "checks.sqlite", timeout=30) as database:
+            database.execute(statement)
+        database.close()
+
+    _database_error(server, tokens["s002"], execute)
+
+
+@pytest.mark.long  # a PostgreSQL cluster: `make test-long`
+def test_a_postgresql_error_is_503_with_retry_after_and_loses_nothing(postgres_cluster, tmp_path):
+    psycopg = pytest.importorskip("psycopg")
+    url = postgres_cluster.create("bad_input")
+    folder = course_folder(tmp_path, extra=f'storage = "{url}"\n' + RATE)
+    tokens = import_roster(folder)
+    server = start_server(folder)
+
+    def execute(statement: str) -> None:
+        with psycopg.connect(url, autocommit=True) as database:
+            database.execute(statement)
+
+    try:
+        _database_error(server, tokens["s001"], execute)
+    finally:
+        server.kill(15)
 
 
 def test_a_body_that_stops_coming_times_out(served):

@@ -39,13 +39,12 @@ from checks.policy import regrades
 from checks.server import auth, lateness, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
-from checks.server.pages import (Server, Waiters, page_templates, api_user, checked_form, course, hidden_shown,
-                                 hidden_shown_for, owned, page_user, policy_assignment,
-                                 start_session, public_result,
+from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown, hidden_shown_for,
+                                 owned, page_templates, page_user, policy_assignment, public_result,
                                  questions_seen, render, require_page_user, require_staff, row_view, settled,
-                                 stamp, status_view, student_result, visibility_note)
+                                 stamp, start_session, status_view, student_result, visibility_note)
 from checks.server.queue import GradingQueue
-from checks.server.storage import DONE, FAILED, QUEUED, GRADING, Storage, SubmissionRow, User, new_id
+from checks.server.storage import DONE, FAILED, GRADING, QUEUED, Storage, SubmissionRow, User, new_id
 from checks.server.uploads import UploadRefused, as_zip, store
 from checks.server.web import BodyLimit, SecurityHeaders, client_address, session_secret
 from checks.suites.scoring import SubmissionResult
