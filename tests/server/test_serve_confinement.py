@@ -78,6 +78,7 @@ def test_a_submission_cannot_read_the_servers_state_or_serve_refuses(outside_tmp
         assert "serving" not in text  # refused before the startup line claims it serves
         return
     try:
+        assert f"sandbox: {level if level != 'auto' else ''}" in server.log.read_text()  # the startup line names it
         with server.client(tokens["s001"]) as http:
             first = submit(http, folder_zip(REFERENCE))  # an upload of another student's lies in data/ too
             assert first.status_code == 202, first.text

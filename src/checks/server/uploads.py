@@ -103,8 +103,9 @@ def store(data: bytes, assignment: Assignment, data_dir: Path, submission_id: st
             os.fsync(out.fileno())
         try:
             submission = read_submission(Path(temp), named_files(assignment))
-        except SubmissionError as error:
-            raise UploadRefused(f"the grader could not read this submission: {error}") from None
+        except SubmissionError as error:  # without the temporary file's name, which is no one's business
+            reason = str(error).removeprefix(f"{Path(temp).name}: ")
+            raise UploadRefused(f"the grader could not read this submission: {reason}") from None
         final = folder / f"{submission_id}.zip"
         os.replace(temp, final)
         _fsync_folder(folder)
