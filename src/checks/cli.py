@@ -918,6 +918,7 @@ def _export_otter(assignment: Assignment, args: argparse.Namespace) -> int:
 
 def _serve(root: Path | None, args: argparse.Namespace) -> int:
     try:
+        from checks.server import confinement
         from checks.server.config import load_config
         from checks.server.database import shown
         from checks.server.queue import LocalPools
@@ -932,13 +933,17 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
         make = None
         if args.scheduler or args.scheduler_file:
             make = dask_grader(args.scheduler, args.scheduler_file, stack)
-        where = "on the Dask cluster" if make else f"{jobs} warm grading pool(s) per assignment"
+        isolation = None if make else args.settings.isolation  # chosen once: named, and checked by serve()
+        for change in confinement.secure(config, isolation):  # refused before anything says it serves
+            console.print(plain(change), soft_wrap=True)
+        where = ("on the Dask cluster, in its workers' sandbox" if make else
+                 f"{jobs} warm grading pool(s) per assignment; sandbox: {isolation.description}")
         console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) from "
                             f"{config.folder} at http://{args.host}:{args.port}/ ; storage {shown(config.storage_url)}; "
                             f"grading: {where}. Ctrl-C stops it."), soft_wrap=True)
         serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers,
-              forwarded_allow_ips=args.forwarded_allow_ips, make_grader=make or (
-            lambda: LocalPools(args.settings.device, args.settings.isolation_level)))
+              forwarded_allow_ips=args.forwarded_allow_ips, isolation=isolation, make_grader=make or (
+            lambda: LocalPools(args.settings.device, isolation.kind)))
     return 0
 
 

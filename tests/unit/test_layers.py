@@ -64,3 +64,55 @@ def test_the_rule_catches_an_upward_import(tmp_path):
                       "from ..suites import scoring\nfrom checks import __version__\n")
     assert upward_imports(module, fake) == ["checks.authoring", "checks.authoring.verify", "checks.grading.batch",
                                             "checks.grading.batch.grade_to_folder"]
+
+
+def import_cycles(package_dir: Path) -> list[set[str]]:
+    """The sets of modules under `package_dir` that import one another round in a circle (any
+    import, a function's lazy one included), found as the graph's strongly connected components."""
+    checks_dir = next(p for p in [package_dir, *package_dir.parents] if p.name == "checks")
+    modules = {".".join(p.relative_to(checks_dir.parent).with_suffix("").parts): p for p in package_dir.rglob("*.py")}
+    graph = {name: {m for m in imported_modules(path, checks_dir) if m in modules and m != name}
+             for name, path in modules.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for name in graph:
+        if name not in order:
+            visit(name)
+    return found
+
+
+def test_the_server_modules_import_one_way():
+    """Route modules share helpers through server/pages.py; none imports the app, which imports
+    them (issue 44: the circle made every helper the app's and every route module the app's)."""
+    assert import_cycles(PACKAGE / "server") == []
+
+
+def test_the_cycle_check_can_fail(tmp_path):
+    fake = tmp_path / "checks" / "server"
+    fake.mkdir(parents=True)
+    (fake / "app.py").write_text("from checks.server import routes\n")
+    (fake / "routes.py").write_text("def f():\n    from checks.server import app\n")
+    (fake / "pages.py").write_text("")
+    assert import_cycles(fake) == [{"checks.server.app", "checks.server.routes"}]

@@ -293,7 +293,7 @@ def zip_entries(path: Path) -> list[str] | None:
     to tell an LMS's bulk download from a student's zip."""
     try:
         with open_zip(path, bulk=()) as archive:
-            return [info.filename for info in archive.infolist() if not info.is_dir()]
+            return [info.filename for info in archive.infolist() if not info.filename.endswith("/")]
     except SubmissionError:
         return None
 
@@ -331,7 +331,7 @@ def _zip_members(found: Found, named: Collection[str] | None) -> Submission:
         infos: dict[str, zipfile.ZipInfo] = {}
         names = dict(found.members)
         for info in archive.infolist():
-            if info.filename not in names or info.is_dir():
+            if info.filename not in names or info.filename.endswith("/"):
                 continue
             if info.filename in infos:
                 raise SubmissionError(f"{where}: the download holds {names[info.filename]} twice; which one to "
@@ -380,10 +380,14 @@ def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[Listed], list[
     for info in archive.infolist():
         name = info.filename
         safe = _safe_member(name)
-        if safe is None and not info.is_dir():
-            raise SubmissionError(f"{where}: the entry {name!r} would land outside the submission folder; "
+        folder = name.endswith("/")  # info.is_dir(), which fails on an empty name
+        if safe is None and not folder:
+            if not _names_nothing(name):
+                raise SubmissionError(f"{where}: the entry {name!r} would land outside the submission folder; "
+                                      "the zip was refused")
+            raise SubmissionError(f"{where}: the entry {name!r} names no file (an empty name, or only '.'); "
                                   "the zip was refused")
-        if info.is_dir() or safe is None:
+        if folder or safe is None:
             continue
         parts = safe.split("/")
         if len(parts) - 1 > MAX_DEPTH:
@@ -564,11 +568,18 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
+def _names_nothing(name: str) -> bool:
+    """An entry's name without a single part but '.' ('', '.', './.'): no file to land anywhere."""
+    return not [part for part in name.replace("\\", "/").split("/") if part not in ("", ".")] \
+        and not name.startswith("/")
+
+
 def _safe_member(name: str) -> str | None:
     """The entry's path if it stays inside the submission, else None."""
     name = name.replace("\\", "/")
     pure = PurePosixPath(name)
-    if name.startswith("/") or pure.is_absolute() or ":" in pure.parts[0] or ".." in pure.parts:
+    if _names_nothing(name) or name.startswith("/") or pure.is_absolute() or ":" in pure.parts[0] \
+            or ".." in pure.parts:
         return None
     parts = [part for part in pure.parts if part not in ("", ".")]
     return "/".join(parts) if parts else None

@@ -233,6 +233,12 @@ def _python_paths() -> list[Path]:
     return [path for path in existing if not any(other != path and other in path.parents for other in existing)]
 
 
+def python_paths() -> list[Path]:
+    """What the jail binds of the disk besides the system folders (the course server checks that its
+    data lies outside them)."""
+    return _python_paths()
+
+
 def _parents(path: Path) -> list[str]:
     """Missing parents would be created 0700 by bwrap; make them traversable by the sandbox uid."""
     flags: list[str] = []

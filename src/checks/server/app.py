@@ -9,16 +9,18 @@ stored, queued (server/queue.py grades it) and acknowledged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import io
+import logging
 import math
 import time
 import zipfile
-from dataclasses import dataclass
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
@@ -33,91 +35,47 @@ from checks import __version__
 from checks.course.assignment import Assignment, load_assignment
 from checks.reports.render import feedback_html, feedback_markdown, question_stats
 from checks.course.assignment import CourseError
-from checks.policy import dates, regrades
-from checks.policy.config import Course
-from checks.server import auth, lateness
+from checks.policy import regrades
+from checks.server import auth, lateness, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
+from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown, hidden_shown_for,
+                                 owned, page_templates, page_user, policy_assignment, public_result,
+                                 questions_seen, render, require_page_user, require_staff, row_view, settled,
+                                 stamp, start_session, status_view, student_result, visibility_note, zone)
 from checks.server.queue import GradingQueue
 from checks.server.storage import DONE, FAILED, GRADING, QUEUED, Storage, SubmissionRow, User, new_id
 from checks.server.uploads import UploadRefused, as_zip, store
 from checks.server.web import BodyLimit, SecurityHeaders, client_address, session_secret
-from checks.suites.scoring import MANUAL, Adjustment, SubmissionResult
+from checks.suites.scoring import SubmissionResult
 
+log = logging.getLogger("checks.server")
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG}  # the disk refused a write
 TEMPLATES = Path(__file__).parent / "templates"
 STYLE = (TEMPLATES / "style.css").read_text()
 FEEDBACK_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
 SESSION_SECONDS = 12 * 3600
 
 
-class Waiters:
-    """Requests waiting for a submission's result (a long poll): woken from the grading threads as
-    each result is recorded, else they look again every second (another process may grade it)."""
-
-    def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._futures: dict[str, set[asyncio.Future]] = {}
-
-    def register(self, submission_id: str) -> asyncio.Future:
-        self.loop = asyncio.get_running_loop()
-        future = self.loop.create_future()
-        self._futures.setdefault(submission_id, set()).add(future)
-        return future
-
-    def forget(self, submission_id: str, future: asyncio.Future) -> None:
-        waiting = self._futures.get(submission_id)
-        if waiting is not None:
-            waiting.discard(future)
-            if not waiting:
-                del self._futures[submission_id]
-
-    def finished(self, submission_id: str) -> None:
-        """From any thread."""
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._wake, submission_id)
-
-    def _wake(self, submission_id: str) -> None:
-        for future in self._futures.pop(submission_id, set()):
-            if not future.done():
-                future.set_result(None)
-
-
-@dataclass
-class Server:
-    """What every route needs: the configuration, the storage, the graders' queue."""
-
-    config: ServerConfig
-    storage: Storage
-    queue: GradingQueue | None
-    assignments: dict[str, Assignment]
-    auth: auth.Authenticator
-    templates: Environment
-    waiters: Waiters
-
-
 def create_app(config: ServerConfig, storage: Storage, queue: GradingQueue | None) -> Starlette:
     """The ASGI app of one course; `queue` is None where another process grades."""
     assignments = {name: load_assignment(config.course_root, name) for name in config.assignments}
-    templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
-    templates.globals["utc"] = timezone.utc
     zone = config.course.zone if config.course is not None else timezone.utc
-    templates.filters["local"] = lambda when, seconds=False: local_time(
-        datetime.fromisoformat(when) if isinstance(when, str) else when, zone, seconds=seconds)
+    templates = page_templates(TEMPLATES, zone)  # dates shown in the course's time zone
     server = Server(config, storage, queue, assignments, auth.Authenticator(storage), templates, Waiters())
     if queue is not None:
         queue.finished.append(server.waiters.finished)
-        queue.hidden_shown = lambda row: _shown(server, row)  # then its public checks add nothing to see
-    from checks.server import lti_routes, policy_routes  # their handlers use this module's helpers
-
+        queue.hidden_shown = lambda row: hidden_shown(server, row)  # then its public checks add nothing to see
     routes = [Route(path, _bind(server, handler), methods=methods)
               for path, handler, methods in policy_routes.ROUTES + lti_routes.ROUTES + ROUTES]
     middleware = [
         Middleware(SecurityHeaders, hsts=config.secure_cookies),
-        Middleware(BodyLimit, limit=config.upload_bytes),
+        Middleware(BodyLimit, limit=config.upload_bytes, idle=config.idle_seconds),
         Middleware(SessionMiddleware, secret_key=session_secret(config.data_dir), session_cookie="checks_session",
                    max_age=SESSION_SECONDS, same_site="strict", https_only=config.secure_cookies),
     ]
-    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={
+        HTTPException: _http_error, SQLAlchemyError: _unavailable, OSError: _unavailable})
     app.state.server = server
     return app
 
@@ -137,87 +95,41 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return PlainTextResponse(f"{error.status_code}: {error.detail}\n", status_code=error.status_code, headers=headers)
 
 
-# ---------------------------------------------------------------------------- who is asking
-
-async def api_user(server: Server, request: Request) -> User:
-    """The user of a Bearer token, or 401."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    user = None
-    if scheme.lower() == "bearer" and token:
-        user = await run_in_threadpool(server.auth.user_for, token.strip())
-    if user is None:
-        raise HTTPException(401, "not signed in: run `checks login URL` with your token",
-                            headers={"WWW-Authenticate": "Bearer"})
-    return user
+UNAVAILABLE_SECONDS = 30  # Retry-After of a 503: the disk or the database refused a request
 
 
-def page_user(server: Server, request: Request) -> User | None:
-    """The signed-in user of a browser session (None when signed out, or the token was reissued)."""
-    user_id = request.session.get("uid")
-    if not isinstance(user_id, str):
-        return None
-    user = server.storage.user(user_id)
-    if user is None or request.session.get("tok") != user.token_hash[-16:]:
-        return None
-    return user
-
-
-def csrf_token(request: Request) -> str:
-    token = request.session.get("csrf")
-    if not isinstance(token, str):
-        token = request.session["csrf"] = auth.new_csrf_token()
-    return token
-
-
-async def checked_form(request: Request, **limits: int) -> Any:
-    """The form, once its CSRF field matches the session's (else 403)."""
-    form = await request.form(**limits)
-    if not auth.csrf_ok(request.session.get("csrf"), form.get("csrf")):
-        raise HTTPException(403, "the form is out of date or not from this site (CSRF check); reload the page")
-    return form
-
-
-def owned(server: Server, user: User, submission_id: str) -> SubmissionRow:
-    """The submission, if this user may see it (its owner, or staff); 404 otherwise, as for an unknown id."""
-    row = server.storage.submission(submission_id)
-    if row is None or (row.user_id != user.id and not user.staff):
-        raise HTTPException(404, "no such submission")
-    return row
-
-
-def _course(server: Server) -> Course:
-    """The course policy the server was loaded with (dates, grace days, records)."""
-    assert server.config.course is not None, "load_config loads the course policy"
-    return server.config.course
-
-
-def _policy_assignment(server: Server, name: str, user: User | None = None) -> Assignment:
-    policy = server.config.assignments.get(name)
-    if policy is None or (not policy.is_open(datetime.now(timezone.utc)) and not (user and user.staff)):
-        raise HTTPException(404, f"no assignment {name!r} is open on this server")
-    return server.assignments[name]
+async def _unavailable(request: Request, error: Exception) -> Response:
+    """The disk is full or the database failed: 503 with Retry-After, never a 500. Nothing was
+    acknowledged (a submission is acknowledged once its row is committed), so nothing is lost:
+    the client sends it again."""
+    if isinstance(error, OSError) and error.errno not in STORAGE_ERRNOS:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return PlainTextResponse("500: the server failed on this request; the staff can read why in its log\n",
+                                 status_code=500)
+    log.error("%s %s: storage unavailable: %s", request.method, request.url.path, error)
+    why = "the server's disk is full" if isinstance(error, OSError) else "the course's database is not answering"
+    return await _http_error(request, HTTPException(
+        503, f"{why}: nothing of this request was kept, and it cost no try; send it again in "
+             f"{UNAVAILABLE_SECONDS} s", headers={"Retry-After": str(UNAVAILABLE_SECONDS)}))
 
 
 # ---------------------------------------------------------------------------- logins
 
-async def _login(server: Server, account: str, token: str, address: str,
-                 expected: str | None = None) -> tuple[User | None, float]:
-    """(the user, 0) on success; (None, seconds to wait) while backing off; (None, 0) when wrong.
-    `account` names the backoff's account key; `expected`: the user the token must be (a web form's id)."""
-    keys = auth.login_keys(account, address)
-    config = server.config
-    wait = await run_in_threadpool(auth.backoff_left, server.storage, keys, config.login_free_failures,
-                                   config.login_backoff)
-    if wait > 0:
-        return None, wait
+async def _login(server: Server, token: str, address: str, expected: str | None = None) -> tuple[User | None, float]:
+    """(the user, 0) when the token is right, always: no one's failures (against a public account
+    id, or from an address a whole class shares behind one NAT) ever refuse a right token. A wrong
+    one is counted against its address: (None, seconds before the address should try again) once
+    it is past its free failures, else (None, 0). Guessing needs no lockout to be hopeless: a
+    token's secret is 192 random bits (auth.new_token). `expected`: the user the token must be
+    (the web form's id)."""
     user = await run_in_threadpool(server.auth.user_for, token)
-    if user is None or (expected is not None and user.id != expected):
-        for key in keys:
-            await run_in_threadpool(server.storage.count_login_failure, key)
-        return None, 0.0
-    await run_in_threadpool(server.storage.clear_login_failures, keys[0])
-    return user, 0.0
+    if user is not None and (expected is None or user.id == expected):
+        return user, 0.0
+    key = auth.address_key(address)
+    await run_in_threadpool(server.storage.count_login_failure, key)
+    config = server.config
+    return None, await run_in_threadpool(auth.backoff_left, server.storage, [key], config.login_free_failures,
+                                         config.login_backoff)
 
 
 def _retry_after(seconds: float) -> dict[str, str]:
@@ -234,37 +146,39 @@ async def api_login(server: Server, request: Request) -> Response:
         token = str(body["token"])
     except (ValueError, KeyError, TypeError):
         raise HTTPException(400, 'send {"token": "..."}') from None
-    token_id = token.partition(".")[0][:64]
-    owner = server.storage.user_by_token_id(token_id)  # backoff per account, whichever way it signs in
-    user, wait = await _login(server, owner.id if owner else token_id, token, client_address(request.scope))
+    user, wait = await _login(server, token, client_address(request.scope))
     if wait:
-        raise HTTPException(429, f"too many failed logins: try again in {math.ceil(wait)} s, at {_when(wait)}",
-                            headers=_retry_after(wait))
+        raise HTTPException(429, f"that token is not valid here, and this address has failed too often: try again "
+                            f"in {math.ceil(wait)} s, at {_when(wait)}", headers=_retry_after(wait))
     if user is None:
         raise HTTPException(401, "that token is not valid here")
     return JSONResponse({"user": user.id, "name": user.name, "role": user.role})
 
 
 async def login_page(server: Server, request: Request) -> Response:
-    return _render(server, request, "login.html.j2", error="", status=200)
+    return render(server, request, "login.html.j2", error="", status=200)
 
 
 async def login_post(server: Server, request: Request) -> Response:
     form = await checked_form(request)
     account, token = str(form.get("user", "")).strip(), str(form.get("token", "")).strip()
-    user, wait = await _login(server, account[:200], token, client_address(request.scope), expected=account)
+    user, wait = await _login(server, token, client_address(request.scope), expected=account)
     if wait:
-        return _render(server, request, "login.html.j2", status=429, headers=_retry_after(wait),
-                       error=f"Too many failed sign-ins: try again in {math.ceil(wait)} s (at {_when(wait)}).")
+        return render(server, request, "login.html.j2", status=429, headers=_retry_after(wait),
+                      error=f"That id and token do not match, and too many sign-ins from this address failed: try "
+                            f"again in {math.ceil(wait)} s (at {_when(wait)}).")
     if user is None:
-        return _render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
-    request.session.clear()
-    request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
+        return render(server, request, "login.html.j2", status=401, error="That id and token do not match.")
+    await start_session(server, request, user)
     return RedirectResponse("/staff" if user.staff else "/", status_code=303)
 
 
 async def logout(server: Server, request: Request) -> Response:
+    """Ends the user's sessions on the server, so that a copy of this cookie is refused from now on."""
     await checked_form(request)
+    user = page_user(server, request)
+    if user is not None:
+        await run_in_threadpool(server.storage.end_sessions, user.id)
     request.session.clear()
     return RedirectResponse("/login", status_code=303)
 
@@ -280,7 +194,7 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
     policy = config.assignments[assignment.name]
     if not user.staff:  # refused before it costs a try
         try:
-            await run_in_threadpool(lateness.admit, _course(server), policy, user.id, datetime.now(timezone.utc),
+            await run_in_threadpool(lateness.admit, course(server), policy, user.id, datetime.now(timezone.utc),
                                     grace_answer)
         except lateness.GraceQuestion as question:
             raise HTTPException(409, str(question)) from None
@@ -300,12 +214,16 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
                        unpacked_bytes=config.unpacked_bytes)
         now = datetime.now(timezone.utc)
         found = None
-        if not user.staff:  # decided again at the receipt time, which the row keeps
-            found = lateness.admit(_course(server), policy, user.id, now, grace_answer)
-        row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
-                                            stored.files, submission_id, created=now.timestamp())
+        try:
+            if not user.staff:  # decided again at the receipt time, which the row keeps
+                found = lateness.admit(course(server), policy, user.id, now, grace_answer)
+            row = server.storage.add_submission(user.id, assignment.name, stored.path, stored.sha256, stored.size,
+                                                stored.files, submission_id, created=now.timestamp())
+        except BaseException:  # never acknowledged: its stored file is no one's
+            (config.data_dir / stored.path).unlink(missing_ok=True)
+            raise
         if found is not None:
-            lateness.settle(_course(server), policy, user.id, found, grace_answer, now)
+            lateness.settle(course(server), policy, user.id, found, grace_answer, now)
         return row
 
     try:
@@ -319,6 +237,10 @@ async def _submit(server: Server, user: User, assignment: Assignment, parts: lis
     except CourseError as error:
         await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
         raise HTTPException(403, str(error)) from None
+    except (OSError, SQLAlchemyError):  # the disk or the database failed it (503): nothing kept, no try spent
+        with contextlib.suppress(OSError, SQLAlchemyError):  # the database may be what is down
+            await run_in_threadpool(server.storage.give_back_token, f"{user.id}:{assignment.name}", config.rate_count)
+        raise
     if server.queue is not None:
         server.queue.notify()
     return row
@@ -341,10 +263,10 @@ async def _parts(request: Request, server: Server) -> tuple[Any, list[tuple[str,
 
 async def api_submit(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     form, parts = await _parts(request, server)
     row = await _submit(server, user, assignment, parts, _grace_answer(form))
-    return JSONResponse(_status(server, row, user), status_code=202)
+    return JSONResponse(status_view(server, row, user), status_code=202)
 
 
 def _grace_answer(form: Any) -> str | None:
@@ -354,8 +276,8 @@ def _grace_answer(form: Any) -> str | None:
 
 
 async def page_submit(server: Server, request: Request) -> Response:
-    user = _require_page_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    user = require_page_user(server, request)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     form, parts = await _parts(request, server)
     if not auth.csrf_ok(request.session.get("csrf"), form.get("csrf")):
         raise HTTPException(403, "the form is out of date or not from this site (CSRF check); reload the page")
@@ -365,124 +287,9 @@ async def page_submit(server: Server, request: Request) -> Response:
         if refused.status_code not in (400, 403, 409, 413, 422, 429):
             raise
         context = {**_home(server, user), "error": f"{assignment.name}: {refused.detail}"}
-        return _render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
+        return render(server, request, "home.html.j2", status=refused.status_code, headers=refused.headers or {},
                        **context)
     return RedirectResponse(f"/submissions/{row.id}", status_code=303)
-
-
-# ---------------------------------------------------------------------------- results, as students see them
-
-def _shown(server: Server, row: SubmissionRow) -> bool:
-    return _shown_for(server, row.assignment, row.user_id)
-
-
-def _shown_for(server: Server, assignment: str, student: str) -> bool:
-    """Whether `student` sees the hidden results of `assignment` now: the staff released them, or
-    the policy does at the student's own due date (an extension moves it for them)."""
-    policy = server.config.assignments[assignment]
-    if not policy.policy.hidden_wait:  # nothing waits: no records to read
-        return True
-    due = dates.extended_due(policy.policy, lateness.extension(_course(server), assignment, student))
-    return policy.hidden_shown(datetime.now(timezone.utc), server.storage.hidden_released(assignment), due=due)
-
-
-def _late_view(server: Server, row: SubmissionRow) -> dict | None:
-    """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
-    decision = _decision(server, row)
-    if decision is None:
-        return None
-    return {"on_time": decision.on_time, "days_late": decision.days_late, "grace_days": decision.grace_days,
-            "penalty_percent": decision.penalty_percent, "closed": decision.closed,
-            "due": decision.due.isoformat() if decision.due else None, "reasons": list(decision.reasons)}
-
-
-def _visibility_note(server: Server, assignment: str, shown: bool) -> str:
-    policy = server.config.assignments[assignment]
-    if policy.hidden == "visible":
-        return "Scores and feedback of every check are shown as soon as it is graded."
-    if shown:
-        return "The hidden checks' scores and feedback are released."
-    due = local_time(policy.due, _zone(server)) if policy.due else "the staff release them"
-    return f"The hidden checks' scores and feedback are shown after the due date ({due}); until then only whether it was read and graded."
-
-
-def student_result(server: Server, row: SubmissionRow, user: User) -> SubmissionResult | None:
-    """The result as this user may see it: None until graded, or when the grader failed (staff see
-    the failure, a student never a score from it); without hidden scores until they are released."""
-    if row.status != DONE or row.result is None:
-        return None
-    result = SubmissionResult.from_dict(row.result)
-    if not user.staff and not _shown(server, row):
-        result.questions = []
-        return result
-    return _charged(server, row, result)
-
-
-def _charged(server: Server, row: SubmissionRow, result: SubmissionResult) -> SubmissionResult:
-    """The result with what the course policy does to its score, as the gradebook applies it (its
-    late penalty, from the receipt time, and the answered regrade requests on this submission):
-    result.final_score is then the number the student reads wherever their score shows (`checks
-    submit`, the page, "My submissions", feedback)."""
-    manual = regrades.manual_adjustments(_course(server), row.assignment).get(row.user_id, [])
-    result.adjustments = [a for a in result.adjustments if a.kind != MANUAL] + [
-        Adjustment(MANUAL, given.points, given.reason, given.by, given.at)
-        for given in regrades.applied(manual, row.id, regrades.question_scores(result.questions))]
-    decided = _decision(server, row)
-    if decided is not None:
-        late = lateness.late_adjustment(decided, result.score, datetime.fromtimestamp(row.created, timezone.utc))
-        if late is not None:
-            result.adjustments = [late] + [a for a in result.adjustments if a.kind != late.kind]
-            result.submitted_at = datetime.fromtimestamp(row.created, timezone.utc).isoformat(timespec="seconds")
-    return result
-
-
-def _decision(server: Server, row: SubmissionRow) -> dates.Decision | None:
-    """What the receipt time of a submission costs under the policy (None: no due date, or staff's)."""
-    policy = server.config.assignments[row.assignment]
-    owner = server.storage.user(row.user_id)
-    if policy.due is None or owner is None or owner.staff:
-        return None
-    return lateness.decision(_course(server), policy, row.user_id, datetime.fromtimestamp(row.created, timezone.utc))
-
-
-def public_result(row: SubmissionRow) -> SubmissionResult | None:
-    """The public checks' result, which every reader of the submission sees at once, whatever the
-    hidden results' policy: the same checks `checks test` runs, so they reveal nothing hidden. None
-    before the public run finished, or when it failed (staff read that failure, never a student)."""
-    return None if row.public_result is None else SubmissionResult.from_dict(row.public_result)
-
-
-def _settled(row: SubmissionRow, shown: bool) -> bool:
-    """Whether the reader has all they may see of the submission now (what `checks submit` waits
-    for): its grading is over, or its hidden results are not theirs to see yet and its public
-    checks' result is there (the hidden suite may still be queued behind other students' public checks)."""
-    return row.status not in (QUEUED, GRADING) or (not shown and row.public_result is not None)
-
-
-def _status(server: Server, row: SubmissionRow, user: User) -> dict:
-    result = student_result(server, row, user)
-    shown = user.staff or _shown(server, row)
-    status = row.status if user.staff or row.status != FAILED else "grader_problem"
-    reply = {"id": row.id, "assignment": row.assignment, "status": status, "created": row.created,
-             "settled": _settled(row, shown),
-             "position": server.storage.queue_position(row), "files": row.files, "hidden_shown": shown,
-             "visibility": _visibility_note(server, row.assignment, shown), "url": f"/submissions/{row.id}"}
-    if result is not None:
-        reply["result"] = result.to_dict()
-    late = _late_view(server, row)
-    if late is not None:
-        reply["late"] = late
-    public = public_result(row)
-    if public is not None:
-        reply["public"] = public.to_dict()
-    if user.staff and row.public_error:
-        reply["public_error"] = row.public_error
-    if row.status == FAILED:
-        reply["message"] = ("The grader itself failed on this submission: this is not your mistake, and no score "
-                            "was recorded. The course staff see it and will grade it again.")
-        if user.staff:
-            reply["error"] = row.error
-    return reply
 
 
 MAX_WAIT = 60.0
@@ -504,8 +311,8 @@ async def api_submission(server: Server, request: Request) -> Response:
         try:
             row = owned(server, user, submission_id)
             left = deadline - time.monotonic()
-            if left <= 0 or _settled(row, user.staff or _shown(server, row)):
-                return JSONResponse(_status(server, row, user))
+            if left <= 0 or settled(row, user.staff or hidden_shown(server, row)):
+                return JSONResponse(status_view(server, row, user))
             try:
                 await asyncio.wait_for(future, timeout=min(left, 1.0))
             except asyncio.TimeoutError:
@@ -517,7 +324,7 @@ async def api_submission(server: Server, request: Request) -> Response:
 async def api_submissions(server: Server, request: Request) -> Response:
     user = await api_user(server, request)
     rows = server.storage.submissions(user_id=user.id, assignment=request.query_params.get("assignment"), limit=200)
-    return JSONResponse([_status(server, row, user) for row in rows])
+    return JSONResponse([status_view(server, row, user) for row in rows])
 
 
 async def api_assignments(server: Server, request: Request) -> Response:
@@ -530,7 +337,7 @@ async def api_assignments(server: Server, request: Request) -> Response:
         entry = {"name": name, "released": policy.is_open(now), "due": policy.due.isoformat() if policy.due else None,
                  "hidden": policy.hidden}
         if not user.staff:
-            entry["terms"] = _terms_view(lateness.terms(_course(server), policy, user.id, now))
+            entry["terms"] = _terms_view(lateness.terms(course(server), policy, user.id, now))
         listed.append(entry)
     return JSONResponse(listed)
 
@@ -545,7 +352,7 @@ def _terms_view(terms: lateness.Terms) -> dict:
 async def api_distribution(server: Server, request: Request) -> Response:
     """The student release of an assignment as a zip (`checks fetch`), once it is released."""
     user = await api_user(server, request)
-    assignment = _policy_assignment(server, request.path_params["assignment"], user)
+    assignment = policy_assignment(server, request.path_params["assignment"], user)
     return Response(await run_in_threadpool(_release_zip, assignment), media_type="application/zip",
                     headers={"Content-Disposition": f'attachment; filename="{assignment.name}.zip"'})
 
@@ -560,6 +367,17 @@ def _release_zip(assignment: Assignment) -> bytes:
     return buffer.getvalue()
 
 
+async def metrics(server: Server, request: Request) -> Response:
+    """Prometheus's scrape (server/metrics.py): for course staff, with a staff Bearer token."""
+    user = await api_user(server, request)
+    if not user.staff:
+        raise HTTPException(403, "for course staff only")
+    from checks.server.metrics import CONTENT_TYPE, exposition, registry_for  # prometheus-client: the serve extra
+
+    body = await run_in_threadpool(exposition, registry_for(server.storage))
+    return Response(body, media_type=CONTENT_TYPE)
+
+
 async def healthz(server: Server, request: Request) -> Response:
     queued, grading, _ = server.storage.queue_state()
     ready = server.queue is None or server.queue.ready.is_set()
@@ -568,21 +386,6 @@ async def healthz(server: Server, request: Request) -> Response:
 
 
 # ---------------------------------------------------------------------------- student pages
-
-def _require_page_user(server: Server, request: Request) -> User:
-    user = page_user(server, request)
-    if user is None:
-        raise HTTPException(401, "sign in first, at /login")
-    return user
-
-
-def _render(server: Server, request: Request, template: str, *, status: int = 200,
-            headers: dict[str, str] | None = None, **context: Any) -> Response:
-    user = page_user(server, request)
-    page = server.templates.get_template(template).render(
-        title=server.config.title, user=user, csrf=csrf_token(request), **context)
-    return HTMLResponse(page, status_code=status, headers=headers)
-
 
 def _home(server: Server, user: User) -> dict:
     """Each open assignment with its visibility note and, for a student, what an upload now would
@@ -593,33 +396,10 @@ def _home(server: Server, user: User) -> dict:
     for name, policy in server.config.assignments.items():
         if not (policy.is_open(now) or user.staff):
             continue
-        shown = user.staff or _shown_for(server, name, user.id)
-        terms = None if user.staff else lateness.terms(_course(server), policy, user.id, now)
-        assignments.append((name, policy, _visibility_note(server, name, shown), terms))
-    return {"assignments": assignments, "rows": [_row_view(server, row, user) for row in rows], "error": ""}
-
-
-def _row_view(server: Server, row: SubmissionRow, user: User) -> dict:
-    result = student_result(server, row, user)
-    return {"id": row.id, "assignment": row.assignment, "user": row.user_id, "created": _stamp(row.created, _zone(server)),
-            "status": row.status if user.staff or row.status != FAILED else "grader problem",
-            "score": f"{result.final_score:g} / {result.max_score:g}" if result and result.questions else "",
-            "error": row.error if user.staff else ""}
-
-
-def _stamp(when: float | None, zone: tzinfo = timezone.utc) -> str:
-    return "" if when is None else local_time(datetime.fromtimestamp(when, timezone.utc), zone, seconds=True)
-
-
-def local_time(when: datetime, zone: tzinfo, *, seconds: bool = False) -> str:
-    """A date and time as the course reads it: in its time zone ([policy] time_zone), named."""
-    local = when.astimezone(zone)
-    return local.strftime("%Y-%m-%d %H:%M" + (":%S" if seconds else "")) + f" {local.tzname() or zone}"
-
-
-def _zone(server: Server) -> tzinfo:
-    """The course's time zone, in which every page shows its dates (UTC where it names none)."""
-    return _course(server).zone
+        shown = user.staff or hidden_shown_for(server, name, user.id)
+        terms = None if user.staff else lateness.terms(course(server), policy, user.id, now)
+        assignments.append((name, policy, visibility_note(server, name, shown), terms))
+    return {"assignments": assignments, "rows": [row_view(server, row, user) for row in rows], "error": ""}
 
 
 async def home(server: Server, request: Request) -> Response:
@@ -628,48 +408,38 @@ async def home(server: Server, request: Request) -> Response:
         return RedirectResponse("/login", status_code=303)
     if user.staff:
         return RedirectResponse("/staff", status_code=303)
-    return _render(server, request, "home.html.j2", **_home(server, user))
+    return render(server, request, "home.html.j2", **_home(server, user))
 
 
 async def submission_page(server: Server, request: Request) -> Response:
-    user = _require_page_user(server, request)
+    user = require_page_user(server, request)
     row = owned(server, user, request.path_params["id"])
-    status = _status(server, row, user)
+    status = status_view(server, row, user)
     result = student_result(server, row, user)
     body = public_body = ""
     if result is not None:
-        body = _feedback_body(feedback_markdown(result, graded_at=_stamp(row.finished, _zone(server))))
+        body = _feedback_body(feedback_markdown(result, graded_at=stamp(row.finished, zone(server))))
     public = public_result(row)
     if public is not None:
         public_body = _feedback_body(feedback_markdown(public, graded_at=""))
     public_max = public.max_score if public is not None else 0
-    threads = await run_in_threadpool(regrades.threads, _course(server), assignment=row.assignment,
+    threads = await run_in_threadpool(regrades.threads, course(server), assignment=row.assignment,
                                       student=row.user_id)
-    return _render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
-                   public_feedback=public_body, public_max=public_max, threads=threads,
-                   questions=questions_seen(server, row, user) if row.user_id == user.id else [],
-                   refresh=row.status in (QUEUED, GRADING), created=_stamp(row.created, _zone(server)),
+    return render(server, request, "submission.html.j2", row=row, state=status, feedback=body,
+                  public_feedback=public_body, public_max=public_max, threads=threads,
+                  questions=questions_seen(server, row, user) if row.user_id == user.id else [],
+                  refresh=row.status in (QUEUED, GRADING), created=stamp(row.created, zone(server)),
                    files=_files(server, row) if user.staff else [])
-
-
-def questions_seen(server: Server, row: SubmissionRow, user: User) -> list[str]:
-    """The question ids a student may ask a regrade of: those of the results they can see (the
-    hidden ones once released, else the public checks'), so that no form names a hidden question early."""
-    result = student_result(server, row, user)
-    if result is not None and result.questions:
-        return [q.qid for q in result.questions]
-    public = public_result(row)
-    return [q.qid for q in public.questions] if public is not None else []
 
 
 async def feedback_page(server: Server, request: Request) -> Response:
     """The same feedback.html `checks grade` writes, for this submission."""
-    user = _require_page_user(server, request)
+    user = require_page_user(server, request)
     row = owned(server, user, request.path_params["id"])
     result = student_result(server, row, user)
     if result is None:
         raise HTTPException(404, "no feedback yet")
-    markdown = feedback_markdown(result, graded_at=_stamp(row.finished, _zone(server)))
+    markdown = feedback_markdown(result, graded_at=stamp(row.finished, zone(server)))
     return HTMLResponse(feedback_html(markdown, title=f"{result.assignment}: feedback for {result.name}"),
                         headers={"Content-Security-Policy": FEEDBACK_CSP})
 
@@ -685,13 +455,6 @@ async def style(server: Server, request: Request) -> Response:
 
 
 # ---------------------------------------------------------------------------- staff pages
-
-def _require_staff(server: Server, request: Request) -> User:
-    user = _require_page_user(server, request)
-    if not user.staff:
-        raise HTTPException(403, "for course staff only")
-    return user
-
 
 def class_view(server: Server, assignment: str) -> dict:
     """The live class: submissions per minute, the queue, pass rate per question (each student's
@@ -716,22 +479,22 @@ def class_view(server: Server, assignment: str) -> dict:
 
 
 async def staff_page(server: Server, request: Request) -> Response:
-    user = _require_staff(server, request)
+    user = require_staff(server, request)
     names = list(server.config.assignments)
     assignment = request.query_params.get("assignment") or names[0]
     if assignment not in server.config.assignments:
         raise HTTPException(404, "no such assignment")
     view = class_view(server, assignment)
-    view["recent"] = [_row_view(server, row, user) for row in view["recent"]]
-    view["failures"] = [_row_view(server, row, user) for row in view["failures"]]
-    return _render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True, lti=server.config.lti,
+    view["recent"] = [row_view(server, row, user) for row in view["recent"]]
+    view["failures"] = [row_view(server, row, user) for row in view["failures"]]
+    return render(server, request, "staff.html.j2", names=names, formats=FORMATS, refresh=True, lti=server.config.lti,
                    released=server.storage.hidden_released(assignment),
                    policy=server.config.assignments[assignment], **view)
 
 
 async def staff_students(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
-    return _render(server, request, "students.html.j2", students=server.storage.users(), lti=server.config.lti)
+    require_staff(server, request)
+    return render(server, request, "students.html.j2", students=server.storage.users(), lti=server.config.lti)
 
 
 def _files(server: Server, row: SubmissionRow) -> list[tuple[str, str]]:
@@ -752,7 +515,7 @@ def _files(server: Server, row: SubmissionRow) -> list[tuple[str, str]]:
 
 
 async def staff_regrade(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
+    require_staff(server, request)
     form = await checked_form(request)
     submission_id, assignment = str(form.get("submission", "")), str(form.get("assignment", ""))
     if submission_id:
@@ -770,7 +533,7 @@ async def staff_regrade(server: Server, request: Request) -> Response:
 
 
 async def staff_release(server: Server, request: Request) -> Response:
-    user = _require_staff(server, request)
+    user = require_staff(server, request)
     form = await checked_form(request)
     assignment = str(form.get("assignment", ""))
     if assignment not in server.config.assignments:
@@ -783,12 +546,12 @@ async def staff_release(server: Server, request: Request) -> Response:
 
 
 async def staff_gradebook(server: Server, request: Request) -> Response:
-    _require_staff(server, request)
+    require_staff(server, request)
     assignment, fmt = request.path_params["assignment"], request.path_params["format"]
     if assignment not in server.config.assignments or fmt not in FORMATS:
         raise HTTPException(404, f"no such gradebook; formats: {', '.join(FORMATS)}")
     data, media = await run_in_threadpool(gradebook_file, server.storage, server.assignments[assignment], fmt,
-                                          _course(server))
+                                          course(server))
     return Response(data, media_type=media,
                     headers={"Content-Disposition": f'attachment; filename="{assignment}-{FORMATS[fmt]}"'})
 
@@ -812,6 +575,7 @@ ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/", home, ["GET"]),
     ("/style.css", style, ["GET"]),
     ("/healthz", healthz, ["GET"]),
+    ("/metrics", metrics, ["GET"]),
     ("/login", login_page, ["GET"]),
     ("/login", login_post, ["POST"]),
     ("/logout", logout, ["POST"]),

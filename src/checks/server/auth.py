@@ -1,5 +1,5 @@
-"""Who is asking: tokens (argon2-hashed, only the hash stored), login backoff per account and per
-address, and the CSRF token of a signed-in browser session.
+"""Who is asking: tokens (argon2-hashed, only the hash stored), login backoff per address (for
+wrong tokens only), and the CSRF token of a signed-in browser session.
 
 A token is `<id>.<secret>`: the id finds the user's row, the secret is checked against its argon2
 hash. A verified token is remembered (by its SHA-256, in this process only) so that the CLI's
@@ -68,20 +68,23 @@ class Authenticator:
 
 
 def backoff_left(storage: Storage, keys: list[str], free_failures: int, base: float) -> float:
-    """Seconds before another login may be tried for any of `keys` (an account, an address): none
-    for the first `free_failures` failures, then `base` seconds doubling with each, at most 15 min."""
+    """Seconds before another wrong token should be tried from `keys` (an address): none for the
+    first `free_failures` failures, then `base` seconds doubling with each, at most 15 min. It
+    asks a script to slow down; it never refuses a right token (app._login)."""
     now = time.time()
     wait = 0.0
     for key in keys:
         failures, last = storage.login_failures(key)
-        if failures >= free_failures:
-            delay = min(MAX_BACKOFF, base * 2 ** (failures - free_failures))
+        if failures > free_failures:
+            delay = min(MAX_BACKOFF, base * 2 ** (failures - free_failures - 1))
             wait = max(wait, last + delay - now)
     return max(0.0, wait)
 
 
-def login_keys(account: str, address: str) -> list[str]:
-    return [f"account:{account}", f"address:{address}"]
+def address_key(address: str) -> str:
+    """What failed sign-ins count against: the address, never an account (whose id is public:
+    counting against it would let anyone lock its owner out)."""
+    return f"address:{address}"
 
 
 def new_csrf_token() -> str:

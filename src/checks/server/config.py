@@ -76,6 +76,7 @@ class ServerConfig:
     upload_bytes: int = 5 * 2**20  # a request's body
     unpacked_bytes: int = 20 * 2**20  # all files of a submission, unpacked
     max_files: int = 50
+    idle_seconds: float = 30.0  # a request body that stops coming this long is refused (408)
     rate_count: int = 10  # submissions per student per assignment per window
     rate_window: float = 600.0
     login_free_failures: int = 3  # failed logins before the backoff starts
@@ -122,6 +123,7 @@ def load_config(folder: Path, database: str | None = None) -> ServerConfig:
         upload_bytes=int(_number(limits, "upload_mib", 5, path) * 2**20),
         unpacked_bytes=int(_number(limits, "unpacked_mib", 20, path) * 2**20),
         max_files=_number(limits, "files", 50, path, whole=True),
+        idle_seconds=float(_number(limits, "idle_seconds", 30, path)),
         rate_count=_number(rate, "submissions", 10, path, whole=True),
         rate_window=float(_number(rate, "window_seconds", 600, path)),
         login_free_failures=_number(login, "free_failures", 3, path, whole=True),

@@ -35,8 +35,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from checks.course.assignment import CourseError
 from checks.policy import records
 from checks.policy.roster import Roster, read_roster
-from checks.server import app, auth, gradebook, roster
-from checks.server.app import Server
+from checks.server import gradebook, pages, roster
+from checks.server.pages import Server
 
 AUDIT = "lti"  # COURSE/records/lti.jsonl: the staff's posts and roster syncs
 
@@ -109,7 +109,7 @@ async def lti_launch(server: Server, request: Request) -> Response:
                                        store_for(server.config.folder))
     except LtiError as error:
         raise HTTPException(403, str(error)) from None
-    roster = app._course(server).roster
+    roster = pages.course(server).roster
     person = roster.match("", done.user_id) if roster is not None else None
     user = server.storage.user(person.student_id) if person is not None else None
     if user is None:
@@ -117,8 +117,7 @@ async def lti_launch(server: Server, request: Request) -> Response:
                             "add them to the roster (lms_id) and run `checks roster import`")
     # a launch of this course's member names the services: kept for the staff's LMS actions
     await run_in_threadpool(keep_endpoints, store_for(server.config.folder), done)
-    request.session.clear()
-    request.session.update({"uid": user.id, "tok": user.token_hash[-16:], "csrf": auth.new_csrf_token()})
+    await pages.start_session(server, request, user)
     target = "/staff" if user.staff else "/"
     # a page of our own, not a redirect: the session cookie (SameSite=Strict) is sent on the
     # same-site navigation it starts, never on a redirect that follows the platform's cross-site post
@@ -136,20 +135,20 @@ def _now() -> datetime:
 
 def _course_roster(server: Server) -> Roster:
     """The course's roster as it is on disk now (a sync in another server process may have grown it)."""
-    course = app._course(server)
+    course = pages.course(server)
     return read_roster(course.require_roster("the LMS's roster and grade passback").path)
 
 
 def _audit(server: Server, fields: dict[str, Any]) -> None:
     """One line of records/lti.jsonl: what was done, by whom, when."""
-    with records.locked(records.records_path(app._course(server).folder, AUDIT)) as fd:
+    with records.locked(records.records_path(pages.course(server).folder, AUDIT)) as fd:
         records.append(fd, {**fields, "at": _now().isoformat(timespec="seconds")})
 
 
 def _lms_page(server: Server, request: Request, *, status: int = 200, **context: Any) -> Response:
     view = {"heading": "", "error": "", "summary": "", "left_out": [], "issued": [], "tokens_csv": "",
             "back": "/staff", **context}
-    return app._render(server, request, "lms.html.j2", status=status, **view)
+    return pages.render(server, request, "lms.html.j2", status=status, **view)
 
 
 def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
@@ -159,7 +158,7 @@ def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
 
     registration = _registration(server)
     ags = ags_endpoint(registration)
-    course = app._course(server)
+    course = pages.course(server)
     people = _course_roster(server)
     label = server.assignments[assignment].title or assignment
     try:
@@ -181,9 +180,9 @@ async def staff_post_scores(server: Server, request: Request) -> Response:
     """Staff post an assignment's final scores to the LMS (Assignment and Grade Services)."""
     from checks.lti.launch import LtiError
 
-    user = app._require_staff(server, request)
+    user = pages.require_staff(server, request)
     _registration(server)
-    form = await app.checked_form(request, max_files=0, max_fields=5)
+    form = await pages.checked_form(request, max_files=0, max_fields=5)
     assignment = str(form.get("assignment", ""))
     if assignment not in server.config.assignments:
         raise HTTPException(400, "no such assignment")
@@ -214,7 +213,7 @@ def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]
     path = _course_roster(server).path
     done = import_roster(registration.conf, registration.issuer, memberships, path)
     issued, kept = roster.import_roster(server.storage, roster.read_roster(path))
-    course = app._course(server)  # this process reads the grown roster at once (launches, gradebook)
+    course = pages.course(server)  # this process reads the grown roster at once (launches, gradebook)
     server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=read_roster(path)))
     _audit(server, {"event": "roster", "added": done.added, "kept": done.kept, "skipped": done.skipped,
                     "accounts": [one.user.id for one in issued], "by": by})
@@ -226,9 +225,9 @@ async def staff_sync_roster(server: Server, request: Request) -> Response:
     are shown on this page once, never stored."""
     from checks.lti.launch import LtiError
 
-    user = app._require_staff(server, request)
+    user = pages.require_staff(server, request)
     _registration(server)
-    await app.checked_form(request, max_files=0, max_fields=5)
+    await pages.checked_form(request, max_files=0, max_fields=5)
     heading = "Sync the roster from the LMS"
     try:
         done, issued, kept = await run_in_threadpool(sync_roster, server, user.id)

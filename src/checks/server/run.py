@@ -21,6 +21,8 @@ from typing import IO, Callable, Iterator
 import uvicorn
 
 from checks.course.assignment import CourseError, load_assignment
+from checks.sandbox.jail import Isolation
+from checks.server import confinement
 from checks.server.app import create_app
 from checks.server.config import ServerConfig
 from checks.server.database import is_sqlite
@@ -58,10 +60,16 @@ def hold_course(config: ServerConfig) -> Iterator[IO[str] | None]:
 
 def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jobs: int = 1,
           proxy_headers: bool = False, forwarded_allow_ips: str = "127.0.0.1",
-          make_grader: Callable[[], Grader] | None = None) -> None:
+          make_grader: Callable[[], Grader] | None = None, isolation: Isolation | None = None) -> None:
     """Serve the course until interrupted; `make_grader` defaults to local warm pools. With
     `proxy_headers`, the client's address comes from a reverse proxy's X-Forwarded-For (from
-    `forwarded_allow_ips` only): login backoff per address needs it behind a proxy."""
+    `forwarded_allow_ips` only): login backoff per address needs it behind a proxy. `isolation`:
+    the sandbox level the local pools grade at (None: they grade elsewhere, `make_grader`'s
+    Dask); refused (CourseError) where a submission could read the server's state (confinement.py)."""
+    if make_grader is None and isolation is None:
+        raise CourseError("local grading needs its isolation level, to check that submissions cannot read data/")
+    for change in confinement.secure(config, isolation):
+        log.warning("%s", change)
     with hold_course(config) as alone:
         storage = Storage(config.storage_url)  # migrated to head here (one process at a time)
         for partial in config.data_dir.glob("uploads/*/.upload-*"):  # killed mid-upload: never acknowledged
@@ -79,7 +87,8 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
         app = create_app(config, storage, queue)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                proxy_headers=proxy_headers, forwarded_allow_ips=forwarded_allow_ips,
-                                               server_header=False, date_header=False, access_log=False))
+                                               server_header=False, date_header=False, access_log=False,
+                                               timeout_keep_alive=5))  # an idle connection closes
         queue.start()
         try:
             server.run()

@@ -45,6 +45,8 @@ users = Table(
     Column("token_id", String(64), unique=True, nullable=False),  # the public half of the token
     Column("token_hash", Text, nullable=False),  # argon2 of the secret half
     Column("created", Float, nullable=False),
+    # every session cookie of the user carries it; a new one (sign-out, new token or role) ends them all
+    Column("session_gen", String(32), nullable=False, server_default=""),
 )
 submissions = Table(
     "submissions", metadata,
@@ -107,6 +109,7 @@ class User:
     email: str
     role: str
     token_hash: str = ""
+    session_gen: str = ""  # what the user's session cookies must carry (storage.end_sessions)
 
     @property
     def staff(self) -> bool:
@@ -180,12 +183,21 @@ class Storage:
     # ------------------------------------------------------------------ users
 
     def put_user(self, user: User, token_id: str) -> None:
-        """Add a user or replace one with the same id (a new token replaces the old)."""
+        """Add a user or replace one with the same id (a new token replaces the old); either way
+        every session cookie the user had is refused from now on (a new session generation)."""
         row = {"id": user.id, "name": user.name, "email": user.email, "role": user.role, "token_id": token_id,
-               "token_hash": user.token_hash, "created": time.time()}
+               "token_hash": user.token_hash, "created": time.time(), "session_gen": _generation()}
         with self._write() as conn:
             conn.execute(users.delete().where(users.c.id == user.id))
             conn.execute(users.insert().values(**row))
+
+    def end_sessions(self, user_id: str) -> str:
+        """Refuse every session cookie the user holds (signing out ends the session on the server,
+        wherever the cookie was copied to); the new generation, which a new session carries."""
+        generation = _generation()
+        with self._write() as conn:
+            conn.execute(update(users).where(users.c.id == user_id).values(session_gen=generation))
+        return generation
 
     def user(self, user_id: str) -> User | None:
         with self._read() as conn:
@@ -370,6 +382,18 @@ class Storage:
                                   .where(submissions.c.status == QUEUED)).scalar_one()
         return int(counts.get(QUEUED, 0)), int(counts.get(GRADING, 0)), oldest
 
+    def assignment_totals(self) -> list[tuple[str, str, int, float, int]]:
+        """Per assignment and status: (assignment, status, submissions, seconds spent grading those
+        that finished, how many of them finished), for /metrics: the database's, so that every server
+        process of the course reports the same."""
+        graded = submissions.c.finished.is_not(None) & submissions.c.started.is_not(None)
+        seconds = func.sum(case((graded, submissions.c.finished - submissions.c.started), else_=0.0))
+        finished = func.sum(case((graded, 1), else_=0))
+        query = (select(submissions.c.assignment, submissions.c.status, func.count(), seconds, finished)
+                 .group_by(submissions.c.assignment, submissions.c.status))
+        with self._read() as conn:
+            return [(a, st, int(n), float(sec or 0.0), int(done or 0)) for a, st, n, sec, done in conn.execute(query)]
+
     # ------------------------------------------------------------------ login backoff and rate limits
 
     def login_failures(self, key: str) -> tuple[int, float]:
@@ -441,7 +465,11 @@ def new_id() -> str:
 def _user(row: Any) -> User | None:
     if row is None:
         return None
-    return User(row["id"], row["name"], row["email"], row["role"], row["token_hash"])
+    return User(row["id"], row["name"], row["email"], row["role"], row["token_hash"], row["session_gen"])
+
+
+def _generation() -> str:
+    return secrets.token_urlsafe(16)
 
 
 def _submission(row: Any) -> SubmissionRow | None:

@@ -79,13 +79,15 @@ def check_zip(data: bytes, *, max_files: int, unpacked_bytes: int) -> list[str]:
             infos = archive.infolist()
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as error:
         raise UploadRefused(f"the upload is not a readable zip ({error})") from None
-    files = [info for info in infos if not info.is_dir()]
+    files = [info for info in infos if not info.filename.endswith("/")]  # is_dir() fails on an empty name
     if len(infos) > max_files:
         raise UploadRefused(f"the zip holds {len(infos)} entries; at most {max_files} are taken", 413)
     total = sum(info.file_size for info in files)
     if total > unpacked_bytes:
         raise UploadRefused(f"the zip unpacks to {total / 2**20:.1f} MiB; at most {unpacked_bytes // 2**20} MiB "
                             "are taken", 413)
+    if not files:
+        raise UploadRefused("the zip holds no files: zip your assignment's files (or choose them one by one)")
     return [info.filename for info in files]
 
 
@@ -104,8 +106,9 @@ def store(data: bytes, assignment: Assignment, data_dir: Path, submission_id: st
             os.fsync(out.fileno())
         try:
             submission = read_submission(Path(temp), named_files(assignment))
-        except SubmissionError as error:
-            raise UploadRefused(f"the grader could not read this submission: {error}") from None
+        except SubmissionError as error:  # without the temporary file's name, which is no one's business
+            reason = str(error).removeprefix(f"{Path(temp).name}: ")
+            raise UploadRefused(f"the grader could not read this submission: {reason}") from None
         refuse_incomplete(assignment, submission, names)
         final = folder / f"{submission_id}.zip"
         os.replace(temp, final)

@@ -7,6 +7,7 @@ multipart parser or a handler sees it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import tempfile
@@ -56,12 +57,17 @@ class BodyTooLarge(Exception):
     pass
 
 
+class BodyIdle(Exception):
+    pass
+
+
 class BodyLimit:
     """Refuse a request whose body is over `limit` bytes with 413: at once from its Content-Length,
-    else as soon as the bytes streamed in pass it."""
+    else as soon as the bytes streamed in pass it; and one whose body stops coming for `idle`
+    seconds with 408 (a slow client holds no worker for ever)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app: ASGIApp, limit: int, idle: float = 30.0) -> None:
+        self.app, self.limit, self.idle = app, limit, idle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -76,7 +82,10 @@ class BodyLimit:
 
         async def counted() -> Message:
             nonlocal seen
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.idle)
+            except asyncio.TimeoutError:
+                raise BodyIdle from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
@@ -94,11 +103,18 @@ class BodyLimit:
         except BodyTooLarge:
             if not started:
                 await _too_large(send, self.limit)
+        except BodyIdle:
+            if not started:
+                await _refuse(send, 408, f"the request's body stopped coming for {self.idle:g} s; send it again\n")
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    body = f"the upload is over {limit // 2**20} MiB, the most this course takes\n".encode()
-    await send({"type": "http.response.start", "status": 413,
+    await _refuse(send, 413, f"the upload is over {limit // 2**20} MiB, the most this course takes\n")
+
+
+async def _refuse(send: Send, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
