@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import math
+import re
 import time
 import zipfile
 from dataclasses import dataclass
@@ -634,9 +635,14 @@ async def feedback_page(server: Server, request: Request) -> Response:
 
 
 def _feedback_body(page: str) -> str:
-    """The body of feedback.html (markdown rendered with raw HTML off, as `checks grade` writes it)."""
+    """The body of feedback.html (markdown rendered with raw HTML off, as `checks grade` writes it),
+    its headings two levels down: the submission page has its own h1, and an h2 above each feedback."""
     document = feedback_html(page, title="feedback")
-    return document.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    body = document.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    return _HEADING.sub(lambda tag: f"<{tag[1]}h{min(6, int(tag[2]) + 2)}{tag[3]}", body)
+
+
+_HEADING = re.compile(r"<(/?)h([1-6])([\s>])")  # markdown-it's own tags: student text in it is escaped
 
 
 async def style(server: Server, request: Request) -> Response:
