@@ -82,7 +82,8 @@ class Tags(html.parser.HTMLParser):
 
 FEEDBACK_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody",
                  "tr", "th", "td", "code", "strong", "ul", "li", "blockquote", "br"}
-REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption"}
+REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption", "ol",
+                               "details", "summary"}
 
 
 def assert_terminal_inert(shown: str) -> None:
