@@ -36,7 +36,7 @@ from checks.reports.render import feedback_html, feedback_markdown, question_sta
 from checks.course.assignment import CourseError
 from checks.policy import dates, regrades
 from checks.policy.config import Course
-from checks.server import auth, lateness
+from checks.server import auth, lateness, live
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
 from checks.server.queue import GradingQueue
@@ -551,9 +551,11 @@ def _require_page_user(server: Server, request: Request) -> User:
 def _render(server: Server, request: Request, template: str, *, status: int = 200,
             headers: dict[str, str] | None = None, **context: Any) -> Response:
     user = page_user(server, request)
-    page = server.templates.get_template(template).render(
-        title=server.config.title, user=user, csrf=csrf_token(request), **context)
-    return HTMLResponse(page, status_code=status, headers=headers)
+    page = server.templates.get_template(template)
+    values = {"title": server.config.title, "user": user, "csrf": csrf_token(request), **context}
+    if live.wanted(request):  # only the parts that change, for live.js
+        return live.parts(page, values)
+    return HTMLResponse(page.render(values), status_code=status, headers=headers)
 
 
 def _home(server: Server, user: User) -> dict:
@@ -773,6 +775,7 @@ async def api_class(server: Server, request: Request) -> Response:
 ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/", home, ["GET"]),
     ("/style.css", style, ["GET"]),
+    ("/live.js", lambda server, request: live.script(request), ["GET"]),
     ("/healthz", healthz, ["GET"]),
     ("/login", login_page, ["GET"]),
     ("/login", login_post, ["POST"]),
