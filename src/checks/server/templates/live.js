@@ -11,6 +11,7 @@
   const toggle = control.querySelector("button.live-toggle");
   const state = control.querySelector(".live-state");
   let paused = false;
+  let finished = false;
   let timer = null;
 
   function say(text) {
@@ -55,7 +56,9 @@
       element.innerHTML = html;
     }
     if (data.done && !waiting) {
-      toggle.hidden = true;
+      finished = true;  // the button stays where it is (it may hold the focus), with nothing left to pause
+      toggle.setAttribute("aria-disabled", "true");
+      toggle.textContent = "No more updates";
       say("Up to date: nothing changes on this page any more.");
       return;
     }
@@ -64,6 +67,7 @@
 
   toggle.hidden = false;
   toggle.addEventListener("click", function () {
+    if (finished) return;
     paused = !paused;
     toggle.setAttribute("aria-pressed", String(paused));
     toggle.textContent = paused ? "Resume live updates" : "Pause live updates";
