@@ -120,6 +120,40 @@ def test_the_report_shows_the_class_mistakes_with_counts_shares_and_plots(course
     assert json.loads((out / "analytics.json").read_text()) == data
 
 
+def test_a_missing_file_is_one_packaging_problem_and_the_report_leads_with_the_top_mistakes(make_course):
+    """A file left out fails every question that imports it: counted once, in the report's section of
+    missing files and packaging, not as a mistake of the class under each question (issue 47)."""
+    files = {"autograder/toy/assignment.toml": 'files = ["calc.py", "more.py"]\n', "autograder/toy/test_calc.py": SUITE
+             + "\n@question('more.half', points=2)\ndef test_half(student):\n    expect_equal(student.more.half(4), 2)\n",
+             "assignments/toy/calc.py": "def add(a, b):\n    raise NotImplementedError\n",
+             "assignments/toy/more.py": "def half(x):\n    raise NotImplementedError\n"}
+    more = "def half(x):\n    return x / 2\n"
+    files.update({"subs/ann/calc.py": STUDENTS["ann"], "subs/ann/more.py": more,
+                  "subs/bob/calc.py": STUDENTS["bob"], "subs/bob/more.py": more,
+                  "subs/gus/more.py": more})  # gus left calc.py out
+    root = make_course(files)
+    assert grade(root) == 0
+    data = analytics_of_folder(root / "grades")
+    add = data["questions"][0]
+    assert add["failed"] == 2 and add["packaging"] == ["gus"]  # lost points: bob's mistake, gus's missing file
+    assert [(m["text"], m["submissions"]) for m in add["mistakes"]] == [("subtracted instead of adding.", ["bob"])]
+    assert add["unexplained"]["count"] == 0  # gus's ModuleNotFoundError is not a failure of the class to explain
+    assert data["packaging"] == [{"submission": "gus", "warnings": ["calc.py is missing from the submission"],
+                                  "missing": ["calc.py"], "questions": ["calc.add", "calc.mul"]}]
+    page = (root / "grades" / "report.html").read_text()
+    order = [page.index(marker) for marker in ('id="top-mistakes"', 'id="packaging-heading"', 'id="details-heading"',
+                                               'id="details-mistakes"', 'id="details-submissions"')]
+    assert order == sorted(order)  # what a TA acts on first, then the details, collapsed
+    top = re.search(r'<table id="top-mistakes".*?</table>', page, re.S).group(0)
+    assert "subtracted instead of adding. <strong>(1)</strong>" in top and "gus" not in top
+    assert re.search(r'<li><a href="gus/feedback.html">gus</a> lacks calc.py: lost points on 2 questions', page)
+    assert not re.search(r"<details[^>]* open", page)
+    assert 'width="640"' not in page  # the charts scale with the page
+    rows = list(csv.DictReader(io.StringIO((root / "grades" / "mistakes.csv").read_text())))
+    assert {"question": "calc.add", "kind": "missing file", "text": "", "count": "1", "share": "0.3333",
+            "submissions": "gus"} in rows
+
+
 def test_an_older_gradebook_row_without_recorded_diagnoses_is_read_from_its_feedback():
     feedback = ("2 of 2 checks failed.\n- add(1, 2) returned -1; expected 3. Likely mistake: subtracted instead of "
                 "adding. (1 more case failed the same way)")

@@ -109,7 +109,8 @@ for _parsed, _page in zip(PYTHON_MARKDOWN_BASELINE, python_markdown_pages(feedba
     _parsed.counts = tag_counts(_page)
 FEEDBACK_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "thead", "tbody",
                  "tr", "th", "td", "code", "strong", "ul", "li", "blockquote", "br"}
-REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption"}
+REPORT_TAGS = FEEDBACK_TAGS | {"h2", "h3", "div", "span", "svg", "line", "text", "rect", "a", "figure", "figcaption", "ol",
+                               "details", "summary"}
 
 
 def assert_terminal_inert(shown: str) -> None:

@@ -3,7 +3,9 @@
 For each question: how many passed, how many never started it (still the stub), the common
 mistakes (the diagnoses its suite named: suites/diagnoses.py), each with how many submissions made
 it and their share of the class, and the failures no diagnosis explains, with a sample of their
-messages: where the suite's diagnoses are missing, and where a TA reads the code.
+messages: where the suite's diagnoses are missing, and where a TA reads the code. A failure that
+names a file the submission lacks is a packaging problem, counted once per submission (Packaging)
+rather than under every question that imports the file.
 
 `class_analytics` returns plain data (dataclasses; `.to_dict()` is JSON-ready) so that every front
 end shows the same: report.html and the files beside it (analytics.json, mistakes.csv, written by
@@ -20,6 +22,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -64,6 +67,18 @@ class Unexplained:
 
 
 @dataclass(frozen=True)
+class Packaging:
+    """A readable submission whose files were not as the assignment asks (a file missing or
+    misnamed, files skipped, a name changed: its warnings). The failures its missing files explain
+    are counted here, once, rather than as a mistake under every question that imports them."""
+
+    submission: str
+    warnings: list[str]
+    missing: list[str]  # the files it lacks
+    questions: list[str]  # the questions whose failures name a missing file
+
+
+@dataclass(frozen=True)
 class QuestionAnalytics:
     qid: str
     max_score: float
@@ -74,6 +89,7 @@ class QuestionAnalytics:
     failed: int  # lost points, started
     mistakes: list[Mistake]  # most frequent first
     unexplained: Unexplained
+    packaging: list[str] = field(default_factory=list)  # lost points to a missing file (Packaging), not counted above
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ class ClassAnalytics:
     median: float | None
     score_bins: list[int] = field(default_factory=list)  # SCORE_BINS counts of total/max
     questions: list[QuestionAnalytics] = field(default_factory=list)
+    packaging: list[Packaging] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """JSON-ready plain data (what analytics.json holds)."""
@@ -105,11 +122,29 @@ def class_analytics(assignment: str, records: list[Graded] | list[SubmissionResu
     for r in cohort:
         share = r.score / r.max_score if r.max_score else 0.0
         bins[min(SCORE_BINS - 1, max(0, int(share * SCORE_BINS + 1e-9)))] += 1
+    missing = {r.name: missing_files_named(r.warnings) for r in cohort}
+    questions = [_question(qid, cohort, missing) for qid in _question_ids(cohort)]
+    packaging = [Packaging(r.name, list(r.warnings), missing[r.name],
+                           [q.qid for q in questions if r.name in q.packaging]) for r in cohort if r.warnings]
     return ClassAnalytics(
         assignment=assignment, submissions=len(results), class_size=len(cohort),
         not_graded=len(results) - len(graded), refused=len(graded) - len(cohort), max_score=max_score,
         mean=statistics.fmean(totals) if totals else None, median=statistics.median(totals) if totals else None,
-        score_bins=bins, questions=[_question(qid, cohort) for qid in _question_ids(cohort)])
+        score_bins=bins, questions=questions, packaging=packaging)
+
+
+_MISSING = re.compile(r"^(\S+) is missing\b")  # course/submissions.missing_files' lines
+
+
+def missing_files_named(warnings: list[str]) -> list[str]:
+    """The files a submission's warnings say it lacks (course/submissions.missing_files writes them)."""
+    return [match[1] for warning in warnings if (match := _MISSING.match(warning))]
+
+
+def _explained_by_missing(q: QuestionResult, missing: list[str]) -> bool:
+    """Whether the question's failures name a file the submission lacks ("... while importing
+    broadcasting.py: No module named 'broadcasting'"): a packaging problem, not a mistake in code."""
+    return any(name in q.feedback for name in missing)
 
 
 def _question_ids(results: list[SubmissionResult]) -> list[str]:
@@ -119,12 +154,14 @@ def _question_ids(results: list[SubmissionResult]) -> list[str]:
     return list(names)
 
 
-def _question(qid: str, cohort: list[SubmissionResult]) -> QuestionAnalytics:
+def _question(qid: str, cohort: list[SubmissionResult], missing: dict[str, list[str]]) -> QuestionAnalytics:
     answered = [(r.name, q) for r in cohort for q in r.questions if q.qid == qid]
     size = len(cohort) or 1
     passed = [name for name, q in answered if q.passed]
     stub = [name for name, q in answered if not q.passed and _not_started(q)]
-    failed = [(name, q) for name, q in answered if not q.passed and not _not_started(q)]
+    lost = [(name, q) for name, q in answered if not q.passed and not _not_started(q)]
+    packaging = [name for name, q in lost if _explained_by_missing(q, missing.get(name, []))]
+    failed = [(name, q) for name, q in lost if name not in packaging]
     wordings: dict[str, Counter[str]] = {}
     makers: dict[str, list[str]] = {}
     unexplained: list[tuple[str, QuestionResult]] = []
@@ -144,8 +181,9 @@ def _question(qid: str, cohort: list[SubmissionResult]) -> QuestionAnalytics:
     return QuestionAnalytics(
         qid=qid, max_score=max((q.max_score for _, q in answered), default=0.0),
         mean=statistics.fmean(q.score for _, q in answered) if answered else 0.0,
-        passed=len(passed), pass_rate=len(passed) / size, not_started=len(stub), failed=len(failed),
-        mistakes=mistakes, unexplained=Unexplained(len(names), len(names) / size, names, _samples(unexplained)))
+        passed=len(passed), pass_rate=len(passed) / size, not_started=len(stub), failed=len(lost),
+        mistakes=mistakes, unexplained=Unexplained(len(names), len(names) / size, names, _samples(unexplained)),
+        packaging=packaging)
 
 
 def _not_started(q: QuestionResult) -> bool:
@@ -194,7 +232,8 @@ def analytics_json(analytics: ClassAnalytics) -> str:
 def mistakes_csv(analytics: ClassAnalytics) -> str:
     """mistakes.csv: a row per question and mistake (kind `mistake`), per question with failures no
     diagnosis explains (kind `unexplained`, its first sample message as the text) and per question
-    some never started (kind `not started`): count, share of the class, and the submissions."""
+    some never started (kind `not started`) or lacked a file it needs (kind `missing file`): count,
+    share of the class, and the submissions."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
 
@@ -212,6 +251,8 @@ def mistakes_csv(analytics: ClassAnalytics) -> str:
                  " ".join(q.unexplained.submissions)])
         if q.not_started:
             row([q.qid, "not started", "", q.not_started, round(q.not_started / size, 4), ""])
+        if q.packaging:
+            row([q.qid, "missing file", "", len(q.packaging), round(len(q.packaging) / size, 4), " ".join(q.packaging)])
     return buffer.getvalue()
 
 

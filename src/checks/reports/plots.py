@@ -25,7 +25,7 @@ def bar_chart(rows: list[tuple[str, float, str]], *, chart_id: str, title: str, 
     height = ROW_HEIGHT * len(rows) + 28
     plot = width - label_width - 60
     parts = [f'<svg id="{_e(chart_id)}" class="chart" role="img" aria-labelledby="{_e(chart_id)}-title" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
+             f'width="100%" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',  # scales with the page
              f'<title id="{_e(chart_id)}-title">{_e(title)}</title>']
     for k, (label, value, tooltip) in enumerate(rows):
         y = 8 + k * ROW_HEIGHT

@@ -187,6 +187,8 @@ _FEEDBACK_PAGE = """<!DOCTYPE html>
   th, td {{ text-align: left; padding: .25rem .6rem; border-bottom: 1px solid #eee; }}
   code {{ font: .9em ui-monospace, monospace; }}
   li {{ margin: .3rem 0; overflow-wrap: anywhere; }}
+  td, p, code {{ overflow-wrap: anywhere; }}
+  pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
   blockquote {{ border-left: 3px solid #b3261e; margin-left: 0; padding-left: 1rem; }}
 </style>
 </head>

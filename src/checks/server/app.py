@@ -14,6 +14,7 @@ import errno
 import io
 import logging
 import math
+import re
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -36,7 +37,7 @@ from checks.course.assignment import Assignment, load_assignment
 from checks.reports.render import feedback_html, feedback_markdown, question_stats
 from checks.course.assignment import CourseError
 from checks.policy import regrades
-from checks.server import auth, lateness, lti_routes, policy_routes
+from checks.server import auth, lateness, live, lti_routes, policy_routes
 from checks.server.config import ServerConfig
 from checks.server.gradebook import FORMATS, gradebook_file
 from checks.server.pages import (Server, Waiters, api_user, checked_form, course, hidden_shown, hidden_shown_for,
@@ -445,9 +446,14 @@ async def feedback_page(server: Server, request: Request) -> Response:
 
 
 def _feedback_body(page: str) -> str:
-    """The body of feedback.html (markdown rendered with raw HTML off, as `checks grade` writes it)."""
+    """The body of feedback.html (markdown rendered with raw HTML off, as `checks grade` writes it),
+    its headings two levels down: the submission page has its own h1, and an h2 above each feedback."""
     document = feedback_html(page, title="feedback")
-    return document.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    body = document.split("<body>\n", 1)[1].rsplit("</body>", 1)[0]
+    return _HEADING.sub(lambda tag: f"<{tag[1]}h{min(6, int(tag[2]) + 2)}{tag[3]}", body)
+
+
+_HEADING = re.compile(r"<(/?)h([1-6])([\s>])")  # markdown-it's own tags: student text in it is escaped
 
 
 async def style(server: Server, request: Request) -> Response:
@@ -574,6 +580,7 @@ async def api_class(server: Server, request: Request) -> Response:
 ROUTES: list[tuple[str, Callable, list[str]]] = [
     ("/", home, ["GET"]),
     ("/style.css", style, ["GET"]),
+    ("/live.js", lambda server, request: live.script(request), ["GET"]),
     ("/healthz", healthz, ["GET"]),
     ("/metrics", metrics, ["GET"]),
     ("/login", login_page, ["GET"]),

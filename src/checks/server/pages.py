@@ -24,7 +24,7 @@ from checks.course import inert
 from checks.course.assignment import Assignment
 from checks.policy import dates, regrades
 from checks.policy.config import Course
-from checks.server import auth, lateness
+from checks.server import auth, lateness, live
 from checks.server.config import ServerConfig
 from checks.server.queue import GradingQueue
 from checks.server.storage import DONE, FAILED, GRADING, QUEUED, Storage, SubmissionRow, User
@@ -300,9 +300,11 @@ def require_page_user(server: Server, request: Request) -> User:
 def render(server: Server, request: Request, template: str, *, status: int = 200,
             headers: dict[str, str] | None = None, **context: Any) -> Response:
     user = page_user(server, request)
-    page = server.templates.get_template(template).render(
-        title=server.config.title, user=user, csrf=csrf_token(request), **context)
-    return HTMLResponse(page, status_code=status, headers=headers)
+    page = server.templates.get_template(template)
+    values = {"title": server.config.title, "user": user, "csrf": csrf_token(request), **context}
+    if live.wanted(request):  # only the parts that change, for live.js
+        return live.parts(page, values)
+    return HTMLResponse(page.render(values), status_code=status, headers=headers)
 
 
 
