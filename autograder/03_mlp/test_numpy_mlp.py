@@ -288,7 +288,7 @@ def _grads_mask_at_zero(name, batch, shape, d_hidden, d_out):
 
 MLP_GRADS = precomputed(_mlp_grads, MLP_CASES, backward=True)
 WITHOUT_RELU = precomputed(_grads_without_relu, MLP_CASES, backward=True)
-MASK_AT_ZERO = precomputed(_grads_mask_at_zero, MLP_CASES, backward=False)
+MASK_AT_ZERO = precomputed(_grads_mask_at_zero, MLP_CASES, backward=True)  # torch autograd (diagnoses)
 
 
 @question("numpy_mlp.backward", points=10, block_imports=NO_TORCH, kinks=("relu input exactly 0", "batch of 1"))
