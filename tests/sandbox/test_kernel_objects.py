@@ -1,5 +1,6 @@
 """Nothing a submission leaves in the kernel or in its own folders reaches a later question or
-submission (issue 43): System V shared memory, semaphores and queues, POSIX shared memory, and
+submission (issue 43): System V shared memory, semaphores and queues, POSIX shared memory, files
+in the folders any user may write (/run/lock, /var/lock: found by a fresh attacker), and
 files a question wrote beside the submission's own (a `__pycache__`, a new file or folder).
 
 Each case is graded at every isolation level this machine has (bwrap where it runs, fork always).
@@ -53,7 +54,18 @@ def put():
         os.write(fd, b"posix-secret")
         os.fchmod(fd, 0o666)
         made.append("posix")
+    for folder in LOCKS:  # folders any user may write, outside the temp folders
+        try:
+            with open(os.path.join(folder, NAME), "w") as out:
+                out.write("lock-secret")
+            os.chmod(os.path.join(folder, NAME), 0o666)
+            made.append(folder)
+        except OSError:
+            pass
     return made
+
+
+LOCKS = [folder for folder in ("/run/lock", "/var/lock") if os.path.isdir(folder)]
 
 
 def find():
@@ -75,6 +87,7 @@ def find():
     fd = libc.shm_open(NAME.encode(), os.O_RDONLY, 0)
     if fd >= 0:
         found.append("posix:" + os.read(fd, 100).decode(errors="replace"))
+    found += [folder for folder in LOCKS if os.path.exists(os.path.join(folder, NAME))]
     return found
 
 
@@ -111,6 +124,7 @@ def _host_objects() -> list[str]:
     for kind in ("shm", "msg", "sem"):
         rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
         left += [kind for row in rows if int(row.split()[0]) == STASH_KEY]
+    left += [folder for folder in ("/run/lock", "/var/lock") if Path(folder, POSIX_NAME).exists()]
     return left + (["posix"] if Path("/dev/shm", POSIX_NAME).exists() else [])
 
 
@@ -120,6 +134,8 @@ def _remove_host_objects() -> None:
     libc.semctl(libc.semget(STASH_KEY, 0, 0), 0, 0)
     libc.msgctl(libc.msgget(STASH_KEY, 0, 0), 0, None)
     Path("/dev/shm", POSIX_NAME).unlink(missing_ok=True)
+    for folder in ("/run/lock", "/var/lock"):
+        Path(folder, POSIX_NAME).unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -66,7 +66,10 @@ CHECKED_HASH_PYC = (3).to_bytes(4, "little")  # PEP 552's flags of the bytecode 
 AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
 END_QUESTION_SECONDS = 2.0  # at most, for a question's processes to be gone; else the keeper gives up
 # where a process may write besides its home: each is a tmpfs of the worker's own, capped, where it can have one
-TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+# every folder any user may write (a file left there is found by the next question or submission):
+# each a fresh tmpfs of the worker's own where it can have one (_private_temp); /var/lock is a
+# link to /run/lock on most systems, and a folder of its own on some
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 
 
 # ---------------------------------------------------------------- the worker process
@@ -433,7 +436,8 @@ def _die_with(keeper: int) -> None:
 
 def _private_temp(home: str, size: int) -> tuple[str, ...] | None:
     """Give this worker (and what it starts) temp space of its own: a mount namespace in which
-    /tmp, /var/tmp and /dev/shm are fresh tmpfs of `size` bytes each, its home inside /tmp. A
+    /tmp, /var/tmp, /dev/shm and the lock folders (TEMP_FOLDERS) are fresh tmpfs of `size` bytes
+    each, its home inside /tmp. A
     student who fills them fills only their own, and all of it vanishes with the worker's
     processes. Needs CAP_SYS_ADMIN (root, and in the jail a capability the zygote holds for
     this); where it cannot, the home stays where it was (RLIMIT_FSIZE per file). The Python
