@@ -48,27 +48,29 @@ LIVE_MARKUP = [
     r"<a\s[^>]*href=\"?javascript:",
     r"<h[1-6][^>]*>\s*CHKATK-FORGED",
 ]
+# a frame/gc leak that carried foreign source (the raise line of the attack itself never matches)
+FOREIGN_SRC = r'FOREIGN<<[^\n]*?(SRC|GCSRC|LC):|FOREIGN<<[\s\S]{0,400}?\n\s*(SRC|GCSRC|LC):'
 ATTACKS = {
     # 01_tensors
-    ('01_tensors', 'frame_gc_leak'): dict(cls='carry', checks=[('secret', None), ('marker', r'FOREIGN<<[\s\S]*?(SRC:|GCSRC:|LC:)')]),
+    ('01_tensors', 'frame_gc_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
     ('01_tensors', 'fs_hunt'): dict(cls='carry', checks=[('secret', None), ('marker', r'FILE \S*(autograder|solutions)/')]),
-    ('01_tensors', 'patch_numpy_torch'): dict(cls='forge', checks=[('above_control', 'stub')]),
+    ('01_tensors', 'patch_numpy_torch'): dict(cls='forge', checks=[('above_control', 'wrong_plain')]),
     ('01_tensors', 'lying_exceptions'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
     ('01_tensors', 'junk_returns'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
     ('01_tensors', 'huge_returns'): dict(cls='budget', checks=[('slow', 60), ('grader_error', None), ('above_control', 'stub')], solo=True),
     ('01_tensors', 'markup_escape'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
-    ('01_tensors', 'state_between_questions'): dict(cls='state', checks=[('marker', r'STATE_SURVIVED:\s*\S'), ('leftover', 'state')]),
+    ('01_tensors', 'state_between_questions'): dict(cls='state', checks=[('marker', r'STATE_SURVIVED: (/|broadcasting|sysv)'), ('leftover', 'state')]),
     ('01_tensors', 'ipc_writer'): dict(cls='kernel', checks=[('leftover', 'k01')]),
-    ('01_tensors', 'zr_ipc_reader'): dict(cls='kernel', checks=[('marker', r'SHARED_FOUND:')]),
+    ('01_tensors', 'zr_ipc_reader'): dict(cls='kernel', checks=[('marker', r'SHARED_FOUND: (sysv|abstract|/)')]),
     ('01_tensors', 'dotname_batch'): dict(cls='names', checks=[('missing_row', 'aa_honest_in_class')], path_only=True),
     ('01_tensors', 'notebook_bad_bytes'): dict(cls='grader-side', checks=[('grader_error', None)]),
     # 02_autograd
     ('02_autograd', 'recursion_ctypes'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
     ('02_autograd', 'recursion_guard_unwrap'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
-    ('02_autograd', 'reference_rules_leak'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'REFLEAK<<[\s\S]{200}')]),
+    ('02_autograd', 'reference_rules_leak'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'REFLEAK<<(?!\' \+)[\s\S]{200}')]),
     ('02_autograd', 'reference_rules_writer'): dict(cls='kernel', checks=[('leftover', 'rules02')]),
     ('02_autograd', 'zr_rules_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
-    ('02_autograd', 'driver_frame_leak'): dict(cls='carry', checks=[('secret', None), ('marker', r'FOREIGN<<[\s\S]*?(SRC:|GCSRC:|LC:)')]),
+    ('02_autograd', 'driver_frame_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
     ('02_autograd', 'junk_in_driver_returns'): dict(cls='grader-side', checks=[('grader_error', None)], solo=True),
     ('02_autograd', 'markup_python_markdown'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
     ('02_autograd', 'csv_formula_name'): dict(cls='markup', checks=[('csv_formula', None)],
@@ -79,7 +81,7 @@ ATTACKS = {
     ('03_mlp', 'optim_hidden'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
     ('03_mlp', 'inplace_forge'): dict(cls='forge', checks=[('above_control', 'inplace_plain')]),
     ('03_mlp', 'eval_nograd_forge'): dict(cls='forge', checks=[('above_control', 'eval_plain_wrong')]),
-    ('03_mlp', 'driver_frame_leak_03'): dict(cls='carry', checks=[('secret', None), ('marker', r'FOREIGN<<[\s\S]*?(SRC:|GCSRC:|LC:)')]),
+    ('03_mlp', 'driver_frame_leak_03'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
     ('03_mlp', 'lying_numbers'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
     ('03_mlp', 'daemon_and_shm'): dict(cls='budget', checks=[('leftover', 'mem03'), ('leftover', 'daemon')], solo=True),
     ('03_mlp', 'network_and_dask'): dict(cls='network', checks=[('net_hit', None), ('leftover', 'dask')]),
@@ -452,7 +454,7 @@ def main():
     ap.add_argument('--assignments', nargs='+', default=ASSIGNMENTS)
     ap.add_argument('--only', nargs='+', default=None, help='attack names to run (default: all)')
     ap.add_argument('--timeout', type=int, default=300, help='seconds for the main batch of an assignment')
-    ap.add_argument('--solo-timeout', type=int, default=100, help='seconds for an attack graded alone (solo)')
+    ap.add_argument('--solo-timeout', type=int, default=60, help='seconds for an attack graded alone (solo)')
     ap.add_argument('--keep', action='store_true', help='keep the temp folders (printed)')
     ap.add_argument('--json', help='also write the rows to this file')
     args = ap.parse_args()
@@ -487,7 +489,7 @@ def main():
                 batch = run_batch(checks, assignment, level, group, controls, listener, timeout, args.keep)
                 print(f'# {assignment} at {level} {group if len(group) == 1 else "(main)"}: rc {batch["rc"]}, '
                       f'{batch["wall"]:.0f} s' + (f', kept in {batch["tmp"]}' if args.keep else ''), file=sys.stderr, flush=True)
-                if batch['rc'] not in (0, 1):
+                if batch['rc'] not in (0, 1) or len(batch['results']) <= 2:
                     tail = batch['stdout'][-600:].decode('utf-8', 'replace')
                     print(f'run_corpus: the batch did not end cleanly (rc {batch["rc"]}):\n{tail}', file=sys.stderr)
                 blamed = False
