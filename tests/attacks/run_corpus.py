@@ -455,6 +455,7 @@ def main():
     ap.add_argument('--only', nargs='+', default=None, help='attack names to run (default: all)')
     ap.add_argument('--timeout', type=int, default=300, help='seconds for the main batch of an assignment')
     ap.add_argument('--solo-timeout', type=int, default=60, help='seconds for an attack graded alone (solo)')
+    ap.add_argument('--no-client', action='store_true', help='skip the hostile-server attack on the student client')
     ap.add_argument('--keep', action='store_true', help='keep the temp folders (printed)')
     ap.add_argument('--json', help='also write the rows to this file')
     args = ap.parse_args()
@@ -514,6 +515,16 @@ def main():
                                      score='-' if honest is None else f"{honest.get('score') or 0:.1f}", result='BROKE',
                                      why='the honest reference lost points or its row'))
                     broke_any = True
+    if not args.no_client and not args.only:
+        sys.path.insert(0, HERE)
+        import client_attack
+        try:
+            for attack, result, why in client_attack.main(checks):
+                rows.append(dict(assignment='(client)', attack=attack, cls='client', level='-', score='-',
+                                 result=result, why=why))
+                broke_any |= result == 'BROKE'
+        except Exception as e:
+            print(f'run_corpus: the client attack could not run: {e!r}', file=sys.stderr)
     width = max(len(r['attack']) for r in rows) if rows else 10
     print(f"{'assignment':<12} {'attack':<{width}} {'class':<12} {'level':<6} {'score':>6}  result  why")
     for r in rows:
