@@ -71,19 +71,19 @@ ATTACKS = {
     ('02_autograd', 'reference_rules_writer'): dict(cls='kernel', checks=[('leftover', 'rules02')]),
     ('02_autograd', 'zr_rules_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
     ('02_autograd', 'driver_frame_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
-    ('02_autograd', 'junk_in_driver_returns'): dict(cls='grader-side', checks=[('grader_error', None)], solo=True),
+    ('02_autograd', 'junk_in_driver_returns'): dict(cls='grader-side', checks=[('grader_error', None)]),
     ('02_autograd', 'markup_python_markdown'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
     ('02_autograd', 'csv_formula_name'): dict(cls='markup', checks=[('csv_formula', None)],
-                                              grade_name='=HYPERLINK("http://evil.example","CHKATKCSV")'),
-    ('02_autograd', 'pytest_outcomes'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None), ('skipped', None)], solo=True),
+                                              grade_name="=2+5+cmd|' calc'!A0 CHKATKCSV"),
+    ('02_autograd', 'pytest_outcomes'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None), ('skipped', None)]),
     # 03_mlp
     ('03_mlp', 'optim_plain'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
     ('03_mlp', 'optim_hidden'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
     ('03_mlp', 'inplace_forge'): dict(cls='forge', checks=[('above_control', 'inplace_plain')]),
     ('03_mlp', 'eval_nograd_forge'): dict(cls='forge', checks=[('above_control', 'eval_plain_wrong')]),
     ('03_mlp', 'driver_frame_leak_03'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
-    ('03_mlp', 'lying_numbers'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
-    ('03_mlp', 'daemon_and_shm'): dict(cls='budget', checks=[('leftover', 'mem03'), ('leftover', 'daemon')], solo=True),
+    ('03_mlp', 'lying_numbers'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)]),
+    ('03_mlp', 'daemon_and_shm'): dict(cls='budget', checks=[('leftover', 'mem03'), ('leftover', 'daemon')]),
     ('03_mlp', 'network_and_dask'): dict(cls='network', checks=[('net_hit', None), ('leftover', 'dask')]),
     ('03_mlp', 'quiz_markup'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
 }
@@ -348,6 +348,8 @@ def judge(assignment, name, batch, secrets_cache):
     spec = ATTACKS[(assignment, name)]
     results = batch['results']
     me = results.get(batch['graded_as'].get(name, name))
+    if me is None and spec.get('grade_name'):   # graded under a mended name (name~hash)
+        me = next((r for n, r in results.items() if 'CHKATKCSV' in (n or '')), None)
     reasons = []
     for kind, arg in spec['checks']:
         hit = check(kind, arg, assignment, name, me, batch, secrets_cache)
@@ -425,8 +427,12 @@ def check(kind, arg, assignment, name, me, batch, secrets_cache):
         key = (assignment, arg)
         if key not in secrets_cache:
             secrets_cache[key] = solution_lines(assignment, arg)
+        own = set()   # lines the attack itself carries (a solution used as carrier) are not a leak
+        for path in glob.glob(os.path.join(CORPUS, assignment, name, '**', '*'), recursive=True):
+            if os.path.isfile(path):
+                own.update(line.strip() for line in open(path, errors='replace'))
         text = feedback_text(me)
-        leaked = [s for s in secrets_cache[key] if s in text]
+        leaked = [s for s in secrets_cache[key] - own if s in text]
         return f'{len(leaked)} solution-only line(s), e.g. {leaked[0][:50]!r}' if leaked else ''
     if kind == 'live_markup':
         outputs = [('feedback.html', me.get('html', '')), ('report.html', results.get('__report__', {}).get('html', ''))]
@@ -509,7 +515,7 @@ def main():
                     broke_any |= result == 'BROKE'
                 honest = batch['results'].get('zz_honest')
                 ok = honest is not None and honest.get('status') == 'graded' and abs((honest.get('score') or 0) - 100) < 1e-6
-                if not ok:
+                if not ok and batch['rc'] != 'timeout':   # a killed batch is already blamed on its attack
                     rows.append(dict(assignment=assignment, attack=f'(honest beside {group[0] if len(group) == 1 else "main"})',
                                      cls='neighbour', level=level,
                                      score='-' if honest is None else f"{honest.get('score') or 0:.1f}", result='BROKE',
