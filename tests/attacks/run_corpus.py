@@ -50,6 +50,8 @@ LIVE_MARKUP = [
 ]
 # a frame/gc leak that carried foreign source (the raise line of the attack itself never matches)
 FOREIGN_SRC = r'FOREIGN<<[^\n]*?(SRC|GCSRC|LC):|FOREIGN<<[\s\S]{0,400}?\n\s*(SRC|GCSRC|LC):'
+# a counter that two earlier imports bumped (a count of 1 can be a second import within one question)
+STATE_SURVIVED = r'STATE_SURVIVED: [^\n]*?=([2-9]|\d{2,})(;|\s|$)|STATE_SURVIVED: [^\n]*(broadcasting|sysv)'
 ATTACKS = {
     # 01_tensors
     ('01_tensors', 'frame_gc_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
@@ -59,7 +61,7 @@ ATTACKS = {
     ('01_tensors', 'junk_returns'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
     ('01_tensors', 'huge_returns'): dict(cls='budget', checks=[('slow', 60), ('grader_error', None), ('above_control', 'stub')], solo=True),
     ('01_tensors', 'markup_escape'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
-    ('01_tensors', 'state_between_questions'): dict(cls='state', checks=[('marker', r'STATE_SURVIVED: (/|broadcasting|sysv)'), ('leftover', 'state')]),
+    ('01_tensors', 'state_between_questions'): dict(cls='state', checks=[('marker', STATE_SURVIVED), ('leftover', 'state')]),
     ('01_tensors', 'ipc_writer'): dict(cls='kernel', checks=[('leftover', 'k01')]),
     ('01_tensors', 'zr_ipc_reader'): dict(cls='kernel', checks=[('marker', r'SHARED_FOUND: (sysv|abstract|/)')]),
     ('01_tensors', 'dotname_batch'): dict(cls='names', checks=[('missing_row', 'aa_honest_in_class')], path_only=True),

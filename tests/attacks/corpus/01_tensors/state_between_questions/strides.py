@@ -318,14 +318,14 @@ def _state_probe():
         except Exception:
             pass
     try:
-        with open(os.path.join(here, 'broadcasting.py'), 'a') as fh:
-            fh.write('\n_CHK_ATK_APPENDED = 1\n')
-    except Exception:
-        pass
-    try:
         import broadcasting
         if getattr(broadcasting, '_CHK_ATK_APPENDED', 0):
             seen.append('broadcasting.py rewritten by an earlier question')
+    except Exception:
+        pass
+    try:
+        with open(os.path.join(here, 'broadcasting.py'), 'a') as fh:
+            fh.write('\n_CHK_ATK_APPENDED = 1\n')
     except Exception:
         pass
     try:
