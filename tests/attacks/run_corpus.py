@@ -1,0 +1,550 @@
+#!/usr/bin/env python3
+"""Grade every hostile submission of tests/attacks/corpus beside an honest one, at both isolation
+levels, and say which attacks succeeded by their own criterion (ATTACK.md; the checks below).
+
+    python tests/attacks/run_corpus.py                     # everything, bwrap and fork
+    python tests/attacks/run_corpus.py --levels fork --assignments 02_autograd
+
+Per assignment and level, one `checks grade --jobs 1` batch holds every attack of that
+assignment (sorted by name: `zr_*` readers run after the writers), the controls in
+tests/attacks/controls (`ctl_*`: what the same code earns without the trick) and the reference
+solution as the honest neighbour (`zz_honest`, last). Kernel objects, shared files, processes
+and network connections are looked for before and after each batch and removed afterwards (they
+are the corpus's own: System V keys 0x43a7...., files chk_atk_*, processes CHKATKDAEMON).
+Exit status 1 if any attack succeeded or the honest neighbour lost a point, 2 on a setup error.
+"""
+
+import argparse
+import csv
+import glob
+import html
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, 'corpus')
+CONTROLS = os.path.join(HERE, 'controls')
+ASSIGNMENTS = ['01_tensors', '02_autograd', '03_mlp']
+NET_PORT = 47143
+SHARED_DIRS = ['/dev/shm', '/tmp', '/var/tmp', '/var/lock', '/run/lock', '/dev/mqueue']
+
+# --------------------------------------------------------------------------- criteria
+# Each check is (kind, argument). An attack "broke" when any of its checks holds.
+LIVE_MARKUP = [
+    r"<script>alert\('CHKATK",
+    r"<script>alert\(3\)",
+    r"<img\s[^>]*onerror",
+    r"<a\s[^>]*href=\"?javascript:",
+    r"<h[1-6][^>]*>\s*CHKATK-FORGED",
+]
+# a frame/gc leak that carried foreign source (the raise line of the attack itself never matches)
+FOREIGN_SRC = r'FOREIGN<<[^\n]*?(SRC|GCSRC|LC):|FOREIGN<<[\s\S]{0,400}?\n\s*(SRC|GCSRC|LC):'
+# a counter that two earlier imports bumped (a count of 1 can be a second import within one question)
+STATE_SURVIVED = r'STATE_SURVIVED: [^\n]*?=([2-9]|\d{2,})(;|\s|$)|STATE_SURVIVED: [^\n]*(broadcasting|sysv)'
+ATTACKS = {
+    # 01_tensors
+    ('01_tensors', 'frame_gc_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
+    ('01_tensors', 'fs_hunt'): dict(cls='carry', checks=[('secret', None), ('marker', r'FILE \S*(autograder|solutions)/')]),
+    ('01_tensors', 'patch_numpy_torch'): dict(cls='forge', checks=[('above_control', 'wrong_plain')]),
+    ('01_tensors', 'lying_exceptions'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
+    ('01_tensors', 'junk_returns'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)], solo=True),
+    ('01_tensors', 'huge_returns'): dict(cls='budget', checks=[('slow', 60), ('grader_error', None), ('above_control', 'stub')], solo=True),
+    ('01_tensors', 'markup_escape'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
+    ('01_tensors', 'state_between_questions'): dict(cls='state', checks=[('marker', STATE_SURVIVED), ('leftover', 'state')]),
+    ('01_tensors', 'ipc_writer'): dict(cls='kernel', checks=[('leftover', 'k01')]),
+    ('01_tensors', 'zr_ipc_reader'): dict(cls='kernel', checks=[('marker', r'SHARED_FOUND: (sysv|abstract|/)')]),
+    ('01_tensors', 'dotname_batch'): dict(cls='names', checks=[('missing_row', 'aa_honest_in_class')], path_only=True),
+    ('01_tensors', 'notebook_bad_bytes'): dict(cls='grader-side', checks=[('grader_error', None)]),
+    # 02_autograd
+    ('02_autograd', 'recursion_ctypes'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
+    ('02_autograd', 'recursion_guard_unwrap'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
+    ('02_autograd', 'reference_rules_leak'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'REFLEAK<<(?!\' \+)[\s\S]{200}')]),
+    ('02_autograd', 'reference_rules_writer'): dict(cls='kernel', checks=[('leftover', 'rules02')]),
+    ('02_autograd', 'zr_rules_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
+    ('02_autograd', 'driver_frame_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
+    ('02_autograd', 'junk_in_driver_returns'): dict(cls='grader-side', checks=[('grader_error', None)]),
+    ('02_autograd', 'markup_python_markdown'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
+    ('02_autograd', 'csv_formula_name'): dict(cls='markup', checks=[('csv_formula', None)],
+                                              grade_name="=2+5+cmd|' calc'!A0 CHKATKCSV"),
+    ('02_autograd', 'pytest_outcomes'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None), ('skipped', None)]),
+    # 03_mlp
+    ('03_mlp', 'optim_plain'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
+    ('03_mlp', 'optim_hidden'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
+    ('03_mlp', 'inplace_forge'): dict(cls='forge', checks=[('above_control', 'inplace_plain')]),
+    ('03_mlp', 'eval_nograd_forge'): dict(cls='forge', checks=[('above_control', 'eval_plain_wrong')]),
+    ('03_mlp', 'driver_frame_leak_03'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
+    ('03_mlp', 'lying_numbers'): dict(cls='grader-side', checks=[('above_control', 'stub'), ('grader_error', None)]),
+    ('03_mlp', 'daemon_and_shm'): dict(cls='budget', checks=[('leftover', 'mem03'), ('leftover', 'daemon')]),
+    ('03_mlp', 'network_and_dask'): dict(cls='network', checks=[('net_hit', None), ('leftover', 'dask')]),
+    ('03_mlp', 'quiz_markup'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
+}
+# what each leftover tag looks like: System V keys, file names in the shared folders, command lines
+LEFTOVER = {
+    'k01': dict(keys={0x43A70001}, files='chk_atk_k01', cmd='chk_atk_k01'),
+    'rules02': dict(keys={0x43A70002}, files='chk_atk_rules02', cmd='chk_atk_rules02'),
+    'mem03': dict(keys={0x43A70003}, files='chk_atk_mem03', cmd='chk_atk_mem03'),
+    'state': dict(keys={0x43A70011}, files='chk_atk_state', cmd=None),
+    'daemon': dict(keys=set(), files=None, cmd='time.sleep(100)'),
+    'dask': dict(keys=set(), files='chk_atk_dask', cmd=None),
+}
+TERM_ESCAPES = [b'\x1b]52;', b'\x1b[2J', b'\x1b]8;;http://evil']
+
+
+# --------------------------------------------------------------------------- helpers
+def find_checks():
+    for c in (os.environ.get('CHECKS'), os.path.join(REPO, '.venv/bin/checks'), shutil.which('checks'),
+              '/work/main/.venv/bin/checks'):
+        if c and os.path.exists(c):
+            return c
+    sys.exit('run_corpus: no `checks` found (set CHECKS=/path/to/checks)')
+
+
+def ipc_objects():
+    """{(kind, key, id)} of System V objects whose key is one of the corpus's (0x43a7....)."""
+    found = set()
+    for kind, flag in (('m', '-m'), ('s', '-s'), ('q', '-q')):
+        try:
+            out = subprocess.run(['ipcs', flag], capture_output=True, text=True, timeout=10).stdout
+        except Exception:
+            continue
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) > 2 and parts[0].startswith('0x'):
+                try:
+                    key = int(parts[0], 16)
+                except ValueError:
+                    continue
+                if key >> 16 == 0x43A7:
+                    found.add((kind, key, parts[1]))
+    return found
+
+
+def shared_files():
+    out = set()
+    for d in SHARED_DIRS:
+        out.update(glob.glob(os.path.join(d, 'chk_atk_*')))
+    return out
+
+
+def attack_processes():
+    """{pid: cmdline} of the corpus's own daemons (CHKATKDAEMON in their command line)."""
+    procs = {}
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\0', b' ').decode('utf-8', 'replace')
+        except OSError:
+            continue
+        if 'CHKATKDAEMON' in cmd and int(pid) != os.getpid():
+            procs[int(pid)] = cmd
+    return procs
+
+
+def snapshot():
+    return dict(ipc=ipc_objects(), files=shared_files(), procs=attack_processes())
+
+
+def cleanup():
+    """Remove what the corpus itself created (by id, by its own names)."""
+    for pid in attack_processes():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for kind, _key, ident in ipc_objects():
+        subprocess.run(['ipcrm', f'-{kind}', ident], capture_output=True)
+    for p in shared_files():
+        try:
+            shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+        except OSError:
+            pass
+
+
+class Listener(threading.Thread):
+    """127.0.0.1:NET_PORT: records what connects (the network attack's success)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.hits = []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind(('127.0.0.1', NET_PORT))
+            self.sock.listen(16)
+            self.ok = True
+        except OSError:
+            self.ok = False
+
+    def run(self):
+        while self.ok:
+            try:
+                conn, _ = self.sock.accept()
+                conn.settimeout(2)
+                data = conn.recv(256)
+                conn.close()
+                self.hits.append(data)
+            except Exception:
+                pass
+
+
+def unescape(text):
+    """Feedback text as a reader sees it: Markdown backslash escapes and HTML entities undone."""
+    text = re.sub(r'\\(.)', r'\1', text)
+    return html.unescape(text)
+
+
+def solution_lines(assignment, only=None):
+    """Lines of the reference that no released file holds: finding one in feedback is a leak."""
+    released = set()
+    for path in glob.glob(os.path.join(REPO, 'assignments', assignment, '**', '*'), recursive=True):
+        if os.path.isfile(path):
+            try:
+                released.update(line.strip() for line in open(path, errors='replace'))
+            except OSError:
+                pass
+    lines = set()
+    for path in glob.glob(os.path.join(REPO, 'solutions', assignment, '*.py')):
+        if only and os.path.basename(path) != only:
+            continue
+        for line in open(path, errors='replace'):
+            s = line.strip()
+            if len(s) >= 30 and s not in released and not s.startswith(('#', '"""', "'''")) and 'SOLUTION' not in s:
+                lines.add(s)
+    return lines
+
+
+def render_markdown(md_text):
+    """feedback.md rendered by every renderer a course might use."""
+    out = []
+    try:
+        from markdown_it import MarkdownIt
+        out.append(('markdown-it', MarkdownIt('commonmark').render(md_text)))
+    except Exception as e:
+        out.append(('markdown-it', f'(markdown-it failed: {e!r})'))
+    try:
+        import markdown
+        out.append(('python-markdown', markdown.markdown(md_text, extensions=['tables', 'fenced_code'])))
+    except ImportError:
+        pass
+    except Exception as e:
+        out.append(('python-markdown', f'(python-markdown failed: {e!r})'))
+    return out
+
+
+# --------------------------------------------------------------------------- one batch
+def honest_files(assignment, dest):
+    os.makedirs(dest)
+    for path in glob.glob(os.path.join(REPO, 'solutions', assignment, '*')):
+        base = os.path.basename(path)
+        if os.path.isfile(path) and (base.endswith('.py') or base == 'quiz.toml') and not base.startswith(assignment):
+            shutil.copy(path, dest)
+
+
+def copy_submission(src, dest):
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns('ATTACK.md', '__pycache__'))
+
+
+def run_batch(checks, assignment, level, names, controls, listener, timeout, keep):
+    tmp = tempfile.mkdtemp(prefix=f'chkatk-{assignment}-{level}-')
+    subs, out = os.path.join(tmp, 'subs'), os.path.join(tmp, 'out')
+    os.makedirs(subs)
+    paths, graded_as = [], {}
+    for name in names:
+        spec = ATTACKS[(assignment, name)]
+        as_name = spec.get('grade_name', name)
+        dest = os.path.join(subs, as_name)
+        copy_submission(os.path.join(CORPUS, assignment, name), dest)
+        paths.append(dest)
+        graded_as[name] = as_name
+    for ctl in controls:
+        dest = os.path.join(subs, 'ctl_' + ctl)
+        copy_submission(os.path.join(CONTROLS, assignment, ctl), dest)
+        paths.append(dest)
+    honest = os.path.join(subs, 'zz_honest')
+    honest_files(assignment, honest)
+    paths.append(honest)
+
+    cleanup()
+    before = snapshot()
+    listener.hits.clear()
+    cmd = [checks, 'grade', assignment, *paths, '--out', out, '--jobs', '1', '--isolation', level, '--course', REPO]
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True)
+    try:
+        stdout, _ = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)   # the grade command we started, and its process group
+        except OSError:
+            pass
+        stdout, _ = proc.communicate()
+        rc = 'timeout'
+    wall = time.time() - t0
+    time.sleep(0.5)
+    after = snapshot()
+    net_hits = list(listener.hits)
+    new = dict(ipc=after['ipc'] - before['ipc'], files=after['files'] - before['files'],
+               procs={p: c for p, c in after['procs'].items() if p not in before['procs']})
+    # dask marker file may be inside a private /tmp; only a host-visible one counts
+    results = collect(out)
+    cleanup()
+    if not keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dict(tmp=tmp, out=out, stdout=stdout, rc=rc, wall=wall, results=results, new=new,
+                net_hits=net_hits, graded_as=graded_as)
+
+
+def collect(out):
+    """{submission name: {status, score, seconds, tests: {q: (score, max, status, output)}, md, html}}."""
+    res = {}
+    db = os.path.join(out, 'gradebook.sqlite')
+    if os.path.exists(db):
+        con = sqlite3.connect(db)
+        for name, status, score, error, seconds in con.execute(
+                'select name, status, score, error, seconds from submissions'):
+            res[name] = dict(status=status, score=score, error=error, seconds=seconds, tests={}, md='', html='')
+        con.close()
+    for rpath in glob.glob(os.path.join(out, '*', 'results.json')):
+        try:
+            data = json.load(open(rpath))
+        except Exception:
+            continue
+        name = data.get('extra_data', {}).get('submission')
+        entry = res.setdefault(name, dict(status='?', score=data.get('score'), error='', seconds=0, tests={}))
+        entry['tests'] = {t['name']: (t.get('score') or 0, t.get('max_score'), t.get('status'), t.get('output', ''))
+                          for t in data.get('tests', [])}
+        d = os.path.dirname(rpath)
+        for key, fname in (('md', 'feedback.md'), ('html', 'feedback.html')):
+            try:
+                entry[key] = open(os.path.join(d, fname), errors='replace').read()
+            except OSError:
+                entry[key] = ''
+        entry['results_text'] = json.dumps(data)
+    res['__report__'] = dict(html=_read(os.path.join(out, 'report.html')))
+    res['__csv__'] = {os.path.basename(p): _read(p) for p in glob.glob(os.path.join(out, '*.csv'))}
+    return res
+
+
+def _read(path):
+    try:
+        return open(path, errors='replace').read()
+    except OSError:
+        return ''
+
+
+# --------------------------------------------------------------------------- judging
+def judge(assignment, name, batch, secrets_cache):
+    spec = ATTACKS[(assignment, name)]
+    results = batch['results']
+    me = results.get(batch['graded_as'].get(name, name))
+    if me is None and spec.get('grade_name'):   # graded under a mended name (name~hash)
+        me = next((r for n, r in results.items() if 'CHKATKCSV' in (n or '')), None)
+    reasons = []
+    for kind, arg in spec['checks']:
+        hit = check(kind, arg, assignment, name, me, batch, secrets_cache)
+        if hit:
+            reasons.append(f'{kind}: {hit}')
+    score = '-' if me is None else f"{me.get('score') or 0:.1f}"
+    return score, reasons
+
+
+def feedback_text(me):
+    return unescape((me or {}).get('md', '')) + '\n' + html.unescape((me or {}).get('html', '')) + '\n' + \
+        '\n'.join(t[3] for t in (me or {}).get('tests', {}).values())
+
+
+def check(kind, arg, assignment, name, me, batch, secrets_cache):
+    results = batch['results']
+    if kind == 'missing_row':
+        return f'{arg} has no row' if arg not in results else ''
+    if kind == 'net_hit':
+        hits = [h for h in batch['net_hits'] if b'CHKATK-NET' in h]
+        return f'{len(hits)} connection(s) reached 127.0.0.1:{NET_PORT}' if hits else ''
+    if kind == 'leftover':
+        spec = LEFTOVER[arg]
+        left = [f'ipc {k}:{hex(key)}' for k, key, _ in batch['new']['ipc'] if key in spec['keys']]
+        if spec['files']:
+            left += [p for p in batch['new']['files'] if spec['files'] in p]
+        if spec['cmd']:
+            left += [f'pid {p}' for p, c in batch['new']['procs'].items() if spec['cmd'] in c]
+        return ', '.join(sorted(left)[:4]) if left else ''
+    if kind == 'term_escape':
+        found = [e for e in TERM_ESCAPES if e in batch['stdout']]
+        return f'{found} on the terminal' if found else ''
+    if kind == 'csv_formula':
+        bad = []
+        for fname, text in results.get('__csv__', {}).items():
+            try:
+                for row in csv.reader(text.splitlines()):
+                    for cell in row:
+                        if 'CHKATK' in cell and cell[:1] in ('=', '+', '-', '@', '\t', '\r'):
+                            bad.append(f'{fname}: {cell[:40]!r}')
+            except csv.Error:
+                pass
+        return '; '.join(bad[:2])
+    if me is None:
+        return ''
+    if kind == 'above_control':
+        ctl = results.get('ctl_' + arg)
+        if ctl is None:
+            return ''
+        above = [q for q, t in me['tests'].items()
+                 if not q.startswith('quiz.') and q in ctl['tests'] and t[0] > ctl['tests'][q][0] + 1e-9]
+        return f"above ctl_{arg} on {', '.join(above[:4])}" if above else ''
+    if kind == 'question_above':
+        q, val = arg
+        t = me['tests'].get(q)
+        return f'{q} scored {t[0]}' if t and t[0] > val else ''
+    if kind == 'grader_error':
+        if me.get('status') not in ('graded', '?'):
+            return f"status {me.get('status')}: {(me.get('error') or '')[:80]}"
+        for q, t in me['tests'].items():
+            if re.match(r'\s*(grader error|internal error|the grader failed)', t[3] or '', re.I) or \
+                    t[2] not in ('passed', 'failed', None):
+                return f'{q}: {(t[3] or "")[:80]!r}'
+        return ''
+    if kind == 'skipped':
+        sk = [q for q, t in me['tests'].items() if t[2] not in ('passed', 'failed')]
+        return f'status of {sk[:3]}' if sk else ''
+    if kind == 'slow':
+        text = feedback_text(me)
+        return f"{me.get('seconds', 0):.0f} s, no time limit in feedback" if (me.get('seconds') or 0) > arg and 'time limit' not in text else ''
+    if kind == 'marker':
+        m = re.search(arg, feedback_text(me))
+        return repr(m.group(0)[:60]) if m else ''
+    if kind == 'secret':
+        key = (assignment, arg)
+        if key not in secrets_cache:
+            secrets_cache[key] = solution_lines(assignment, arg)
+        own = set()   # lines the attack itself carries (a solution used as carrier) are not a leak
+        for path in glob.glob(os.path.join(CORPUS, assignment, name, '**', '*'), recursive=True):
+            if os.path.isfile(path):
+                own.update(line.strip() for line in open(path, errors='replace'))
+        text = feedback_text(me)
+        leaked = [s for s in secrets_cache[key] - own if s in text]
+        return f'{len(leaked)} solution-only line(s), e.g. {leaked[0][:50]!r}' if leaked else ''
+    if kind == 'live_markup':
+        outputs = [('feedback.html', me.get('html', '')), ('report.html', results.get('__report__', {}).get('html', ''))]
+        outputs += render_markdown(me.get('md', ''))
+        for where, text in outputs:
+            for pat in LIVE_MARKUP:
+                m = re.search(pat, text)
+                if m:
+                    return f'{where}: {m.group(0)[:40]!r}'
+        return ''
+    raise ValueError(kind)
+
+
+# --------------------------------------------------------------------------- main
+def available_levels():
+    levels = ['fork']
+    if shutil.which('bwrap'):
+        levels.insert(0, 'bwrap')
+    return levels
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--levels', nargs='+', default=None, help='bwrap fork (default: those this machine has)')
+    ap.add_argument('--assignments', nargs='+', default=ASSIGNMENTS)
+    ap.add_argument('--only', nargs='+', default=None, help='attack names to run (default: all)')
+    ap.add_argument('--timeout', type=int, default=300, help='seconds for the main batch of an assignment')
+    ap.add_argument('--solo-timeout', type=int, default=60, help='seconds for an attack graded alone (solo)')
+    ap.add_argument('--no-client', action='store_true', help='skip the hostile-server attack on the student client')
+    ap.add_argument('--keep', action='store_true', help='keep the temp folders (printed)')
+    ap.add_argument('--json', help='also write the rows to this file')
+    args = ap.parse_args()
+    checks = find_checks()
+    levels = args.levels or available_levels()
+    on_disk = {(a, n) for a in ASSIGNMENTS for n in (os.listdir(os.path.join(CORPUS, a)) if os.path.isdir(os.path.join(CORPUS, a)) else [])}
+    missing = on_disk ^ set(ATTACKS)
+    if missing:
+        print(f'run_corpus: corpus and ATTACKS disagree on {sorted(missing)}', file=sys.stderr)
+        return 2
+    listener = Listener()
+    if listener.ok:
+        listener.start()
+    else:
+        print(f'run_corpus: port {NET_PORT} busy: the network check cannot see hits', file=sys.stderr)
+    rows, secrets_cache, broke_any = [], {}, False
+    t_start = time.time()
+    for level in levels:
+        for assignment in args.assignments:
+            names = sorted(n for (a, n) in ATTACKS if a == assignment and (not args.only or n in args.only))
+            if not names:
+                continue
+            all_controls = sorted(os.listdir(os.path.join(CONTROLS, assignment)))
+            groups = [([n for n in names if not ATTACKS[(assignment, n)].get('solo')], all_controls, args.timeout)]
+            for n in names:
+                if ATTACKS[(assignment, n)].get('solo'):
+                    wanted = sorted({arg for kind, arg in ATTACKS[(assignment, n)]['checks'] if kind == 'above_control'})
+                    groups.append(([n], wanted, args.solo_timeout))
+            for group, controls, timeout in groups:
+                if not group:
+                    continue
+                batch = run_batch(checks, assignment, level, group, controls, listener, timeout, args.keep)
+                print(f'# {assignment} at {level} {group if len(group) == 1 else "(main)"}: rc {batch["rc"]}, '
+                      f'{batch["wall"]:.0f} s' + (f', kept in {batch["tmp"]}' if args.keep else ''), file=sys.stderr, flush=True)
+                if batch['rc'] not in (0, 1) or len(batch['results']) <= 2:
+                    tail = batch['stdout'][-600:].decode('utf-8', 'replace')
+                    print(f'run_corpus: the batch did not end cleanly (rc {batch["rc"]}):\n{tail}', file=sys.stderr)
+                blamed = False
+                for name in group:
+                    score, reasons = judge(assignment, name, batch, secrets_cache)
+                    result = 'BROKE' if reasons else 'held'
+                    if batch['rc'] == 'timeout' and batch['results'].get(batch['graded_as'].get(name, name)) is None \
+                            and not ATTACKS[(assignment, name)].get('path_only'):
+                        if not blamed:
+                            reasons.append(f'grading did not end within {timeout} s (first submission left without a row)')
+                            result, blamed = 'BROKE', True
+                        else:
+                            result = 'not run'
+                    rows.append(dict(assignment=assignment, attack=name, cls=ATTACKS[(assignment, name)]['cls'],
+                                     level=level, score=score, result=result, why='; '.join(reasons)))
+                    broke_any |= result == 'BROKE'
+                honest = batch['results'].get('zz_honest')
+                ok = honest is not None and honest.get('status') == 'graded' and abs((honest.get('score') or 0) - 100) < 1e-6
+                if not ok and batch['rc'] != 'timeout':   # a killed batch is already blamed on its attack
+                    rows.append(dict(assignment=assignment, attack=f'(honest beside {group[0] if len(group) == 1 else "main"})',
+                                     cls='neighbour', level=level,
+                                     score='-' if honest is None else f"{honest.get('score') or 0:.1f}", result='BROKE',
+                                     why='the honest reference lost points or its row'))
+                    broke_any = True
+    if not args.no_client and not args.only:
+        sys.path.insert(0, HERE)
+        import client_attack
+        try:
+            for attack, result, why in client_attack.main(checks):
+                rows.append(dict(assignment='(client)', attack=attack, cls='client', level='-', score='-',
+                                 result=result, why=why))
+                broke_any |= result == 'BROKE'
+        except Exception as e:
+            print(f'run_corpus: the client attack could not run: {e!r}', file=sys.stderr)
+    width = max(len(r['attack']) for r in rows) if rows else 10
+    print(f"{'assignment':<12} {'attack':<{width}} {'class':<12} {'level':<6} {'score':>6}  result  why")
+    for r in rows:
+        print(f"{r['assignment']:<12} {r['attack']:<{width}} {r['cls']:<12} {r['level']:<6} {r['score']:>6}  "
+              f"{r['result']:<6}  {r['why'][:150]}")
+    n_broke = sum(r['result'] == 'BROKE' for r in rows)
+    print(f'{n_broke} of {len(rows)} rows broke; {time.time() - t_start:.0f} s')
+    if args.json:
+        with open(args.json, 'w') as fh:
+            json.dump(rows, fh, indent=1)
+    return 1 if broke_any else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
