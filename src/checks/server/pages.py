@@ -195,9 +195,9 @@ def late_view(server: Server, row: SubmissionRow) -> dict | None:
     decided = decision(server, row)
     if decided is None:
         return None
-    return {"on_time": decision.on_time, "days_late": decision.days_late, "grace_days": decision.grace_days,
-            "penalty_percent": decision.penalty_percent, "closed": decision.closed,
-            "due": decision.due.isoformat() if decision.due else None, "reasons": list(decision.reasons)}
+    return {"on_time": decided.on_time, "days_late": decided.days_late, "grace_days": decided.grace_days,
+            "penalty_percent": decided.penalty_percent, "closed": decided.closed,
+            "due": decided.due.isoformat() if decided.due else None, "reasons": list(decided.reasons)}
 
 
 def visibility_note(server: Server, assignment: str, shown: bool) -> str:
