@@ -324,7 +324,8 @@ def _staff_here() -> bool:
     """Whether --help lists the staff's commands: a course named (--course, CHECKS_COURSE), or one
     with its hidden suites (autograder/) at or above the current folder; never in a student's copy
     or a student's install (the release alone)."""
-    if os.environ.get("CHECKS_COURSE") or any(word == "--course" or word.startswith("--course=") for word in sys.argv):
+    if Settings.from_environment().course is not None or any(word == "--course" or word.startswith("--course=")
+                                                             for word in sys.argv):
         return True
     try:
         return (find_course_root() / "autograder").is_dir()
