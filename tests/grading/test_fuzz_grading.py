@@ -299,7 +299,8 @@ def hostile(draw) -> Hostile:
 # the attributes the grader's templates (reports/templates, render.py) write, and nothing else
 GRADER_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "name", "class", "href", "id", "style", "width",
                      "height", "x", "y", "text-anchor", "xmlns", "role", "data-count", "aria-labelledby", "viewbox",
-                     "aria-label", "title", "x1", "x2", "y1", "y2", "fill", "data-value", "data-question"}
+                     "aria-label", "title", "x1", "x2", "y1", "y2", "fill", "data-value", "data-question",
+                     "scope", "tabindex"}  # table headers and focusable scroll regions (issue 47)
 HEADING = re.compile(r"(?m)^ {0,3}#{1,6}(?:[ \t]|$).*")
 GRADER_HEADING = re.compile(r"# toy: feedback for .*|## What to fix|### `(%s)` \(\S+ / \S+\)" %
                             "|".join(map(re.escape, QUESTIONS)))
