@@ -38,6 +38,13 @@ SCRIPT = textwrap.dedent("""
     facts["beside a thread"] = child_says(reseed_random=False)
     stop.set()
     thread.join()
+    import _thread, time  # a thread threading does not count (execnet's, in a pytest-xdist worker)
+    done = _thread.allocate_lock()
+    done.acquire()
+    _thread.start_new_thread(done.acquire, ())
+    time.sleep(0.05)
+    facts["beside a _thread thread"] = child_says(reseed_random=False)
+    done.release()
     facts["parent draws"] = random.random()
     facts["expected"] = expected
     print(json.dumps(facts))
@@ -56,6 +63,8 @@ def test_a_plain_fork_skips_the_at_fork_hooks_only_while_one_thread_runs(facts):
     with one thread, and does where a second thread runs (os.fork's answer to held locks)."""
     assert not facts["alone"]["hook"] and not facts["alone, not reseeded"]["hook"]
     assert facts["beside a thread"]["hook"]
+    # a plain fork beside a thread threading cannot see once left a CI child waiting for a GIL forever
+    assert facts["beside a _thread thread"]["hook"]
 
 
 def test_a_plain_fork_reseeds_pythons_generator_unless_told_not_to(facts):

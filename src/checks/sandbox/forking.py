@@ -29,13 +29,28 @@ def _libc_fork() -> "ctypes._CFuncPtr | None":
         return None
 
 
+def _one_thread() -> bool:
+    """Whether this process runs one thread of the kernel's, not only of Python's `threading`: a
+    thread started by `_thread` (execnet's, in a pytest-xdist worker) or by C code is not in
+    threading.active_count(), and a plain fork beside it can leave the child waiting forever for
+    a GIL that thread held."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1]) == 1
+    except (OSError, ValueError):
+        pass
+    return False  # not known: os.fork, whose hooks are safe beside any thread
+
+
 def plain_fork(*, reseed_random: bool = True) -> int:
     """os.fork, less the at-fork hooks while this process runs one thread (os.fork itself where it
     runs more, or where there is no C fork to call). In the child torch, if loaded, learns it was
     forked, as from its own hook; `reseed_random`: Python's global generator is reseeded from the
     OS, as os.fork does (False where the caller seeds it itself)."""
     fork = _libc_fork()
-    if fork is None or threading.active_count() != 1:
+    if fork is None or not _one_thread():
         return os.fork()
     pid = fork()  # ctypes lets the GIL go for the call: the child takes it back as it returns
     if pid < 0:
