@@ -84,7 +84,8 @@ def test_the_refusal_is_the_one_checks_pack_gives_for_the_same_files(tmp_path):
     shutil.copytree(REPO / "assignments" / "01_tensors", work)
     (work / "broadcasting.py").rename(work / "Broadcasting.py")
     (work / "quiz.toml").write_text("broadcast_numel = 'six'\n")
-    packed = checks("pack", "01_tensors", str(work), "--course", str(REPO), "--out", str(tmp_path / "out.zip"))
+    packed = checks("pack", "01_tensors", str(work), "--course", str(REPO), "--out", str(tmp_path / "out.zip"),
+                    env={"COLUMNS": "1000"})  # a problem on one line however long the temp path (xdist's are longer)
     assert packed.returncode == 1
     problems = [line.strip() for line in packed.stdout.splitlines()[1:] if line.strip()]
     assert any("rename it to broadcasting.py" in p for p in problems) and any("quiz.toml:" in p for p in problems)
