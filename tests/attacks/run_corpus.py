@@ -252,8 +252,15 @@ def honest_files(assignment, dest):
             shutil.copy(path, dest)
 
 
-def copy_submission(src, dest):
-    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns('ATTACK.md', '__pycache__'))
+def copy_submission(src, dest, assignment):
+    """The attack's own files, and the reference's for each file its FROM_REFERENCE lists: the
+    corpus keeps only what an attack changes, not copies of solutions/."""
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=shutil.ignore_patterns('ATTACK.md', 'FROM_REFERENCE', '__pycache__'))
+    listed = os.path.join(src, 'FROM_REFERENCE')
+    if os.path.isfile(listed):
+        for name in open(listed).read().split():
+            shutil.copy(os.path.join(REPO, 'solutions', assignment, name), dest)
 
 
 def run_batch(checks, assignment, level, names, controls, listener, timeout, keep):
@@ -265,12 +272,12 @@ def run_batch(checks, assignment, level, names, controls, listener, timeout, kee
         spec = ATTACKS[(assignment, name)]
         as_name = spec.get('grade_name', name)
         dest = os.path.join(subs, as_name)
-        copy_submission(os.path.join(CORPUS, assignment, name), dest)
+        copy_submission(os.path.join(CORPUS, assignment, name), dest, assignment)
         paths.append(dest)
         graded_as[name] = as_name
     for ctl in controls:
         dest = os.path.join(subs, 'ctl_' + ctl)
-        copy_submission(os.path.join(CONTROLS, assignment, ctl), dest)
+        copy_submission(os.path.join(CONTROLS, assignment, ctl), dest, assignment)
         paths.append(dest)
     honest = os.path.join(subs, 'zz_honest')
     honest_files(assignment, honest)
