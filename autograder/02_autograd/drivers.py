@@ -422,6 +422,49 @@ def apply_chain(x, w, ops):
     return x
 
 
+# the rule the course's engine asks for at each op of a chain, with its arrays in order: x, the
+# constant c (a 0-d array) or w (CURRICULUM.md: `x + c` records add_backward(grad, x, c), `c - x`
+# sub_backward(grad, c, x))
+CHAIN_RULES = {"add_c": ("add_backward", "x", "c"), "mul_c": ("mul_backward", "x", "c"),
+               "sub_c": ("sub_backward", "c", "x"), "div_c": ("div_backward", "x", "c"),
+               "neg": ("neg_backward", "x"), "add_w": ("add_backward", "x", "w"), "mul_w": ("mul_backward", "x", "w")}
+
+
+def answer_key(name, grad, arrays):
+    """A rule's call as the answers computed ahead are looked up: its name, and the shape and
+    exact float64 bytes of the upstream gradient and of each input."""
+    parts = [name.encode()]
+    for value in (grad, *arrays):
+        array = np.asarray(value, dtype=np.float64)
+        parts += [repr(array.shape).encode(), array.tobytes()]
+    return b"|".join(parts)
+
+
+def _answered_here(answers):
+    """rules.answer_here for a stand-in rules module (the grader answers it): the calls whose
+    answers the grader computed ahead, from these plain bytes, without a round trip; the others
+    NotImplemented (asked for as usual)."""
+    def here(name, args, kwargs):
+        if kwargs or not args:
+            return NotImplemented
+        try:
+            found = answers.get(answer_key(name, args[0], args[1:]))
+        except Exception:  # noqa: BLE001 - arguments that are not arrays: asked for as usual
+            return NotImplemented
+        if found is None:
+            return NotImplemented
+        return tuple(np.frombuffer(data, dtype=np.float64).reshape(shape).copy() for shape, data in found)
+    return here
+
+
+def _stand_in_rules():
+    """The rules module the engine imported, where it is a stand-in that the grader answers (the
+    engine questions); None where it is the student's own (the public checks run the rules as they are)."""
+    rules = sys.modules.get("rules")
+    spec = getattr(rules, "__spec__", None)
+    return rules if getattr(spec, "origin", None) == "answered by the grader" else None
+
+
 class _Deep(Exception):
     pass
 
@@ -462,7 +505,7 @@ def _probed(tensor, limit, deepest):
     return plain
 
 
-def deep_chain(x_data, w_data, ops, recursion_limit=1000):
+def deep_chain(x_data, w_data, ops, recursion_limit=1000, answers=None):
     """x0 (leaf), w (leaf); x_{k+1} = op_k(x_k) for each op; L = x_n.sum(); L.backward().
 
     Runs at Python's default recursion limit, which the student's code may not raise: while the
@@ -471,7 +514,9 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000):
     student's code runs; the evidence the grader judges is "deepest": how many frames down
     backward read the leaves (x0 and w sit at the far end of the chain), which no frame count
     within the limit can reach. Each op is ("add_c", c), ("mul_c", c), ("sub_c", c) (x = c - x),
-    ("div_c", c), ("neg",), ("add_w",) or ("mul_w",).
+    ("div_c", c), ("neg",), ("add_w",) or ("mul_w",). `answers`: the rules' answers at each op,
+    computed by the grader ahead (answer_key: bytes to ((shape, bytes), ...)): thousands of calls,
+    each else a round trip to the grader.
     """
     set_limit, get_limit = sys.setrecursionlimit, sys.getrecursionlimit
 
@@ -482,6 +527,9 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000):
         set_limit(limit)
 
     engine = _engine()
+    rules = _stand_in_rules() if answers else None
+    if rules is not None:
+        rules.answer_here = _answered_here(answers)
     x0 = engine.Tensor(np.array(x_data), requires_grad=True)
     w = engine.Tensor(np.array(w_data), requires_grad=True)
     x = x0
@@ -508,4 +556,6 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000):
             leaf.__class__ = plain
         sys.setrecursionlimit = set_limit
         set_limit(previous)
+        if rules is not None:
+            rules.answer_here = None
     return {"loss": value, "grads": grads, "limit_raised": limit_raised, "deepest": deepest[0]}

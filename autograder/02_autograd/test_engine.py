@@ -679,12 +679,38 @@ def _torch_chain(x_data, w_data, ops):
     return loss.detach().numpy().copy(), [None if t.grad is None else t.grad.numpy().copy() for t in (x0, w)]
 
 
+def _chain_answers(x_data, w_data, ops):
+    """What each op's rule answers when the engine runs the chain (drivers.CHAIN_RULES: the rule and
+    its arrays, answer_key: how a call is looked up), computed by PyTorch in one backward: each
+    op's inputs are used by that op alone, so their .grad is its vector-Jacobian product. The
+    sandbox then asks the grader only for calls an engine makes otherwise."""
+    x, w = t64(x_data, requires_grad=True), t64(w_data, requires_grad=True)
+    steps = []
+    for op in ops:
+        x.retain_grad()
+        inputs = {"x": x, "w": w}
+        if len(op) > 1:
+            inputs["c"] = t64(op[1], requires_grad=True)
+        out = drivers.apply_chain(x, w, [op if len(op) == 1 else (op[0], inputs["c"])])
+        steps.append((op, inputs, out))
+        x = out
+    x.retain_grad()
+    x.sum().backward()
+    answers = {}
+    for op, inputs, out in steps:
+        name, *order = drivers.CHAIN_RULES[op[0]]
+        arrays = [inputs[role] for role in order]
+        answers[drivers.answer_key(name, out.grad.numpy(), [a.detach().numpy() for a in arrays])] = tuple(
+            (tuple(a.shape), a.grad.numpy().tobytes()) for a in arrays)
+    return answers
+
+
 def _deep_chain_case(use_w):
-    """(x_data, w_data, ops, PyTorch's (loss, grads)) of one deep chain."""
+    """(x_data, w_data, ops, PyTorch's (loss, grads), the rules' answers) of one deep chain."""
     rng = case_rng("chain_data", use_w)
     x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
     ops = _chain_ops(int(use_w), use_w)
-    return x_data, w_data, ops, _torch_chain(x_data, w_data, ops)
+    return x_data, w_data, ops, _torch_chain(x_data, w_data, ops), _chain_answers(x_data, w_data, ops)
 
 
 # Built and run in PyTorch once, when the suite is collected (about 0.15 s for both chains): the
@@ -695,12 +721,12 @@ DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
 @question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
 @cases("use_w", [False, True], ids=["constants only", "with a second leaf w"], send_ahead=True)
 def test_deep_chain(student, use_w):
-    x_data, w_data, ops, (loss, grads) = DEEP_CHAINS[use_w]
+    x_data, w_data, ops, (loss, grads), answers = DEEP_CHAINS[use_w]
     story = (f"x = Tensor(<3 values>, requires_grad=True); w = Tensor(<3 values>, requires_grad=True); "
              f"{CHAIN_LENGTH:,} ops in a row (x = x + 0.1, x * 1.001, 1.0 - x, x / 1.002 or -x"
              f"{'; the 4th op is x * w' if use_w else ''}); L = x.sum(); L.backward(), at Python's default "
              f"recursion limit of {RECURSION_LIMIT:,}")
-    got = call_or_fail(lambda: student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT),
+    got = call_or_fail(lambda: student.run(drivers.deep_chain, x_data, w_data, ops, RECURSION_LIMIT, answers),
                        text=f"While running {story}:",
                        mistake=diagnoses.raised_hint("engine.deep_chain", limit=RECURSION_LIMIT))
     if got.get("limit_raised") or not isinstance(got.get("deepest"), int) or got["deepest"] > RECURSION_LIMIT:

@@ -2,8 +2,8 @@
 
 `encode` runs inside the sandbox (untrusted) and `decode` in the grader. The grader trusts
 nothing about the bytes: `decode` rebuilds only None, bool, int, float, str, NumPy scalars and
-arrays of numeric or bool dtype, lists, tuples, str-keyed dicts and tensors-as-arrays, with
-limits on size and depth. Nothing is unpickled or evaluated.
+arrays of numeric or bool dtype, lists, tuples, str-keyed dicts, slices of ints, Ellipsis and
+tensors-as-arrays, with limits on size and depth. Nothing is unpickled or evaluated.
 
 A payload is the JSON tree's length (8 bytes), the tree, then the arrays' raw bytes: each array
 in the tree names its dtype, shape and where its bytes start. Raw, because base64 inside JSON
@@ -17,6 +17,7 @@ import ctypes
 import functools
 import json
 import math
+import operator
 import struct
 import sys
 from dataclasses import dataclass
@@ -115,6 +116,14 @@ def _to_json(value: Any, depth: int, buffers: _Buffers) -> Any:
     if kind in (list, tuple):
         items = [_to_json(item, depth + 1, buffers) for item in value]
         return items if kind is list else {"t": items}
+    if kind is slice:  # an index, as a stand-in's caller passes it (stand_ins.py)
+        try:
+            return {"sl": [None if part is None else operator.index(part)
+                           for part in (value.start, value.stop, value.step)]}
+        except TypeError:
+            raise UnsupportedType("a slice whose start, stop or step is not an integer") from None
+    if value is Ellipsis:
+        return {"E": None}
     if kind is dict:
         if not all(type(key) is str for key in value):
             raise UnsupportedType("a dict with keys that are not str")
@@ -212,6 +221,12 @@ def _from_json(node: Any, depth: int, budget: list[int], buffers: memoryview) ->
         return tuple(_from_json(item, depth + 1, budget, buffers) for item in body)
     if tag == "d" and type(body) is dict:
         return {key: _from_json(item, depth + 1, budget, buffers) for key, item in body.items()}
+    if tag == "sl" and type(body) is list and len(body) == 3:
+        if not all(part is None or type(part) is int for part in body):
+            raise UnsupportedType("malformed slice")
+        return slice(*body)
+    if tag == "E" and body is None:
+        return Ellipsis
     if tag == "f" and body in ("nan", "inf", "-inf"):
         return float(body)
     if tag == "a" and type(body) is dict:

@@ -38,6 +38,7 @@ from typing import Container
 from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
 from checks.sandbox.jail import Isolation
+from checks.sandbox.stand_ins import StandIns
 from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 from checks.sandbox.worker import AFRESH, CHECKED_HASH_PYC
 
@@ -85,6 +86,8 @@ class WorkerConfig:
     uid: int | None = None  # the submission's own unprivileged uid, where the jail allows one
     # the CPUs it may run on: its grader's, so that the two hand over on one core (see grading/pool.py)
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(_own_cpus()))
+    # modules its questions call but never hold: the grader answers them (stand_ins.py)
+    stand_ins: StandIns | None = None
 
     @property
     def withheld(self) -> frozenset[str]:
@@ -93,13 +96,18 @@ class WorkerConfig:
 
     def serves(self, other: "WorkerConfig") -> bool:
         """Whether a worker holding this config may serve a question that needs `other`: the same
-        files, limits and uid, from the same zygote (the same packages withheld)."""
-        return (self.files, self.limits, self.uid, self.cpus, self.withheld) == \
-            (other.files, other.limits, other.uid, other.cpus, other.withheld)
+        files, limits, uid and stand-ins, from the same zygote (the same packages withheld)."""
+        return (self.files, self.limits, self.uid, self.cpus, self.withheld, self._stand_in_names) == \
+            (other.files, other.limits, other.uid, other.cpus, other.withheld, other._stand_in_names)
+
+    @property
+    def _stand_in_names(self) -> dict[str, list[str]]:
+        return self.stand_ins.to_wire() if self.stand_ins is not None else {}
 
     def to_wire(self) -> dict:
         return {"files": dict(self.files),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
+                "stand_ins": self._stand_in_names,
                 "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
@@ -157,8 +165,10 @@ class Worker:
     """The grader's handle to one sandbox worker: the socket of the question it serves now, and
     the control socket of its keeper (see worker.py), which no student code holds."""
 
-    def __init__(self, pid: int, sock: socket.socket, control: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, control: socket.socket,
+                 stand_ins: StandIns | None = None) -> None:
         self.pid = pid
+        self.stand_ins = stand_ins
         self.sock = sock
         self.control = control
         self.reader = FrameReader(sock)
@@ -191,10 +201,14 @@ class Worker:
         """The next reply, due within `timeout` seconds: its JSON header and codec payload, if any."""
         deadline = time.monotonic() + timeout
         try:
-            encoded = self.reader.frame(MAX_HEADER_BYTES, deadline)
-            header = dict(RETURNED_QUIETLY_HEADER) if encoded == RETURNED_QUIETLY else json.loads(encoded.decode())
-            if type(header) is not dict:
-                raise ValueError("malformed reply")
+            while True:
+                encoded = self.reader.frame(MAX_HEADER_BYTES, deadline)
+                header = dict(RETURNED_QUIETLY_HEADER) if encoded == RETURNED_QUIETLY else json.loads(encoded.decode())
+                if type(header) is not dict:
+                    raise ValueError("malformed reply")
+                if header.get("status") != "asks":
+                    break
+                self._answer(header, self.reader.frame(MAX_PAYLOAD_BYTES, deadline), deadline)
             payload = None
             if header.get("status") == "returned":
                 payload = self.reader.frame(MAX_PAYLOAD_BYTES, deadline)
@@ -208,6 +222,15 @@ class Worker:
         except (ValueError, RecursionError) as error:  # oversized or malformed: never trust the rest
             self.kill()
             raise ReplyRefused(str(error) if isinstance(error, ValueError) else "a malformed reply") from None
+
+    def _answer(self, header: dict, payload: bytes, deadline: float) -> None:
+        """Answer a stand-in's call made while the request runs (stand_ins.py), within the reply's time."""
+        if self.stand_ins is None:
+            answer = {"raised": ("RuntimeError", "nothing here answers stand-ins")}
+        else:
+            answer = self.stand_ins.answer(header.get("module"), header.get("name"), payload)
+        self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+        send_frame(self.sock, pickle.dumps({"op": "answer", **answer}, protocol=pickle.HIGHEST_PROTOCOL))
 
     def start_afresh(self) -> bool:
         """Ready the worker for another question of the same submission: its keeper kills the
@@ -330,7 +353,7 @@ class Zygote:
                 keeper.close()
         wire = {**config.to_wire(), "read_everything": self.isolation.reads_everything}
         send_frame(ours, pickle.dumps(wire, protocol=pickle.HIGHEST_PROTOCOL))
-        return Worker(pid, ours, control)
+        return Worker(pid, ours, control, config.stand_ins)
 
     def close(self) -> None:
         """Stop the zygotes this process started (one forked from it leaves them to it) and remove

@@ -13,6 +13,8 @@ grader); replies are untrusted and travel in the codec's format only.
 from __future__ import annotations
 
 import _imp
+import _thread
+import collections
 import contextlib
 import ctypes
 import functools
@@ -36,11 +38,12 @@ import sys
 import tempfile
 import time
 import types
-from typing import Any, Container
+from typing import Any, Callable, Container
 
 from checks.sandbox import codec
 from checks.sandbox.cores import take_turns_on
 from checks.sandbox.forking import plain_fork
+from checks.sandbox.stand_ins import exception_type
 from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, FrameReader, recv_exact, send_frame
 
 OUTPUT_EXCERPT_BYTES = 2000
@@ -119,6 +122,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
     modules = _SubmissionModules.install(laid_out)
+    _StandInModules.install(config.get("stand_ins") or {})
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
     _keep(sock, reader, control, laid_out, modules, _KernelObjects(uid, own_ipc))
@@ -361,11 +365,13 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
 
 def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _SubmissionModules) -> None:
     """A question process: answer the grader's requests until it closes the socket."""
+    global _ASKING
     try:
         session = _Session(home.path, home.output_path, modules)
+        _ASKING = asking = _Asking(sock, reader)
         while True:
             try:
-                request = pickle.loads(reader.frame(1 << 30))  # from the grader: trusted
+                request = asking.next_request()
             except EOFError:
                 break
             header, value = session.handle(request)
@@ -373,6 +379,86 @@ def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _Sub
             send_frame(sock, encoded, *([] if value is None else [value]))
     finally:
         os._exit(0)
+
+
+# ---------------------------------------------------------------- stand-ins: modules the grader answers
+
+class _Asking:
+    """A question process's line to its grader for stand-ins' calls (stand_ins.py): a call goes out
+    as an "asks" reply while the request that made it runs, and waits for the grader's answer;
+    requests sent ahead that come first wait their turn."""
+
+    def __init__(self, sock: socket.socket, reader: FrameReader) -> None:
+        self.sock, self.reader = sock, reader
+        self.pending: collections.deque[dict] = collections.deque()
+        self.lock = _thread.allocate_lock()  # one call at a time, whatever thread makes it
+
+    def next_request(self) -> dict:
+        return self.pending.popleft() if self.pending else pickle.loads(self.reader.frame(1 << 30))  # trusted
+
+    def ask(self, module: str, name: str, args: tuple, kwargs: dict) -> Any:
+        try:
+            payload = codec.encode([list(args), kwargs])
+        except (codec.UnsupportedType, RecursionError, ValueError) as error:
+            raise TypeError(f"{module}.{name}() was given {error}; {module} is answered by the grader, which "
+                            "takes plain data (NumPy arrays, numbers, tuples, lists, slices)") from None
+        with self.lock:
+            send_frame(self.sock, json.dumps({"status": "asks", "module": module, "name": name}).encode(), payload)
+            while True:
+                message = pickle.loads(self.reader.frame(1 << 30))  # from the grader: trusted
+                if message.get("op") == "answer":
+                    break
+                self.pending.append(message)
+        if "raised" in message:
+            kind, text = message["raised"]
+            raise exception_type(kind)(text)
+        return message["value"]
+
+
+_ASKING: _Asking | None = None  # the question process's, once it answers requests
+
+
+def _stand_in(module: types.ModuleType, name: str) -> Callable[..., Any]:
+    """`module.name`, answered by the grader. A driver may answer some calls itself, from data the
+    grader computed (module.answer_here(name, args, kwargs), NotImplemented for the others)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        here = module.__dict__.get("answer_here")
+        if here is not None:
+            answer = here(name, args, kwargs)
+            if answer is not NotImplemented:
+                return answer
+        if _ASKING is None:
+            raise RuntimeError(f"{module.__name__}.{name}() is answered by the grader, and none is listening")
+        return _ASKING.ask(module.__name__, name, args, kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = module.__name__
+    return call
+
+
+class _StandInModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports each stand-in module the worker was given (name: its function names) ahead of
+    everything else: the submission's own file of that name is not there (the grader leaves it out)."""
+
+    def __init__(self, modules: dict[str, list[str]]) -> None:
+        self.modules = modules
+
+    @classmethod
+    def install(cls, modules: dict[str, list[str]]) -> None:
+        if modules:
+            sys.meta_path.insert(0, cls(modules))
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
+        if path is None and fullname in self.modules:
+            return importlib.util.spec_from_loader(fullname, self, origin="answered by the grader")
+        return None
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201 - importlib protocol: the default module
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__doc__ = f"{module.__name__}: each function is answered by the grader, outside the sandbox."
+        for name in self.modules[module.__name__]:
+            setattr(module, name, _stand_in(module, name))
 
 
 def _end_question(question: int) -> bool:

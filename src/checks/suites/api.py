@@ -66,6 +66,12 @@ def question(qid: str, points: float | Mapping[str, float], *, all_or_nothing: b
     a question of its own, and `points` a mapping from that value to the question's points. Options
     not given come from the file's `question_defaults(...)`, then from QUESTION_DEFAULTS.
 
+    `use_reference` names reference files ("rules.py") the question runs beside the student's other
+    modules, so that a mistake there costs only its own question. Their code never enters the
+    sandbox: the student's file of that name is left out, and a stand-in module takes its place
+    whose functions the grader answers with the reference (sandbox/stand_ins.py). So they take
+    and return plain data (arrays, numbers, tuples, slices), and each call is a round trip.
+
     `kinks` names the boundaries of the question where plausible implementations differ (a ReLU's
     input exactly 0, a count that divides exactly): `checks verify` fails the question unless some
     case of it is at each, as its `@cases(boundaries=...)` declare. A mapping gives them per value

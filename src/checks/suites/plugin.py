@@ -18,6 +18,7 @@ import pytest
 from checks.course.assignment import Assignment, CourseError
 from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.jail import SANDBOX_UID_BASE
+from checks.sandbox.stand_ins import StandIns
 from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
 from checks.suites import api
 from checks.suites.budgets import TimeBudget
@@ -43,6 +44,7 @@ class ChecksPlugin:
         self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
         self._suite_position: dict[pytest.Item, int] = {}  # each test's place in the suite, as written
         self._collected_options: dict[pytest.Item, dict[str, Any]] = {}  # each test's @question, read once
+        self._references: dict[str, types.ModuleType] = {}  # the reference modules stand-ins answer from
         self.start_submission(files)
 
     def start_submission(self, files: dict[str, bytes]) -> None:
@@ -99,12 +101,11 @@ class ChecksPlugin:
         else:
             self.close()
         self._reference_given = given
-        files = dict(self.files)
-        if given:
-            files.update(self.assignment.reference_files(given))
+        # the student's own copies of the reference modules are left out: their stand-ins answer
+        files = {name: data for name, data in self.files.items() if name not in given}
         config = WorkerConfig(files=with_bytecode(files, self._bytecode, self.assignment.modules or None),
                               block_imports=options["block_imports"],
-                              limits=self.limits, uid=self.uid)
+                              limits=self.limits, uid=self.uid, stand_ins=self._stand_ins(given))
         sandbox = QuestionSandbox(self.workers, config, options["timeout"], self.budget, options["qid"])
         self._open = (key, sandbox)
         return sandbox
@@ -171,6 +172,17 @@ class ChecksPlugin:
             return groups[self._references_given(found)], withheld[frozenset(found["block_imports"])]
         return key
 
+    def _stand_ins(self, given: tuple[str, ...]) -> StandIns | None:
+        """The reference modules a question uses, loaded here in the grader (once, before a batch
+        forks): the worker gets stand-ins that ask for their answers (sandbox/stand_ins.py), never
+        their code."""
+        if not given:
+            return None
+        for name in given:
+            if name not in self._references:
+                self._references[name] = _reference_module(name, self.assignment.reference_files((name,))[name])
+        return StandIns({name.removesuffix(".py"): self._references[name] for name in given})
+
     def _references_given(self, options: dict[str, Any]) -> tuple[str, ...]:
         """The reference files a question's worker holds: none in the public suite."""
         return tuple(options["use_reference"]) if self.use_references else ()
@@ -183,7 +195,7 @@ class ChecksPlugin:
         given = {name for options in self._collected_options.values() for name in self._references_given(options)}
         for name in sorted(given):
             try:
-                shared.update(self.assignment.reference_files((name,)))
+                self._stand_ins((name,))
             except CourseError:  # the question that names it says so when it runs
                 continue
         with_bytecode(shared, self._shared_bytecode)
@@ -321,3 +333,14 @@ def _describe_failure(error: BaseException | None, nodeid: str) -> tuple[str, bo
         return f"check failed: {error}".strip(), False
     kind = type(error).__name__ if error is not None else "error"
     return f"grader error in {nodeid}: {kind}: {error}", True
+
+
+def _reference_module(filename: str, source: bytes) -> types.ModuleType:
+    """A reference file run as a module of the grader's own, under its name but outside sys.modules."""
+    module = types.ModuleType(filename.removesuffix(".py"))
+    module.__file__ = f"<reference {filename}>"
+    try:
+        exec(compile(source, module.__file__, "exec", dont_inherit=True), module.__dict__)
+    except Exception as error:
+        raise CourseError(f"the reference {filename} could not be loaded: {type(error).__name__}: {error}") from error
+    return module
