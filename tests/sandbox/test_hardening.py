@@ -375,10 +375,9 @@ STASH_KEY = 0x5EC2E7
 KEYCTL = {"x86_64": 250}.get(os.uname().machine)  # add_key and request_key are the two before it
 
 
-def steal():
-    """Graded with the reference good.py beside it: hide its secret for the questions after."""
-    import good
-    secret = good.SECRET.encode()
+def steal(secret):
+    """Hide what this question was given for the questions after."""
+    secret = secret.encode()
     os.chmod(os.environ["HOME"], 0o755)
     for folder in (os.environ["HOME"], "/tmp", "/dev/shm", "/var/tmp", "/run", "/dev"):
         try:
@@ -445,10 +444,9 @@ def find():
 
 @needs_jail
 def test_nothing_of_a_reference_outlives_its_question(make_course):
-    """A question graded with a reference file hands the student's code that file: no file,
-    process or shared memory of that question may carry it to a question graded without it. (The
-    questions given no reference run before any that is given one: the finder here is given
-    another reference file, which puts it after the thief.)"""
+    """No file, process or shared memory of a question may carry what it was given to a question
+    graded in another worker. (The questions given no reference run before any that is given one:
+    the finder here is given another reference file, which puts it after the thief.)"""
     root = make_course({
         "autograder/leak/assignment.toml": 'files = ["good.py", "thief.py"]\n',
         "autograder/leak/test_leak.py": """
@@ -456,12 +454,12 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
 
             @question("thief.steal", points=50, use_reference=("good.py",))
             def test_steal(student):
-                expect_equal(student.thief.steal(), "stashed")
+                expect_equal(student.thief.steal("{SECRET}"), "stashed")
 
             @question("thief.find", points=50, use_reference=("other.py",))
             def test_find(student):
                 expect_equal(student.thief.find(), [])
-        """,
+        """.replace("{SECRET}", SECRET),
         "solutions/leak/good.py": f"SECRET = '{SECRET}'\n",
         "solutions/leak/other.py": "",
         "assignments/leak/.keep": "",
@@ -472,6 +470,71 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
                              isolation=jail.choose(jail.BWRAP))
     assert result.question("thief.steal").passed, result.question("thief.steal").feedback
     assert result.question("thief.find").passed, result.question("thief.find").feedback
+
+
+SEEKER = '''
+import gc, os, sys
+
+
+def seek(secret):
+    """Everything of the reference this question's process can reach: the module that stands in for
+    it, its functions' code, every object in memory, and every file in its home and temp space (at
+    the fork level the rest of the file system is the host's: docs/trust-boundary.md)."""
+    import good
+    found = [f"attribute {name}" for name in dir(good) if name == "SECRET"]
+    for value in vars(good).values():
+        code = getattr(value, "__code__", None)
+        if code is not None and secret in repr(code.co_consts) + repr(code.co_names):
+            found.append(f"code of {value.__name__}")
+    found += ["an object in memory" for item in gc.get_objects() if isinstance(item, str) and secret in item
+              and item is not secret][:1]
+    for root in (os.environ["HOME"], os.getcwd(), *sys.path[:1], "/tmp", "/var/tmp", "/dev/shm"):
+        for folder, subfolders, names in os.walk(root):
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    if os.path.getsize(path) < 1 << 20:
+                        with open(path, "rb") as handle:
+                            if secret.encode() in handle.read():
+                                found.append(path)
+                except OSError:
+                    pass
+    return found
+'''
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_reference_never_enters_the_sandbox(make_course, level):
+    """A question graded beside a reference module (use_reference) gets a stand-in that the grader
+    answers: the student's code can call it, and finds nothing of the reference's code or data in
+    its module, its process or any file it may read (issue 43: the answer key stays out of reach)."""
+    secret = secrets.token_hex(12)
+    root = make_course({
+        "autograder/ref/assignment.toml": 'files = ["good.py", "seeker.py"]\n',
+        "autograder/ref/test_ref.py": """
+            from checks.suite import question, expect_equal
+
+            @question("good.answered", points=50, use_reference=("good.py",))
+            def test_answered(student):
+                expect_equal(student.run(reveal), "SECRET")
+
+            @question("seeker.nothing", points=50, use_reference=("good.py",))
+            def test_nothing(student):
+                expect_equal(student.seeker.seek("SECRET"), [])
+
+            def reveal():
+                import good
+                return good.reveal()
+        """.replace("SECRET", secret),
+        "solutions/ref/good.py": f"SECRET = '{secret}'\n\n\ndef reveal():\n    return SECRET\n",
+        "assignments/ref/.keep": "",
+        "subs/seeker/good.py": "SECRET = 'mine'\n",
+        "subs/seeker/seeker.py": SEEKER,
+    })
+    [result] = grade_sources(load_assignment(root, "ref"), [Source.from_path(root / "subs/seeker")], jobs=1,
+                             isolation=jail.choose(level))
+    for qid in ("good.answered", "seeker.nothing"):
+        assert result.question(qid).passed, result.question(qid).feedback
 
 
 FILLER = '''

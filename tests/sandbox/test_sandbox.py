@@ -220,7 +220,7 @@ def test_each_question_draws_the_same_numbers_each_time_it_is_graded(make_course
     draw = "def draw():\n    import random, numpy, torch\n" \
            "    return [random.random(), float(numpy.random.rand()), float(torch.rand(()))]\n"
     root = make_course({
-        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/assignment.toml": 'files = ["good.py", "spare.py"]\n',
         "autograder/toy/test_draws.py": """
             from checks.suite import question, fail
 
@@ -238,11 +238,12 @@ def test_each_question_draws_the_same_numbers_each_time_it_is_graded(make_course
             def test_blocked(student):
                 fail(f"drew {student.good.without_torch()}")
 
-            @question("with_reference", points=25, use_reference=("good.py",))
+            @question("with_reference", points=25, use_reference=("spare.py",))
             def test_with_reference(student):
                 fail(f"drew {student.good.draw()}")
         """,
         "solutions/toy/good.py": draw,
+        "solutions/toy/spare.py": "def unused():\n    return None\n",
         "subs/s/good.py": draw + "\n\ndef without_torch():\n    import random, numpy\n"
                                   "    return [random.random(), float(numpy.random.rand())]\n",
         "assignments/toy/.keep": "",
