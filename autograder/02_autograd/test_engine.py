@@ -1,7 +1,8 @@
 """Hidden checks for engine.py: graphs built with the student's Tensor, compared with PyTorch.
 
-Every question here runs with the reference rules.py in the sandbox (a wrong rule costs only its
-own rules question) and with torch blocked there. The drivers (drivers.py) build each graph in the
+Every question here runs the student's engine on the reference rules.py (a wrong rule costs only
+its own rules question), which never enters the sandbox: a stand-in asks the grader for each rule's
+answer (use_reference; src/checks/sandbox/stand_ins.py). Torch is blocked there. The drivers (drivers.py) build each graph in the
 sandbox and return plain data; the same graph is built here in PyTorch for the expected values.
 Those do not depend on the submission: each case's `reference` builds them once, when the suite is
 collected (@cases), and every submission of a batch shares them.

@@ -69,7 +69,7 @@ ATTACKS = {
     # 02_autograd
     ('02_autograd', 'recursion_ctypes'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
     ('02_autograd', 'recursion_guard_unwrap'): dict(cls='forge', checks=[('above_control', 'recursive_plain')]),
-    ('02_autograd', 'reference_rules_leak'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'REFLEAK<<(?!\' \+)[\s\S]{0,8000}?(ndim|sum_to_shape|\bnp\b|axis)')]),
+    ('02_autograd', 'reference_rules_leak'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'REFLEAK<<(?!\' \+)(?:(?!at engine\.py)[\s\S]){0,8000}?(ndim|sum_to_shape|\bnp\b|axis)')]),
     ('02_autograd', 'reference_rules_writer'): dict(cls='kernel', checks=[('leftover', 'rules02')]),
     ('02_autograd', 'zr_rules_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
     ('02_autograd', 'driver_frame_leak'): dict(cls='carry', checks=[('secret', None), ('marker', FOREIGN_SRC)]),
