@@ -19,8 +19,8 @@ from checks.suite import call_or_fail, case_rng, cases, fail, question
 
 import drivers
 import programs
-from helpers import (c, check_array, check_leaf_grads, diagnoses, leaf, reused_values, shape_text, t64,
-                     torch_backward, torch_values, v)
+from helpers import (c, check_array, check_leaf_grads, diagnoses, leaf, program_answers, reused_values, shape_text,
+                     store_answer, t64, torch_backward, torch_values, v)
 
 ENGINE = dict(use_reference=("rules.py",), block_imports=("torch",))
 
@@ -156,16 +156,19 @@ def test_ops_forward(student, name, reference):
 # ============================================================================= engine.backward_graphs
 
 def backward_reference(program, output, weights):
-    """A graph (program, output, weights) with PyTorch's (loss, leaf grads) for it."""
-    return program, output, weights, torch_backward(program, output, weights)
+    """A graph (program, output, weights) with PyTorch's (loss, leaf grads) for it, and the rules'
+    answers its backward asks for (program_answers)."""
+    return (program, output, weights, torch_backward(program, output, weights),
+            program_answers(program, output, weights=weights))
 
 
-def _check_backward(student, program, output, weights, want):
+def _check_backward(student, program, output, weights, want, answers):
     text = drivers.describe(program)
     tail = (f"L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
             if weights is not None else f"L = {drivers.value_name(program, output)}; L.backward()")
     context = f"After {text}; {tail}"
-    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights), text=context)
+    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights, answers=answers),
+                       text=context)
     loss, grads = want
     hint = diagnoses.note("engine.backward_graphs", reused=reused_values(program))
     check_array(got["loss"], loss, "L.data", context)
@@ -229,10 +232,10 @@ VIEWS_HINT = diagnoses.note("engine.views")
 @question("engine.views", points=4, **ENGINE)
 @cases("name", list(VIEWS), reference=lambda name: backward_reference(*VIEWS[name]), send_ahead=True)
 def test_views(student, name, reference):
-    program, output, weights, want = reference
+    program, output, weights, want, answers = reference
     text = drivers.describe(program)
     context = f"After {text}; L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
-    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights),
+    got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights, answers=answers),
                        text=context, note=VIEWS_HINT)
     loss, grads = want
     check_array(got["loss"], loss, "L.data", context)
@@ -273,7 +276,7 @@ def accumulation_reference(name):
         values[output].backward()
         snapshots.append([None if t.grad is None else t.grad.numpy().copy() for t in leaves])
     _, second_alone = torch_backward(second, out_2)
-    return snapshots, second_alone
+    return snapshots, second_alone, program_answers(second, out_2, answers=program_answers(first, out_1))
 
 
 @question("engine.accumulation", points=3, **ENGINE)
@@ -284,8 +287,9 @@ def test_accumulation(student, name, reference):
                f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
                f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
                f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
-    got = call_or_fail(lambda: student.run(drivers.backward_twice, first, out_1, second, out_2), text=context)
-    snapshots, second_alone = reference
+    snapshots, second_alone, answers = reference
+    got = call_or_fail(lambda: student.run(drivers.backward_twice, first, out_1, second, out_2, answers=answers),
+                       text=context)
     check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
     alternatives = diagnoses.mistakes("engine.accumulation", second_alone=second_alone)
     check_leaf_grads(got[1], snapshots[1], first, f"{context} — after the SECOND backward",
@@ -336,17 +340,17 @@ def _plan_text(plan):
 def retain_reference(name):
     """The case's program and output, and what PyTorch reports for each call of its plan."""
     program, output = _retain_program(name)
-    return program, output, _torch_plan(program, output, RETAIN_PLANS[name])
+    return program, output, _torch_plan(program, output, RETAIN_PLANS[name]), program_answers(program, output)
 
 
 @question("engine.retain_graph", points=3, **ENGINE)
 @cases("name", list(RETAIN_PLANS), reference=retain_reference, send_ahead=True)
 def test_retain_graph(student, name, reference):
     plan = RETAIN_PLANS[name]
-    program, output, want = reference
+    program, output, want, answers = reference
     calls = _plan_text(plan)
     context = f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; then {'; '.join(calls)}"
-    got = call_or_fail(lambda: student.run(drivers.retain_graph, program, output, plan), text=context)
+    got = call_or_fail(lambda: student.run(drivers.retain_graph, program, output, plan, answers=answers), text=context)
     for k, ((status, payload), (want_status, want_payload)) in enumerate(zip(got, want)):
         where = f"{context}: call {k + 1} ({calls[k]})"
         if want_status == "raised":
@@ -620,12 +624,13 @@ def args_reference(name):
     program, output, case, grad = ARGS[name]
     values = torch_values(program)
     out = values[output]
+    answers = program_answers(program, output, grad=grad)
     try:
         out.backward() if case == "default" else out.backward(t64(grad))
     except RuntimeError:
-        return ("raised", None), out.requires_grad
+        return ("raised", None), out.requires_grad, answers
     return ("ok", [None if t.grad is None else t.grad.numpy().copy()
-                   for t in values[:len(program["leaves"])]]), out.requires_grad
+                   for t in values[:len(program["leaves"])]]), out.requires_grad, answers
 
 
 @question("engine.backward_args", points=2, **ENGINE)
@@ -635,8 +640,9 @@ def test_backward_args(student, name, reference):
     call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
             f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
     context = f"After {drivers.describe(program)}; {call}"
-    got = call_or_fail(lambda: student.run(drivers.backward_args, program, output, case, grad), text=context)
-    want, out_requires_grad = reference
+    want, out_requires_grad, answers = reference
+    got = call_or_fail(lambda: student.run(drivers.backward_args, program, output, case, grad, answers=answers),
+                       text=context)
     status, payload = got
     if want[0] == "raised":
         if status == "ok":
@@ -701,8 +707,8 @@ def _chain_answers(x_data, w_data, ops):
     for op, inputs, out in steps:
         name, *order = drivers.CHAIN_RULES[op[0]]
         arrays = [inputs[role] for role in order]
-        answers[drivers.answer_key(name, out.grad.numpy(), [a.detach().numpy() for a in arrays])] = tuple(
-            (tuple(a.shape), a.grad.numpy().tobytes()) for a in arrays)
+        store_answer(answers, drivers.answer_key(name, out.grad.numpy(), [a.detach().numpy() for a in arrays]),
+                     [a.grad for a in arrays])
     return answers
 
 
