@@ -123,7 +123,11 @@ def store_answer(answers, key, grads):
     another call of the same key (its values equal in float32) has another answer, neither is
     kept: the sandbox asks for both."""
     lookup, data = drivers.sealed(key, b"".join(g.detach().numpy().astype(np.float64).tobytes() for g in grads))
-    answer = (tuple(tuple(g.shape) for g in grads), data)
+    places, start = [], 0
+    for g in grads:
+        places.append((tuple(g.shape), start, start + g.numel()))
+        start += g.numel()
+    answer = (tuple(places), data)
     if answers.get(lookup, answer) != answer:
         answer = None
     answers[lookup] = answer

@@ -46,7 +46,7 @@ for name, make in programs.HANDWRITTEN.items():
     loss.backward()
     grads = np.concatenate([value.grad.numpy().ravel() for value in values if value.grad is not None])
     grads = grads[grads != 0]
-    for shapes, data in (entry for entry in answers.values() if entry is not None):
+    for places, data in (entry for entry in answers.values() if entry is not None):
         entries += 1
         readable = np.frombuffer(data, dtype=np.float64)
         found += int(np.isclose(readable[:, None], grads[None, :], rtol=1e-9, atol=0).any())
