@@ -13,36 +13,39 @@ from checks.course.assignment import list_assignments, load_assignment
 
 
 def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
-    build_cmd = common.command(commands, "build", "regenerate assignments/ from solutions/",
-                                "Regenerate the student release assignments/<name>/ from solutions/<name>/: solution "
-                                "regions become stubs, quiz answers are emptied, and a marker lets a copy of the "
-                                "folder be checked anywhere.",
-                                "  checks build\n  checks build --check      # in CI: fail when assignments/ is out of date")
+    build_cmd = common.command(
+        commands, "build", "regenerate assignments/ from solutions/",
+        "Regenerate the student release assignments/<name>/ from solutions/<name>/: solution "
+        "regions become stubs, quiz answers are emptied, and a marker lets a copy of the "
+        "folder be checked anywhere.",
+        "  checks build\n  checks build --check      # in CI: fail when assignments/ is out of date")
     build_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
     build_cmd.add_argument("--check", action="store_true", help="change nothing; fail if assignments/ is out of date")
     build_cmd.set_defaults(run=_build)
 
-    verify_cmd = common.command(commands, "verify", "prove a hidden suite sound with the reference, stubs and mutants",
-                                 "Grade the reference (it must score 100), the stubs (0) and every mutant in "
-                                 "mutants.toml (each must lose points on its own question only); check that every "
-                                 "hidden question has a public check worth the same points (or is declared hidden_only), "
-                                 "that the points add up to 100 and that the lesson notebook has every question. Ends "
-                                 "with one line per assignment; exit status 1 when any expectation does not hold.",
-                                 "  checks verify 01_tensors\n  checks verify            # every assignment",
-                                 runs_student_code=True)
+    verify_cmd = common.command(
+        commands, "verify", "prove a hidden suite sound with the reference, stubs and mutants",
+        "Grade the reference (it must score 100), the stubs (0) and every mutant in "
+        "mutants.toml (each must lose points on its own question only); check that every "
+        "hidden question has a public check worth the same points (or is declared hidden_only), "
+        "that the points add up to 100 and that the lesson notebook has every question. Ends "
+        "with one line per assignment; exit status 1 when any expectation does not hold.",
+        "  checks verify 01_tensors\n  checks verify            # every assignment",
+        runs_student_code=True)
     verify_cmd.add_argument("names", nargs="*", metavar="ASSIGNMENT", help=f"{assignment_help} (default: all)")
     verify_cmd.add_argument("--jobs", type=common.positive_int, default=None, metavar="N",
                             help="submissions graded at once (default: all cores)")
     verify_cmd.set_defaults(run=_verify)
 
-    new_cmd = common.command(commands, "new", "write a new assignment that builds and verifies at once",
-                              "Write a minimal complete assignment NAME into the course (here, or --course DIR; an empty "
-                              "folder becomes a course): the reference with its solution region and quiz answer, the "
-                              "lesson notebook's source and README in solutions/NAME/, the hidden suite, "
-                              "assignment.toml and a mutant per question in autograder/NAME/. `checks build` and "
-                              "`checks verify NAME` hold on it at once; then make it yours (docs/first-assignment.md).",
-                              "  checks new 04_norms\n  checks new 04_norms --title \"Norms and normalization\"\n"
-                              "  checks build 04_norms && checks verify 04_norms")
+    new_cmd = common.command(
+        commands, "new", "write a new assignment that builds and verifies at once",
+        "Write a minimal complete assignment NAME into the course (here, or --course DIR; an empty "
+        "folder becomes a course): the reference with its solution region and quiz answer, the "
+        "lesson notebook's source and README in solutions/NAME/, the hidden suite, "
+        "assignment.toml and a mutant per question in autograder/NAME/. `checks build` and "
+        "`checks verify NAME` hold on it at once; then make it yours (docs/first-assignment.md).",
+        "  checks new 04_norms\n  checks new 04_norms --title \"Norms and normalization\"\n"
+        "  checks build 04_norms && checks verify 04_norms")
     new_cmd.add_argument("name", metavar="NAME", help="the new assignment's folder name, such as 04_norms")
     new_cmd.add_argument("--title", default="", help="its title (default: the example's, \"Standardizing a tensor\")")
     new_cmd.set_defaults(run=_new, without_course=True)
@@ -57,7 +60,7 @@ def _build(root: Path, args: argparse.Namespace) -> int:
         for line in differences:
             common.console.print(f"[red]{line}[/red]", markup=True)
         common.console.print("assignments/ is up to date" if not differences else
-                      "assignments/ is out of date: run `checks build` and commit the result")
+                             "assignments/ is out of date: run `checks build` and commit the result")
         return 1 if differences else 0
     common.console.print(f"built {', '.join(names)}: {len(differences)} file(s) written or removed")
     return 0
@@ -72,7 +75,8 @@ def _verify(root: Path, args: argparse.Namespace) -> int:
         verdicts = verify(assignment, jobs=args.jobs, settings=args.settings)
         _print_verdicts(name, verdicts)
         held = sum(v.ok for v in verdicts)
-        common.console.print(f"verify {name}: {held} of {len(verdicts)} hold", style=None if held == len(verdicts) else "red")
+        common.console.print(f"verify {name}: {held} of {len(verdicts)} hold",
+                             style=None if held == len(verdicts) else "red")
         all_ok &= held == len(verdicts)
     return 0 if all_ok else 1
 
@@ -104,5 +108,5 @@ def _new(root: Path | None, args: argparse.Namespace) -> int:
     for path in written:
         common.console.print(f"  wrote {path.relative_to(root)}", markup=False)
     common.console.print(f"new assignment {args.name}: {len(written)} files. Next: checks build {args.name} && "
-                  f"checks verify {args.name}", markup=False)
+                         f"checks verify {args.name}", markup=False)
     return 0

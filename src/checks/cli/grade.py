@@ -20,15 +20,16 @@ if TYPE_CHECKING:
 
 
 def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
-    grade = common.command(commands, "grade", "grade submissions with the hidden suite",
-                            "Grade submissions with the hidden suite, each in its own sandbox, into an output folder: "
-                            "results.json and feedback.md (and .html) per submission, gradebook.csv, "
-                            "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
-                            "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
-                            "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade\n"
-                            "  checks grade 01_tensors nbgrader/submitted/* --out grades/01_tensors   # notebooks\n"
-                            "  checks grade 01_tensors submissions/ --out grades/01_tensors --scheduler tcp://head:8786",
-                            runs_student_code=True)
+    grade = common.command(
+        commands, "grade", "grade submissions with the hidden suite",
+        "Grade submissions with the hidden suite, each in its own sandbox, into an output folder: "
+        "results.json and feedback.md (and .html) per submission, gradebook.csv, "
+        "gradebook.sqlite and report.html. Run it again after an interruption to resume.",
+        "  checks grade 01_tensors submissions/* --out grades/01_tensors\n"
+        "  checks grade 01_tensors submissions/ --out grades/01_tensors --jobs 4 --regrade\n"
+        "  checks grade 01_tensors nbgrader/submitted/* --out grades/01_tensors   # notebooks\n"
+        "  checks grade 01_tensors submissions/ --out grades/01_tensors --scheduler tcp://head:8786",
+        runs_student_code=True)
     grade.add_argument("assignment", help=assignment_help)
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
                        help="a folder, .zip or notebook (.ipynb with answer cells) per student "
@@ -106,10 +107,10 @@ def _policy_lines(summary: BatchSummary) -> None:
         common.console.print(plain(f"late penalty: {', '.join(applied.late)} (report.html lists why)"), soft_wrap=True)
     if applied.unknown_time:
         common.console.print(plain(f"no submission time for {len(applied.unknown_time)} submission(s): no late penalty "
-                            "charged (give --submitted-at CSV, or mtime)"), soft_wrap=True)
+                                   "charged (give --submitted-at CSV, or mtime)"), soft_wrap=True)
     if applied.unmatched:
-        common.console.print(plain(f"not on the roster: {', '.join(applied.unmatched)} (no extension or regrade applies)"),
-                      soft_wrap=True)
+        common.console.print(plain(f"not on the roster: {', '.join(applied.unmatched)} (no extension or regrade "
+                                   "applies)"), soft_wrap=True)
 
 
 def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tuple[object, str]:
@@ -124,8 +125,8 @@ def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tup
     except ClusterProblem as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
-    return DaskGrader(client, device=args.settings.device), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
-                                "each with its own sandbox")
+    where = f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), each with its own sandbox"
+    return DaskGrader(client, device=args.settings.device), where
 
 
 def _grade_line(name: str, summary: BatchSummary) -> str:

@@ -24,14 +24,15 @@ from checks.reports.render import plain
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    lti = common.command(commands, "lti", "LTI 1.3: the tool's key, the roster from the LMS, scores to the LMS",
-                         "key: make the tool's key pair in the course folder (lti/tool-private.pem, readable by you only; "
-                         "never over an existing one) and print the public JWKS to register the tool with. roster: add the "
-                         "LMS's active learners to the roster (Names and Role Provisioning). post: send the final scores of a "
-                         "`checks grade` output folder to the LMS's gradebook (Assignment and Grade Services; a line item per "
-                         "assignment). Needs the `lms` extra and course.toml's [lti] (docs/policy.md).",
-                         "  checks --course examples/course lti key\n  checks --course examples/course lti roster\n"
-                         "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
+    lti = common.command(
+        commands, "lti", "LTI 1.3: the tool's key, the roster from the LMS, scores to the LMS",
+        "key: make the tool's key pair in the course folder (lti/tool-private.pem, readable by you only; "
+        "never over an existing one) and print the public JWKS to register the tool with. roster: add the "
+        "LMS's active learners to the roster (Names and Role Provisioning). post: send the final scores of a "
+        "`checks grade` output folder to the LMS's gradebook (Assignment and Grade Services; a line item per "
+        "assignment). Needs the `lms` extra and course.toml's [lti] (docs/policy.md).",
+        "  checks --course examples/course lti key\n  checks --course examples/course lti roster\n"
+        "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
     lti.add_argument("action", choices=["key", "roster", "post"])
     lti.add_argument("folder", nargs="?", type=Path, help="post: the --out folder of `checks grade`")
     lti.add_argument("--label", default=None, help="post: the line item's name in the LMS (default: the assignment's "
@@ -69,7 +70,7 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         roster = course.roster.path if course.roster else course.folder / "roster.csv"
         done = import_roster(registration.conf, config.issuer, memberships, roster)
         common.console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
-                            f"{len(done.skipped)} (not active learners)"))
+                                   f"{len(done.skipped)} (not active learners)"))
         return 0
     from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook
@@ -89,8 +90,9 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = book.assignment
     done = post_scores(registration.conf, config.issuer, ags, book.load(), roster,
                        assignment=book.assignment, label=label)
-    common.console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}" if done.lineitem
-                        else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)
+    common.console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"
+                               if done.lineitem else f"nothing of {book.assignment} to post: the LMS was not called"),
+                         soft_wrap=True)
     for why in done.left_out:
         common.console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
     return 0

@@ -37,21 +37,23 @@ def staff_name(given: str | None) -> str:
 
 def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
     """policy, extension, grace, regrade-request and regrade, added to `checks`'s parser."""
-    policy = common.command(commands, "policy", "show the course's policy (dates, late penalties, grace days), checked",
-                            "Load the course's policy (course.toml, each assignment.toml's [policy], the roster and the "
-                            "recorded extensions), refuse the first mistake naming its file and key, and show each "
-                            "assignment's dates and late policy.",
-                            "  checks policy\n  checks --course examples/course policy")
+    policy = common.command(
+        commands, "policy", "show the course's policy (dates, late penalties, grace days), checked",
+        "Load the course's policy (course.toml, each assignment.toml's [policy], the roster and the "
+        "recorded extensions), refuse the first mistake naming its file and key, and show each "
+        "assignment's dates and late policy.",
+        "  checks policy\n  checks --course examples/course policy")
     policy.set_defaults(run=_policy)
 
-    extension = common.command(commands, "extension", "grant, revoke or list extensions (audited)",
-                               "Give one student a later due date on one assignment, take it back, or list every grant "
-                               "and revocation: each is recorded in the course folder's records/extensions.jsonl with "
-                               "who, when and why. The next `checks grade` of the assignment (which grades nothing "
-                               "again) applies it.",
-                               "  checks extension grant 01_tensors s002 --until 2030-07-03T23:59 --reason 'illness (note)'\n"
-                               "  checks extension revoke 01_tensors s002 --reason 'granted by mistake'\n"
-                               "  checks extension list 01_tensors")
+    extension = common.command(
+        commands, "extension", "grant, revoke or list extensions (audited)",
+        "Give one student a later due date on one assignment, take it back, or list every grant "
+        "and revocation: each is recorded in the course folder's records/extensions.jsonl with "
+        "who, when and why. The next `checks grade` of the assignment (which grades nothing "
+        "again) applies it.",
+        "  checks extension grant 01_tensors s002 --until 2030-07-03T23:59 --reason 'illness (note)'\n"
+        "  checks extension revoke 01_tensors s002 --reason 'granted by mistake'\n"
+        "  checks extension list 01_tensors")
     extension.add_argument("action", choices=["grant", "revoke", "list"])
     extension.add_argument("assignment", nargs="?", help=assignment_help)
     extension.add_argument("student", nargs="?", help="the student's student_id in the roster")
@@ -62,11 +64,12 @@ def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> 
     extension.add_argument("--by", metavar="NAME", help="who grants it (default: this account's name)")
     extension.set_defaults(run=_extension)
 
-    grace = common.command(commands, "grace", "grace days: a student's balance, or a request to spend some",
-                           "show: the grace days a student has spent on each assignment and has left. request: record "
-                           "that a student asks to spend grace days on an assignment (courses with [grace] mode = "
-                           "\"request\"), after showing how many they have left and asking to confirm.",
-                           "  checks grace show s002\n  checks grace request 01_tensors s002 --days 1")
+    grace = common.command(
+        commands, "grace", "grace days: a student's balance, or a request to spend some",
+        "show: the grace days a student has spent on each assignment and has left. request: record "
+        "that a student asks to spend grace days on an assignment (courses with [grace] mode = "
+        "\"request\"), after showing how many they have left and asking to confirm.",
+        "  checks grace show s002\n  checks grace request 01_tensors s002 --days 1")
     grace.add_argument("action", choices=["show", "request"])
     grace.add_argument("words", nargs="+", metavar="ASSIGNMENT STUDENT",
                        help="show: STUDENT; request: ASSIGNMENT STUDENT")
@@ -76,12 +79,13 @@ def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> 
     grace.set_defaults(run=_grace)
 
 
-    request = common.command(commands, "regrade-request", "ask for a question to be looked at again (writes a file to hand in)",
-                             "Write your regrade request for one question of an assignment, with your message, into a small "
-                             "file (regrade-ASSIGNMENT-STUDENT-ID.json) to hand in as your course says (with your work, or "
-                             "by mail). The staff's answer, and any change to your score, appear in your feedback.",
-                             "  checks regrade-request 01_tensors strides.offset --student s002 --message 'my offset is "
-                             "right for a transposed view: see line 12'")
+    request = common.command(
+        commands, "regrade-request", "ask for a question to be looked at again (writes a file to hand in)",
+        "Write your regrade request for one question of an assignment, with your message, into a small "
+        "file (regrade-ASSIGNMENT-STUDENT-ID.json) to hand in as your course says (with your work, or "
+        "by mail). The staff's answer, and any change to your score, appear in your feedback.",
+        "  checks regrade-request 01_tensors strides.offset --student s002 --message 'my offset is "
+        "right for a transposed view: see line 12'")
     request.add_argument("assignment", help=assignment_help)
     request.add_argument("question", help="the question id, as your feedback names it (strides.offset)")
     request.add_argument("--student", required=True, help="your student id")
@@ -90,15 +94,16 @@ def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> 
                          help="where to write the file (default: here)")
     request.set_defaults(run=_regrade_request, without_course=True)
 
-    regrade = common.command(commands, "regrade", "staff: collect, list and answer regrade requests (audited)",
-                             "collect: record students' request files in the course (records/regrades.jsonl), each "
-                             "checked against the roster and the assignment's questions. list: every request and its "
-                             "answer. answer: reply to a request, with an optional manual adjustment of the score "
-                             "(--adjust POINTS), kept apart from the automatic score and recorded with who and when; the "
-                             "next `checks grade` of the assignment (which grades nothing again) puts it in the gradebook "
-                             "and the student's feedback.",
-                             "  checks regrade collect inbox/regrade-*.json\n  checks regrade list 01_tensors\n"
-                             "  checks regrade answer 3f2a9c1d0b7e --reply 'Right: the check was too strict.' --adjust 2")
+    regrade = common.command(
+        commands, "regrade", "staff: collect, list and answer regrade requests (audited)",
+        "collect: record students' request files in the course (records/regrades.jsonl), each "
+        "checked against the roster and the assignment's questions. list: every request and its "
+        "answer. answer: reply to a request, with an optional manual adjustment of the score "
+        "(--adjust POINTS), kept apart from the automatic score and recorded with who and when; the "
+        "next `checks grade` of the assignment (which grades nothing again) puts it in the gradebook "
+        "and the student's feedback.",
+        "  checks regrade collect inbox/regrade-*.json\n  checks regrade list 01_tensors\n"
+        "  checks regrade answer 3f2a9c1d0b7e --reply 'Right: the check was too strict.' --adjust 2")
     regrade.add_argument("action", choices=["collect", "list", "answer"])
     regrade.add_argument("words", nargs="*", metavar="FILE|ASSIGNMENT|ID",
                          help="collect: request files; list: an assignment (default: all); answer: the request's id")
@@ -117,8 +122,8 @@ def _regrade_request(root: Path | None, args: argparse.Namespace) -> int:
     if not args.out.is_dir():
         raise CourseError(f"--out {args.out} is not a folder")
     path = write_request(request, args.out)
-    common.console.print(plain(f"wrote {path}: hand it in as your course asks (request {request.id}, on {request.question})"),
-                  soft_wrap=True)
+    common.console.print(plain(f"wrote {path}: hand it in as your course asks (request {request.id}, on "
+                               f"{request.question})"), soft_wrap=True)
     return 0
 
 
@@ -144,8 +149,8 @@ def _regrade(root: Path, args: argparse.Namespace) -> int:
         who = staff_name(args.by)
         for request in requests:
             new = regrades.record_request(course, request, by=who, now=now())
-            common.console.print(plain(f"{'recorded' if new else 'already recorded'}: {request.id} {request.assignment} "
-                                f"{request.student} {request.question}"))
+            common.console.print(plain(f"{'recorded' if new else 'already recorded'}: {request.id} "
+                                       f"{request.assignment} {request.student} {request.question}"))
         return 0
     if args.action == "list":
         table = Table(title="regrade requests", title_justify="left")
@@ -165,9 +170,10 @@ def _regrade(root: Path, args: argparse.Namespace) -> int:
         raise CourseError("`checks regrade answer ID --reply TEXT [--adjust POINTS]`: one request's id")
     given = regrades.answer(course, args.words[0], args.reply, points=args.adjust, by=staff_name(args.by), now=now())
     thread = next(t for t in regrades.threads(course) if t.request.id == given.id)
-    common.console.print(plain(f"answered {given.id} ({thread.request.student}, {thread.request.question}): {given.points:+g} "
-                        f"points, by {given.by}; `checks grade {thread.request.assignment} ...` again puts it in the "
-                        "gradebook and the student's feedback"), soft_wrap=True)
+    common.console.print(plain(f"answered {given.id} ({thread.request.student}, {thread.request.question}): "
+                               f"{given.points:+g} points, by {given.by}; `checks grade "
+                               f"{thread.request.assignment} ...` again puts it in the gradebook and the student's "
+                               "feedback"), soft_wrap=True)
     return 0
 
 
@@ -177,12 +183,14 @@ def _policy(root: Path, args: argparse.Namespace) -> int:
     for name, policy in course.policies.items():
         late = policy.late
         rule = "none" if late.kind == "none" else f"{late.percent:g} % {late.kind.replace('_', ' ')}, cap {late.cap:g} %"
-        common.console.print(plain(f"  {name}: release {_date(policy.release, policy.zone)}, due {_date(policy.due, policy.zone)}"
-                            f"; late penalty {rule}, hard close {_date(late.close, policy.zone)}; counts {policy.counts}"
-                            f"; hidden checks' results: {'after the due date' if policy.hidden_wait else 'shown at once'}"),
-                      soft_wrap=True)
+        hidden = "after the due date" if policy.hidden_wait else "shown at once"
+        common.console.print(plain(f"  {name}: release {_date(policy.release, policy.zone)}, due "
+                                   f"{_date(policy.due, policy.zone)}; late penalty {rule}, hard close "
+                                   f"{_date(late.close, policy.zone)}; counts {policy.counts}; hidden checks' results: "
+                                   f"{hidden}"), soft_wrap=True)
     roster = f"{len(course.roster.students)} students in {course.roster.path}" if course.roster else "no roster"
-    common.console.print(plain(f"grace days: {course.grace.days} per student ({course.grace.mode}); {roster}"), soft_wrap=True)
+    common.console.print(plain(f"grace days: {course.grace.days} per student ({course.grace.mode}); {roster}"),
+                         soft_wrap=True)
     return 0
 
 
@@ -214,7 +222,7 @@ def _extension(root: Path, args: argparse.Namespace) -> int:
     what = (f"extended {extension.assignment} for {extension.student} to {extension.until.isoformat()}"
             if extension.until else f"revoked {extension.student}'s extension on {extension.assignment}")
     common.console.print(plain(f"{what} (recorded by {extension.by}); `checks grade` of {extension.assignment} again "
-                        "applies it"), soft_wrap=True)
+                               "applies it"), soft_wrap=True)
     return 0
 
 
@@ -232,21 +240,21 @@ def _grace(root: Path, args: argparse.Namespace) -> int:
         used = grace.spent(course, student)
         for name, days in used.items():
             common.console.print(plain(f"  {name}: {days} spent"))
-        common.console.print(plain(f"{student}: {grace.left_after(course.grace.days, used)} of {course.grace.days} grace "
-                            f"days left ({course.grace.mode})"))
+        common.console.print(plain(f"{student}: {grace.left_after(course.grace.days, used)} of {course.grace.days} "
+                                   f"grace days left ({course.grace.mode})"))
         return 0
     if len(args.words) != 2:
         raise CourseError("`checks grace request ASSIGNMENT STUDENT --days N`")
     assignment, student = args.words
 
     def confirm(left: int) -> bool:
-        common.console.print(plain(f"{student} has {left} grace day{'s' if left != 1 else ''} left; spend {args.days} on "
-                            f"{assignment}?"))
+        common.console.print(plain(f"{student} has {left} grace day{'s' if left != 1 else ''} left; spend {args.days} "
+                                   f"on {assignment}?"))
         return args.yes or input("[y/N] ").strip().lower() in ("y", "yes")
 
     if grace.request_grace(course, assignment, student, args.days, by=staff_name(args.by), now=now(), confirm=confirm):
-        common.console.print(plain(f"recorded: {student} spends up to {args.days} grace day(s) on {assignment} (as many "
-                            "as the submission is late)"))
+        common.console.print(plain(f"recorded: {student} spends up to {args.days} grace day(s) on {assignment} (as "
+                                   "many as the submission is late)"))
         return 0
     common.console.print("nothing recorded")
     return 1

@@ -14,20 +14,21 @@ from checks.reports.render import plain
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    serve_cmd = common.command(commands, "serve", "run the course server: students submit, staff watch the class",
-                                "Serve a course folder (course.toml, a roster, the assignments) over HTTP: students "
-                                "submit from `checks submit`, a notebook or the web page and read their feedback; staff "
-                                "watch the class, regrade and download the gradebook. Storage is SQLite under the "
-                                "course folder, or PostgreSQL by --database (several `checks serve` processes then "
-                                "serve one course); the schema is migrated on start. Grading uses warm pools (or a "
-                                "Dask cluster with --scheduler). Listens on 127.0.0.1 unless --host says otherwise: put "
-                                "it behind a reverse proxy with TLS to open it to a class (docs/server-operators.md, "
-                                "docs/server-deploy.md).",
-                                "  checks serve examples/course\n"
-                                "  checks serve examples/course --port 8080 --jobs 4\n"
-                                "  checks serve ~/course --scheduler tcp://head:8786\n"
-                                "  checks serve ~/course --port 8001 --database postgresql://checks@db/course",
-                                runs_student_code=True)
+    serve_cmd = common.command(
+        commands, "serve", "run the course server: students submit, staff watch the class",
+        "Serve a course folder (course.toml, a roster, the assignments) over HTTP: students "
+        "submit from `checks submit`, a notebook or the web page and read their feedback; staff "
+        "watch the class, regrade and download the gradebook. Storage is SQLite under the "
+        "course folder, or PostgreSQL by --database (several `checks serve` processes then "
+        "serve one course); the schema is migrated on start. Grading uses warm pools (or a "
+        "Dask cluster with --scheduler). Listens on 127.0.0.1 unless --host says otherwise: put "
+        "it behind a reverse proxy with TLS to open it to a class (docs/server-operators.md, "
+        "docs/server-deploy.md).",
+        "  checks serve examples/course\n"
+        "  checks serve examples/course --port 8080 --jobs 4\n"
+        "  checks serve ~/course --scheduler tcp://head:8786\n"
+        "  checks serve ~/course --port 8001 --database postgresql://checks@db/course",
+        runs_student_code=True)
     serve_cmd.add_argument("folder", type=Path, metavar="COURSE", help="the course folder (with course.toml)")
     serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve_cmd.add_argument("--port", type=common.positive_int, default=8000, help="port (default: 8000)")
@@ -40,20 +41,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve_cmd.add_argument("--forwarded-allow-ips", default="127.0.0.1", metavar="IPS",
                            help="the proxy's addresses, comma-separated, whose X-Forwarded-* headers are trusted "
                                 "(default: 127.0.0.1; '*' only where nothing but the proxy can reach the server)")
-    database_option(serve_cmd)
+    _database_option(serve_cmd)
     serve_cmd.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
                            help="grade on this Dask scheduler's workers (the `cluster` extra)")
     serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
                            help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
     serve_cmd.set_defaults(run=_serve, without_course=True)
 
-    roster = common.command(commands, "roster", "import the class roster into a course server",
-                             "Import students from a CSV with the columns student_id, name, email (and optionally "
-                             "role: student, ta or instructor). Each new account gets a token; only its hash is "
-                             "stored, and the tokens are written once, to a CSV (0600) for you to hand out. "
-                             "Importing again adds new students and keeps the others' tokens (--reissue replaces them).",
-                             "  checks roster import examples/course/roster.csv\n"
-                             "  checks roster import roster.csv --server ~/course --tokens ~/tokens.csv")
+    roster = common.command(
+        commands, "roster", "import the class roster into a course server",
+        "Import students from a CSV with the columns student_id, name, email (and optionally "
+        "role: student, ta or instructor). Each new account gets a token; only its hash is "
+        "stored, and the tokens are written once, to a CSV (0600) for you to hand out. "
+        "Importing again adds new students and keeps the others' tokens (--reissue replaces them).",
+        "  checks roster import examples/course/roster.csv\n"
+        "  checks roster import roster.csv --server ~/course --tokens ~/tokens.csv")
     roster.add_argument("action", choices=["import"], help="what to do")
     roster.add_argument("csv", type=Path, metavar="ROSTER.CSV", help="the roster")
     roster.add_argument("--server", type=Path, metavar="COURSE", default=None,
@@ -62,13 +64,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     roster.add_argument("--tokens", type=Path, metavar="CSV", default=None,
                         help="where to write the new tokens (default: COURSE/data/tokens-DATE.csv)")
     roster.add_argument("--reissue", action="store_true", help="new tokens for everyone listed (old ones stop working)")
-    database_option(roster)
+    _database_option(roster)
     roster.set_defaults(run=_roster, without_course=True)
 
-    staff = common.command(commands, "staff", "add a staff account to a course server",
-                            "Add (or give a new token to) a staff account: a TA or an instructor, who signs in on the "
-                            "web page with the login and the token printed here, once.",
-                            "  checks staff add alice --role instructor --server examples/course")
+    staff = common.command(
+        commands, "staff", "add a staff account to a course server",
+        "Add (or give a new token to) a staff account: a TA or an instructor, who signs in on the "
+        "web page with the login and the token printed here, once.",
+        "  checks staff add alice --role instructor --server examples/course")
     staff.add_argument("action", choices=["add"], help="what to do")
     staff.add_argument("login", help="the staff member's login")
     staff.add_argument("--name", default="", help="their name")
@@ -76,23 +79,24 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     staff.add_argument("--role", choices=["ta", "instructor"], default="ta", help="their role (default: ta)")
     staff.add_argument("--server", type=Path, metavar="COURSE", default=Path("."),
                        help="the served course folder (default: the current folder)")
-    database_option(staff)
+    _database_option(staff)
     staff.set_defaults(run=_staff, without_course=True)
 
-    db = common.command(commands, "db", "migrate a course server's database to this version's schema",
-                         "Bring the course's database (SQLite under the course folder, or PostgreSQL by --database or "
-                         "course.toml's storage) to the schema this version of checks uses; `checks serve` does the "
-                         "same when it starts. `current` shows where it stands. Safe to run while servers run.",
-                         "  checks db upgrade ~/course\n"
-                         "  checks db current ~/course --database postgresql://checks@127.0.0.1/course")
+    db = common.command(
+        commands, "db", "migrate a course server's database to this version's schema",
+        "Bring the course's database (SQLite under the course folder, or PostgreSQL by --database or "
+        "course.toml's storage) to the schema this version of checks uses; `checks serve` does the "
+        "same when it starts. `current` shows where it stands. Safe to run while servers run.",
+        "  checks db upgrade ~/course\n"
+        "  checks db current ~/course --database postgresql://checks@127.0.0.1/course")
     db.add_argument("action", choices=["upgrade", "current"], help="what to do")
     db.add_argument("folder", type=Path, metavar="COURSE", nargs="?", default=Path("."),
                     help="the course folder (default: the current folder)")
-    database_option(db)
+    _database_option(db)
     db.set_defaults(run=_db, without_course=True)
 
 
-def database_option(command: argparse.ArgumentParser) -> None:
+def _database_option(command: argparse.ArgumentParser) -> None:
     command.add_argument("--database", metavar="URL", default=None,
                          help="the course's database, sqlite:///PATH or postgresql://USER@HOST[:PORT]/DB (default: "
                               "$CHECKS_DATABASE_URL, else course.toml's storage, else SQLite under the course "
@@ -121,9 +125,9 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
             common.console.print(plain(change), soft_wrap=True)
         where = ("on the Dask cluster, in its workers' sandbox" if make else
                  f"{jobs} warm grading pool(s) per assignment; sandbox: {isolation.description}")
-        common.console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) from "
-                            f"{config.folder} at http://{args.host}:{args.port}/ ; storage {shown(config.storage_url)}; "
-                            f"grading: {where}. Ctrl-C stops it."), soft_wrap=True)
+        common.console.print(plain(f"checks {__version__}: serving {config.title} ({', '.join(config.assignments)}) "
+                                   f"from {config.folder} at http://{args.host}:{args.port}/ ; storage "
+                                   f"{shown(config.storage_url)}; grading: {where}. Ctrl-C stops it."), soft_wrap=True)
         serve(config, host=args.host, port=args.port, jobs=jobs, proxy_headers=args.proxy_headers,
               forwarded_allow_ips=args.forwarded_allow_ips, isolation=isolation, make_grader=make or (
             lambda: LocalPools(args.settings.device, isolation.kind)))
@@ -152,8 +156,8 @@ def _db(root: Path | None, args: argparse.Namespace) -> int:
             revision = migrations.current(storage.engine)
             state = "up to date" if revision == migrations.head() else f"behind: `checks db upgrade` brings it to " \
                 f"{migrations.head()}"
-            common.console.print(plain(f"{shown(config.storage_url)}: schema revision {revision or 'none (empty)'}; {state}"),
-                          soft_wrap=True)
+            common.console.print(plain(f"{shown(config.storage_url)}: schema revision {revision or 'none (empty)'}; "
+                                       f"{state}"), soft_wrap=True)
             return 0
         before, after = migrations.upgrade(storage.engine)
         change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
@@ -178,9 +182,10 @@ def _roster(root: Path | None, args: argparse.Namespace) -> int:
     if issued:
         tokens.parent.mkdir(parents=True, exist_ok=True)
         write_tokens(tokens, issued)
-    common.console.print(plain(f"roster of {config.title}: {len(issued)} token(s) issued, {kept} account(s) already there "
-                        f"kept theirs" + (f"; the new tokens are in {tokens} (readable by you only): hand each "
-                                          "student theirs, then delete the file" if issued else "")), soft_wrap=True)
+    handing = (f"; the new tokens are in {tokens} (readable by you only): hand each student theirs, then delete the "
+               "file" if issued else "")
+    common.console.print(plain(f"roster of {config.title}: {len(issued)} token(s) issued, {kept} account(s) already "
+                               f"there kept theirs{handing}"), soft_wrap=True)
     return 0
 
 
@@ -192,6 +197,6 @@ def _staff(root: Path | None, args: argparse.Namespace) -> int:
         raise CourseError("a staff login is letters, digits and . _ @ - only")
     config, storage = _server_storage(args.server, args.settings.database)
     issued = add_user(storage, User(args.login, args.name, args.email, args.role))
-    common.console.print(plain(f"{args.role} {args.login} of {config.title}: sign in on the web page with this login and "
-                        f"token (shown once): {issued.token}"), soft_wrap=True)
+    common.console.print(plain(f"{args.role} {args.login} of {config.title}: sign in on the web page with this login "
+                               f"and token (shown once): {issued.token}"), soft_wrap=True)
     return 0

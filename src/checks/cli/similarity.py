@@ -15,14 +15,15 @@ from checks.reports.render import plain
 
 
 def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> None:
-    similar = common.command(commands, "similarity", "rank pairs of submissions by shared code (evidence, not a verdict)",
-                              "Compare every pair of submissions' Python code, robust to renamed identifiers, reformatting, "
-                              "comments and reordered functions, with the starter code and the class's common idioms left "
-                              "out. Writes DIR/similarity.csv (every pair sharing code, ranked) and DIR/similarity.html (the "
-                              "ranking and the top pairs' matched regions side by side). Runs no student code. A high score "
-                              "is evidence for a person to weigh, never a verdict.",
-                              "  checks similarity 01_tensors submissions/* --out similarity/01_tensors\n"
-                              "  checks similarity 01_tensors canvas.zip --out similarity/01_tensors --threshold 0.6")
+    similar = common.command(
+        commands, "similarity", "rank pairs of submissions by shared code (evidence, not a verdict)",
+        "Compare every pair of submissions' Python code, robust to renamed identifiers, reformatting, "
+        "comments and reordered functions, with the starter code and the class's common idioms left "
+        "out. Writes DIR/similarity.csv (every pair sharing code, ranked) and DIR/similarity.html (the "
+        "ranking and the top pairs' matched regions side by side). Runs no student code. A high score "
+        "is evidence for a person to weigh, never a verdict.",
+        "  checks similarity 01_tensors submissions/* --out similarity/01_tensors\n"
+        "  checks similarity 01_tensors canvas.zip --out similarity/01_tensors --threshold 0.6")
     similar.add_argument("assignment", help=assignment_help)
     similar.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION",
                          help="a folder, .zip or notebook per student (or a folder that holds only them), as for grade")
@@ -49,8 +50,8 @@ def _similarity(root: Path, args: argparse.Namespace) -> int:
         table.add_row(plain(pair.a), plain(pair.b), f"{pair.similarity:.2f}", str(pair.shared),
                       style="red" if pair.similarity >= run.threshold else None)
     common.console.print(table)
-    common.console.print(Text(f"similarity {assignment.name}: {len(run.codes)} submissions compared in {run.seconds:.1f} s; "
-                       f"{len(run.flagged)} pair(s) at or above {run.threshold:g}; "
-                       f"{args.out / 'similarity.html'} and similarity.csv (evidence for a person, not a verdict)"),
-                  soft_wrap=True)
+    common.console.print(Text(f"similarity {assignment.name}: {len(run.codes)} submissions compared in "
+                              f"{run.seconds:.1f} s; {len(run.flagged)} pair(s) at or above {run.threshold:g}; "
+                              f"{args.out / 'similarity.html'} and similarity.csv (evidence for a person, not a "
+                              "verdict)"), soft_wrap=True)
     return 0

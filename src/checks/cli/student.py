@@ -172,7 +172,7 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     if questions and (known := public_questions(assignment)) is not None:
         check_questions(assignment.name, questions, known)  # before the heading: a typo is one error line
     common.console.print(plain(f"checks {__version__}: public checks of {assignment.name} on {path}"
-                        + (f", {' '.join(questions)} only" if questions else "")))
+                               + (f", {' '.join(questions)} only" if questions else "")))
     named = _named_in_notebook(assignment, path)
     checks = run_public_checks(assignment, Source.from_path(path, named), _quiz_bytes(path, named), questions,
                                args.settings)
@@ -188,8 +188,8 @@ def _test(root: Path | None, args: argparse.Namespace) -> int:
     if quiz:
         line += f"; {quiz_ok} of {len(quiz)} quiz answers present and well-formed"
     all_ok = not failed and quiz_ok == len(quiz) and not quiz_problem
-    common.console.print(Text(line + "." + (" Public checks do not guarantee full marks: the hidden suite has many more "
-                                     "cases." if all_ok else "")))
+    common.console.print(Text(line + "." + (" Public checks do not guarantee full marks: the hidden suite has many "
+                                            "more cases." if all_ok else "")))
     return 0 if all_ok else 1
 
 
@@ -241,11 +241,11 @@ def _pack(root: Path | None, args: argparse.Namespace) -> int:
         files = packing.untouched
         names = ", ".join(files[:-1]) + f" and {files[-1]}" if len(files) > 1 else files[0]
         common.console.print(Text.assemble(("warning: ", "yellow"), plain(
-            f"nothing implemented yet in {names}: every function there still raises the stub's "
-            "NotImplementedError (packed anyway)")), soft_wrap=True)
+                   f"nothing implemented yet in {names}: every function there still raises the stub's "
+                   "NotImplementedError (packed anyway)")), soft_wrap=True)
     if packing.unanswered:
         common.console.print(Text(f"quiz: no answer yet for {', '.join(packing.unanswered)} (packed anyway)"),
-                      style="yellow")
+                             style="yellow")
     common.console.print("Upload this zip as it is. `checks test` on your folder shows what the public checks say.")
     return 0
 
@@ -263,8 +263,8 @@ def _login(root: Path | None, args: argparse.Namespace) -> int:
     except ServerError as error:
         common.console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
         return 1
-    common.console.print(plain(f"signed in to {credentials.url} as {credentials.user}; kept in {path} (readable by you only)"),
-                  soft_wrap=True)
+    common.console.print(plain(f"signed in to {credentials.url} as {credentials.user}; kept in {path} (readable by you "
+                               "only)"), soft_wrap=True)
     return 0
 
 
@@ -302,9 +302,9 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         credentials = client.load_credentials()
         reply = client.submit(assignment.name, data, credentials, grace=args.grace)
         common.console.print(plain(f"submitted {assignment.name} ({len(packing.files)} files from {folder}) to "
-                            f"{credentials.url}: id {reply['id']}"
-                            + (f", number {reply['position']} in the queue" if reply.get("position") else "")),
-                      soft_wrap=True)
+                                   f"{credentials.url}: id {reply['id']}"
+                                   + (f", number {reply['position']} in the queue" if reply.get("position") else "")),
+                             soft_wrap=True)
         if args.no_wait:
             common.console.print(plain(reply["id"]))  # checked by the client: letters, digits, - and _; shown as text
             return 0
@@ -322,8 +322,9 @@ def _show_reply(reply: dict, url: str) -> int:
     try:
         return show_submission(reply, url)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        common.console.print(Text("error: ", style="red") + plain(f"the server's reply is malformed ({type(error).__name__}: "
-                                                            f"{str(error)[:200]})"), soft_wrap=True)
+        common.console.print(Text("error: ", style="red") + plain(f"the server's reply is malformed "
+                                                                   f"({type(error).__name__}: {str(error)[:200]})"),
+                             soft_wrap=True)
         return 1
 
 
@@ -356,13 +357,13 @@ def show_submission(reply: dict, url: str) -> int:
         common.console.print(question_table(public, show_points=True))
         print_failures(common.console, public)
         common.console.print(Text(f"\npublic checks: {public.score:g} / {public.max_score:g}", style="bold"))
-        common.console.print(plain(f"(out of the public checks' own {public.max_score:g} points: not your grade, which the "
-                            "hidden checks decide)"), soft_wrap=True)
+        common.console.print(plain(f"(out of the public checks' own {public.max_score:g} points: not your grade, which "
+                                   "the hidden checks decide)"), soft_wrap=True)
     if not reply.get("hidden_shown", True) or not result.questions:
         common.console.print(plain(reply.get("visibility", "")), soft_wrap=True)
     if pending:
-        common.console.print(plain(f"The hidden checks wait in the queue: `checks submit --status {reply['id']}` says when "
-                            "they are graded."), soft_wrap=True)
+        common.console.print(plain(f"The hidden checks wait in the queue: `checks submit --status {reply['id']}` says "
+                                   "when they are graded."), soft_wrap=True)
     common.console.print(plain(f"feedback page: {url}{reply['url']}"), soft_wrap=True)
     if not result.questions:  # graded, its hidden scores not released yet: the public checks say
         return 0 if public is None or public.score >= public.max_score else 1
@@ -385,6 +386,6 @@ def _fetch(root: Path | None, args: argparse.Namespace) -> int:
     except client.ServerError as error:
         common.console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
         return 1
-    common.console.print(plain(f"wrote {out}: {args.assignment} as released; `checks test` there runs its public checks"),
-                  soft_wrap=True)
+    common.console.print(plain(f"wrote {out}: {args.assignment} as released; `checks test` there runs its public "
+                               "checks"), soft_wrap=True)
     return 0
