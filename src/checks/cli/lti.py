@@ -1,11 +1,11 @@
 """`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line, over
-checks.lti (the `lms` extra). `key` makes the tool's key pair in
-the course folder (once) and prints its public JWKS for the LMS's tool registration (raw JSON on
-standard output, the message on standard error; the course server serves it at /lti/jwks); `roster`
-adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
-final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
-[lti] memberships_url and lineitems_url, else those the latest launch at the course server named
-(services.endpoint). The course server's staff pages do the same from its own gradebook.
+checks.lti (the `lms` extra). `key` makes the tool's key pair in the course folder (once) and
+prints its public JWKS for the LMS's tool registration (raw JSON on standard output, the message
+on standard error; the course server serves it at /lti/jwks); `roster` adds the LMS's learners to
+roster.csv (Names and Role Provisioning); `post` sends a grade folder's final scores to the LMS's
+gradebook (Assignment and Grade Services). The endpoints are course.toml's [lti] memberships_url
+and lineitems_url, else those the latest launch at the course server named (services.endpoint).
+The course server's staff pages do the same from its own gradebook.
 """
 
 from __future__ import annotations

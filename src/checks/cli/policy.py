@@ -1,9 +1,9 @@
-"""The course-policy commands of `checks`, over checks.policy:
-`checks policy` (show and check the course's policy), `checks extension grant|revoke|list`,
-`checks grace show|request`, `checks regrade-request` (a student's) and `checks regrade
-collect|list|answer` (staff's). Each staff command loads the whole course first, so a mistake anywhere in its
-policy is refused before anything is recorded; the clock and the staff member's name are read
-here, once, and handed to the library.
+"""The course-policy commands of `checks`, over checks.policy: `checks policy` (show and check the
+course's policy), `checks extension grant|revoke|list`, `checks grace show|request`, `checks
+regrade-request` (a student's) and `checks regrade collect|list|answer` (staff's). Each staff
+command loads the whole course first, so a mistake anywhere in its policy is refused before
+anything is recorded; the clock and the staff member's name are read here, once, and handed to
+the library.
 """
 
 from __future__ import annotations
