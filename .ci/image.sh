@@ -94,7 +94,7 @@ check() {
     # the examples as a class uploads them: real folders (two of them link into the course)
     cp -RL examples/01_tensors "$WORK/subs"
     say "grading examples/01_tensors on the host, then in the image twice"
-    "$PYTHON" -m checks.cli grade 01_tensors examples/01_tensors --out "$WORK/host" --regrade >/dev/null
+    "$PYTHON" -m checks grade 01_tensors examples/01_tensors --out "$WORK/host" --regrade >/dev/null
     # podman's default seccomp profile lets bubblewrap start in the container; Docker's does not
     "$PYTHON" .ci/seccomp_without_userns.py /usr/share/containers/seccomp.json "$WORK/seccomp.json"
     grade_in_image image-podman-default

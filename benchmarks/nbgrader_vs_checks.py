@@ -105,7 +105,7 @@ def timing(name: str, count: int, work: Path, env: dict[str, str]) -> None:
     checks_s = {}
     for jobs in ("1", None):
         out = work / f"grades-{jobs or 'default'}"
-        command = [sys.executable, "-m", "checks.cli", "--course", str(ROOT), "grade", name, *map(str, notebooks),
+        command = [sys.executable, "-m", "checks", "--course", str(ROOT), "grade", name, *map(str, notebooks),
                    "--out", str(out), *(["--jobs", jobs] if jobs else [])]
         checks_s[f"--jobs {jobs}" if jobs else f"(default jobs, {os.cpu_count()} cores)"] = _run(command, ROOT, env)
     by_nbgrader, by_checks = _nbgrader_scores(course, name), _checks_scores(work / "grades-1")
@@ -135,7 +135,7 @@ def leaks(name: str, work: Path, env: dict[str, str]) -> None:
     _run([sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force"], course, env)
     _run([sys.executable, "-m", "nbgrader", "autograde", name, "--create", "--force"], course, env)
     notebooks = sorted((course / "submitted").iterdir())
-    _run([sys.executable, "-m", "checks.cli", "--course", str(ROOT), "grade", name, *map(str, notebooks),
+    _run([sys.executable, "-m", "checks", "--course", str(ROOT), "grade", name, *map(str, notebooks),
           "--out", str(work / "grades")], ROOT, env)
     by_nbgrader = {s: sum(g.values()) for s, g in _nbgrader_scores(course, name).items()}
     by_checks = {s: sum(g.values()) for s, g in _checks_scores(work / "grades").items()}
@@ -185,7 +185,7 @@ def _write(submissions: dict[str, dict[str, bytes]], into: Path) -> list[Path]:
 
 
 def _export(name: str, folders: list[Path], course: Path, env: dict[str, str]) -> Path:
-    _run([sys.executable, "-m", "checks.cli", "--course", str(ROOT), "export", "nbgrader", name, "--out", str(course),
+    _run([sys.executable, "-m", "checks", "--course", str(ROOT), "export", "nbgrader", name, "--out", str(course),
           "--fill", *map(str, folders)], ROOT, env)
     return course
 

@@ -142,7 +142,7 @@ def make_class(folder: Path) -> list[Path]:
 
 
 def grade_command(subs: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "checks.cli", "--course", str(REPO), "grade", "01_tensors", str(subs),
+    return [sys.executable, "-m", "checks", "--course", str(REPO), "grade", "01_tensors", str(subs),
             "--out", str(out), "--jobs", "2"]
 
 

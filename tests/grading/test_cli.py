@@ -35,7 +35,7 @@ BEN = REPO / "examples/01_tensors/ben_bitdiddle"
 def run(monkeypatch, *argv: str, cwd: Path | None = None) -> tuple[int, str]:
     """`checks ARGV...` in this process, printed 200 columns wide; (exit status, what it printed)."""
     out = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=out, width=200, highlight=False))
+    monkeypatch.setattr(cli.common, "console", Console(file=out, width=200, highlight=False))
     monkeypatch.delenv("CHECKS_COURSE", raising=False)
     if cwd is not None:
         monkeypatch.chdir(cwd)
@@ -162,7 +162,7 @@ def test_a_copy_outside_the_course_is_checked_from_inside_it(tmp_path):
     copy = student_copy(tmp_path)
     env = {key: value for key, value in os.environ.items() if key != "CHECKS_COURSE"}
     env.update(PYTHONPATH=str(REPO / "src"), COLUMNS="200")
-    checks = [sys.executable, "-m", "checks.cli"]
+    checks = [sys.executable, "-m", "checks"]
     inside = subprocess.run([*checks, "test", "01_tensors"], cwd=copy / "tests", env=env, capture_output=True,
                             text=True, timeout=300)
     assert inside.returncode == 0, inside.stdout + inside.stderr

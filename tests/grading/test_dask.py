@@ -271,7 +271,7 @@ def test_a_scheduler_that_cannot_be_reached_is_a_clear_error_at_start(tmp_path):
     with pytest.raises(ClusterUnreachable, match="cannot reach tcp://127.0.0.1:9"):
         connect("tcp://127.0.0.1:9", timeout=2)
     assert time.monotonic() - started < 30
-    command = [sys.executable, "-m", "checks.cli", "--course", str(REPO), "grade", "01_tensors",
+    command = [sys.executable, "-m", "checks", "--course", str(REPO), "grade", "01_tensors",
                str(REPO / "examples/01_tensors"), "--out", str(tmp_path / "out"), "--scheduler", "tcp://127.0.0.1:9"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -46,7 +46,7 @@ def course(tmp_path):
 def grade(monkeypatch, course: Path, out: Path, *paths: Path) -> tuple[int, str]:
     monkeypatch.setattr(batch, "grade_sources", listing_grader)
     buffer = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=buffer, width=200))
+    monkeypatch.setattr(cli.common, "console", Console(file=buffer, width=200))
     code = cli.main(["--course", str(course), "grade", "fake", *map(str, paths), "--out", str(out)])
     return code, buffer.getvalue()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.cli import _unquoted_glob
+from checks.cli.common import unquoted_glob
 from conftest import REPO
 
 DOCKERFILES = [REPO / "docker/cpu/Dockerfile", REPO / "docker/gpu/Dockerfile"]
@@ -42,9 +42,9 @@ def test_a_pattern_no_shell_expanded_matches_as_the_shell_would(tmp_path):
     # `docker run IMAGE grade 01_tensors '/subs/*'`: the entrypoint runs without a shell
     for name in ("b", "a"):
         (tmp_path / name).mkdir()
-    assert _unquoted_glob(tmp_path / "*") == [tmp_path / "a", tmp_path / "b"]
-    assert _unquoted_glob(tmp_path / "a") == [tmp_path / "a"]
-    assert _unquoted_glob(tmp_path / "nothing*") == [tmp_path / "nothing*"]  # then reported as missing
+    assert unquoted_glob(tmp_path / "*") == [tmp_path / "a", tmp_path / "b"]
+    assert unquoted_glob(tmp_path / "a") == [tmp_path / "a"]
+    assert unquoted_glob(tmp_path / "nothing*") == [tmp_path / "nothing*"]  # then reported as missing
 
 
 def test_the_server_image_runs_checks_serve_with_a_health_check():

@@ -33,7 +33,7 @@ def test_zip_holds_the_hidden_suite_never_solutions_or_mutants(tmp_path):
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         contents = b"".join(archive.read(name) for name in names)
     assert export.zip_path == tmp_path / ZIP_NAME
-    assert {"setup.sh", "run_autograder", "constraints.txt", "pyproject.toml", "src/checks/cli.py",
+    assert {"setup.sh", "run_autograder", "constraints.txt", "pyproject.toml", "src/checks/cli/__init__.py",
             "course/autograder/01_tensors/assignment.toml", "course/autograder/01_tensors/test_strides.py"} <= set(names)
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert not [n for n in names if "solutions/" in n or n.endswith("mutants.toml") or n.endswith("quiz.toml")]
@@ -90,7 +90,7 @@ def test_run_autograder_writes_what_checks_grade_writes(tmp_path, monkeypatch):
         # the same code, graded by `checks grade` (in this process) from the course, as a folder of the same name
         folder = tmp_path / "grade" / label / "submission"
         shutil.copytree(root / "submission", folder)
-        monkeypatch.setattr(cli, "console", Console(file=io.StringIO()))
+        monkeypatch.setattr(cli.common, "console", Console(file=io.StringIO()))
         assert cli.main(["--course", str(REPO), "grade", "01_tensors", str(folder),
                          "--out", str(tmp_path / "grade" / label / "out")]) == 0
 

@@ -76,7 +76,7 @@ def nbgrader_env(tmp_path_factory) -> dict[str, str]:
 
 
 def _quiet_cli(monkeypatch, *argv: str) -> int:
-    monkeypatch.setattr(cli, "console", Console(file=io.StringIO(), width=200))
+    monkeypatch.setattr(cli.common, "console", Console(file=io.StringIO(), width=200))
     return cli.main(["--course", str(REPO), *argv])
 
 
@@ -189,7 +189,7 @@ def test_release_holds_no_solution_and_no_hidden_case(tmp_path, monkeypatch, nbg
 def test_fill_refuses_what_is_not_a_submission(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     output = io.StringIO()
-    monkeypatch.setattr(cli, "console", Console(file=output, width=300))
+    monkeypatch.setattr(cli.common, "console", Console(file=output, width=300))
     assert cli.main(["--course", str(REPO), "export", "nbgrader", "01_tensors", "--out", str(tmp_path / "out"),
                      "--fill", str(tmp_path / "empty")]) == 2
     assert "holds none of strides.py, broadcasting.py, quiz.toml" in output.getvalue()

@@ -134,7 +134,7 @@ def test_a_class_folder_of_notebooks_and_nbgraders_layout_expand_to_one_submissi
 def test_checks_grade_scores_a_notebook_as_the_folder_and_refuses_only_the_corrupt_one(tmp_path, monkeypatch):
     (tmp_path / "ben_notebook.ipynb").write_text(notebook_of(BEN))
     (tmp_path / "corrupt.ipynb").write_text("{not json")
-    monkeypatch.setattr(cli, "console", Console(file=io.StringIO(), width=200))
+    monkeypatch.setattr(cli.common, "console", Console(file=io.StringIO(), width=200))
     monkeypatch.delenv("CHECKS_COURSE", raising=False)
     out = tmp_path / "grades"
     code = cli.main(["--course", str(REPO), "grade", "01_tensors", str(BEN), str(tmp_path / "ben_notebook.ipynb"),
@@ -248,7 +248,7 @@ def test_checks_test_runs_the_public_checks_on_a_notebook_as_on_the_folder(tmp_p
     printed = []
     for path in (BEN, tmp_path / "ben.ipynb"):
         out = io.StringIO()
-        monkeypatch.setattr(cli, "console", Console(file=out, width=200))
+        monkeypatch.setattr(cli.common, "console", Console(file=out, width=200))
         code = cli.main(["--course", str(REPO), "test", "01_tensors", str(path)])
         printed.append((code, out.getvalue().split("\n", 2)[2]))  # after the header and title: they name it
     assert printed[0] == printed[1]

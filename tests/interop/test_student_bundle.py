@@ -98,7 +98,7 @@ def test_the_wheel_is_the_engine_alone_with_the_core_dependencies(bundles):
         names = archive.namelist()
         meta = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert all(n.startswith(("checks/", "checks-")) for n in names)
-    assert "checks/cli.py" in names and "checks/reports/templates/report.html.j2" in names
+    assert "checks/cli/__init__.py" in names and "checks/reports/templates/report.html.j2" in names
     core = [line.removeprefix("Requires-Dist: ") for line in meta.splitlines()
             if line.startswith("Requires-Dist:") and "extra ==" not in line]
     assert core == runtime.core_requirements(ROOT)

@@ -77,7 +77,7 @@ def start_grading(make_course) -> subprocess.Popen:
         "assignments/slow/.keep": "",
         "subs/sleeper/slow.py": SLOW,
     })
-    return subprocess.Popen([sys.executable, "-m", "checks.cli", "--course", str(root), "grade", "slow",
+    return subprocess.Popen([sys.executable, "-m", "checks", "--course", str(root), "grade", "slow",
                              str(root / "subs/sleeper"), "--out", str(root / "grades"), "--isolation", "fork"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -49,7 +49,7 @@ def test_the_option_wins_over_the_variable_and_auto_is_the_default():
 
 def test_no_module_below_the_front_ends_reads_the_environment_s_settings():
     """Only config/settings.py names the CHECKS_* variables to read them; the rest is handed a Settings."""
-    package = Path(cli.__file__).parent
+    package = Path(cli.__file__).parents[1]  # src/checks
     readers = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
                      if re.search(r"environ(\.get)?[\[(]\s*[\"']CHECKS_|getenv\([\"']CHECKS_", path.read_text()))
     assert readers == ["exports/student_setup.py"]  # setup_env.py of a student's bundle: runs before checks exists

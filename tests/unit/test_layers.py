@@ -1,8 +1,9 @@
 """The import rule of src/checks: a module imports only from its own layer or the ones below.
 
-Layers, lowest first, as each subpackage's docstring states. The top-level modules (cli,
-progress, the `checks.suite` facade) are the front ends: they may import anything, and nothing
-inside a subpackage may import them.
+Layers, lowest first, as each subpackage's docstring states. The top-level modules (progress,
+pack, the `checks.suite` facade) are the front ends: they may import any layer, and nothing inside
+a subpackage may import them. The `checks` command (the cli/ package) sits above them all: it may
+import anything, and nothing else of checks imports it but `python -m checks` (__main__.py).
 """
 
 import ast
@@ -13,6 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "checks"
 LAYERS = ["sandbox", "config", "course", "policy", "suites", "reports", "grading", "similarity", "executors", "notebooks",
           "exports", "lti", "authoring", "server"]
+TOP = "cli"  # the command line, above the top-level front ends
 
 
 def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
@@ -32,10 +34,13 @@ def imported_modules(path: Path, package_dir: Path = PACKAGE) -> set[str]:
 
 
 def layer_of(module: str) -> int | None:
-    """The layer index of a `checks.<sub>...` module; None for `checks` itself; len(LAYERS) for front ends."""
+    """The layer index of a `checks.<sub>...` module; None for `checks` itself; len(LAYERS) for the
+    top-level front ends, len(LAYERS) + 1 for the cli/ package."""
     parts = module.split(".")
     if len(parts) == 1:
         return None
+    if parts[1] == TOP:
+        return len(LAYERS) + 1
     return LAYERS.index(parts[1]) if parts[1] in LAYERS else len(LAYERS)
 
 
@@ -47,12 +52,23 @@ def upward_imports(path: Path, package_dir: Path = PACKAGE) -> list[str]:
 
 def test_every_subpackage_is_a_known_layer():
     subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    assert subpackages == set(LAYERS)
+    assert subpackages == {*LAYERS, TOP}
 
 
-@pytest.mark.parametrize("path", sorted(PACKAGE.glob("*/*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", sorted([*PACKAGE.glob("*/*.py"), *PACKAGE.glob("*.py")]),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_module_imports_a_layer_above_its_own(path):
+    if path.name == "__main__.py":  # `python -m checks`: the command itself
+        assert imported_modules(path) == {"checks.cli", "checks.cli.main"}
+        return
     assert upward_imports(path) == [], f"{path.relative_to(PACKAGE)} imports from a layer above its own"
+
+
+def test_the_command_line_is_the_top_layer():
+    """cli/ may import every layer and the top-level front ends; a front end importing it is caught."""
+    assert layer_of("checks.cli.grade") > layer_of("checks.progress") > layer_of("checks.server.app")
+    assert upward_imports(PACKAGE / "cli" / "grade.py") == []
+    assert "checks.progress" in imported_modules(PACKAGE / "cli" / "grade.py")  # so the line above means something
 
 
 def test_the_rule_catches_an_upward_import(tmp_path):
@@ -64,6 +80,9 @@ def test_the_rule_catches_an_upward_import(tmp_path):
                       "from ..suites import scoring\nfrom checks import __version__\n")
     assert upward_imports(module, fake) == ["checks.authoring", "checks.authoring.verify", "checks.grading.batch",
                                             "checks.grading.batch.grade_to_folder"]
+    front = fake / "progress.py"  # a top-level front end that imports the command line
+    front.write_text("from checks.cli.common import console\n")
+    assert upward_imports(front, fake) == ["checks.cli.common", "checks.cli.common.console"]
 
 
 def import_cycles(package_dir: Path) -> list[set[str]]:

@@ -66,7 +66,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/submission"
 cp -R "$ROOT/submission/." "$work/submission/"
-PYTHONPATH="$SOURCE/src" "$PYTHON" -m checks.cli --course "$SOURCE/course" \\
+PYTHONPATH="$SOURCE/src" "$PYTHON" -m checks --course "$SOURCE/course" \\
     grade {assignment} "$work/submission" --out "$work/grades" --jobs 1
 status=$?
 shopt -s nullglob

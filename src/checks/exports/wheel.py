@@ -21,7 +21,7 @@ PACKAGE_SUFFIXES = (".py", ".j2")  # the modules and report.html's template (pac
 
 
 def package_files(project: Path) -> dict[str, bytes]:
-    """src/checks as wheel entries (`checks/cli.py`, ...): its modules and package data, no caches."""
+    """src/checks as wheel entries (`checks/cli/__init__.py`, ...): its modules and package data, no caches."""
     package = project / "src" / "checks"
     return {f"checks/{path.relative_to(package).as_posix()}": path.read_bytes()
             for path in sorted(package.rglob("*"))

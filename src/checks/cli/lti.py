@@ -1,11 +1,11 @@
-"""`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line (a front
-end, beside cli.py, over checks.lti; needs the `lms` extra). `key` makes the tool's key pair in
-the course folder (once) and prints its public JWKS for the LMS's tool registration (raw JSON on
-standard output, the message on standard error; the course server serves it at /lti/jwks); `roster`
-adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
-final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
-[lti] memberships_url and lineitems_url, else those the latest launch at the course server named
-(services.endpoint). The course server's staff pages do the same from its own gradebook.
+"""`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line, over
+checks.lti (the `lms` extra). `key` makes the tool's key pair in the course folder (once) and
+prints its public JWKS for the LMS's tool registration (raw JSON on standard output, the message
+on standard error; the course server serves it at /lti/jwks); `roster` adds the LMS's learners to
+roster.csv (Names and Role Provisioning); `post` sends a grade folder's final scores to the LMS's
+gradebook (Assignment and Grade Services). The endpoints are course.toml's [lti] memberships_url
+and lineitems_url, else those the latest launch at the course server named (services.endpoint).
+The course server's staff pages do the same from its own gradebook.
 """
 
 from __future__ import annotations
@@ -14,26 +14,25 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.text import Text
 
+from checks.cli import common
 from checks.course.assignment import CourseError
 from checks.reports.render import plain
 
-Adder = Callable[..., argparse.ArgumentParser]
 
-
-def add_commands(commands: argparse._SubParsersAction, command: Adder) -> None:
-    lti = command(commands, "lti", "LTI 1.3: the tool's key, the roster from the LMS, scores to the LMS",
-                  "key: make the tool's key pair in the course folder (lti/tool-private.pem, readable by you only; "
-                  "never over an existing one) and print the public JWKS to register the tool with. roster: add the "
-                  "LMS's active learners to the roster (Names and Role Provisioning). post: send the final scores of a "
-                  "`checks grade` output folder to the LMS's gradebook (Assignment and Grade Services; a line item per "
-                  "assignment). Needs the `lms` extra and course.toml's [lti] (docs/policy.md).",
-                  "  checks --course examples/course lti key\n  checks --course examples/course lti roster\n"
-                  "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    lti = common.command(
+        commands, "lti", "LTI 1.3: the tool's key, the roster from the LMS, scores to the LMS",
+        "key: make the tool's key pair in the course folder (lti/tool-private.pem, readable by you only; "
+        "never over an existing one) and print the public JWKS to register the tool with. roster: add the "
+        "LMS's active learners to the roster (Names and Role Provisioning). post: send the final scores of a "
+        "`checks grade` output folder to the LMS's gradebook (Assignment and Grade Services; a line item per "
+        "assignment). Needs the `lms` extra and course.toml's [lti] (docs/policy.md).",
+        "  checks --course examples/course lti key\n  checks --course examples/course lti roster\n"
+        "  checks --course examples/course lti post grades/01_tensors --label 'Tensors (autograded)'")
     lti.add_argument("action", choices=["key", "roster", "post"])
     lti.add_argument("folder", nargs="?", type=Path, help="post: the --out folder of `checks grade`")
     lti.add_argument("--label", default=None, help="post: the line item's name in the LMS (default: the assignment's "
@@ -48,10 +47,7 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
     except ImportError as error:
         raise CourseError(f"`checks lti` needs the lms extra ({error.name} is missing): "
                           "pip install -c constraints.txt -e '.[lms]'") from None
-    from checks.policy_commands import load
-
-    console = Console(highlight=False)
-    course = load(root, args)
+    course = common.load_course(root, args)
     if args.action == "key":
         existed = (course.folder / "lti").exists()
         key = tool_key(course.folder, create=True)
@@ -73,8 +69,8 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         memberships = endpoint(registration, "memberships_url")
         roster = course.roster.path if course.roster else course.folder / "roster.csv"
         done = import_roster(registration.conf, config.issuer, memberships, roster)
-        console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
-                            f"{len(done.skipped)} (not active learners)"))
+        common.console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
+                                   f"{len(done.skipped)} (not active learners)"))
         return 0
     from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook
@@ -94,8 +90,9 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = book.assignment
     done = post_scores(registration.conf, config.issuer, ags, book.load(), roster,
                        assignment=book.assignment, label=label)
-    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}" if done.lineitem
-                        else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)
+    common.console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"
+                               if done.lineitem else f"nothing of {book.assignment} to post: the LMS was not called"),
+                         soft_wrap=True)
     for why in done.left_out:
-        console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+        common.console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
     return 0
