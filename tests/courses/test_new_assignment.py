@@ -14,7 +14,10 @@ import pytest
 from checks.authoring.new import new_assignment
 from checks.authoring.verify import verify
 from checks.course.assignment import CourseError, load_assignment
+from conftest import course_assignments
 from serving import checks, course_folder, import_roster, start_server, submit, wait_graded
+from test_assignments import assert_reference_100_and_stubs_0, assert_verified
+from test_no_answer_released import assert_release_holds_no_solution_code
 
 
 def _new_course(tmp_path: Path, name: str = "demo") -> Path:
@@ -28,10 +31,22 @@ def _new_course(tmp_path: Path, name: str = "demo") -> Path:
     return root
 
 
+def test_the_tests_that_hold_for_every_assignment_find_a_new_one_and_it_passes_them(tmp_path):
+    """The course's tests take its assignments from list_assignments (conftest.course_assignments),
+    so `make test` holds an assignment that `checks new` wrote to what it holds 01..03 to: here
+    those checks, run on a course of its own."""
+    from test_notebooks import assert_a_section_for_every_question_and_quiz_key  # needs the [notebooks] extra
+
+    root = _new_course(tmp_path)
+    assert course_assignments(root) == ["demo"]
+    assert_reference_100_and_stubs_0(root, "demo")
+    assert_release_holds_no_solution_code(root, "demo")
+    assert_a_section_for_every_question_and_quiz_key(root, "demo")
+
+
 def test_a_new_assignment_builds_and_verifies_at_once_and_an_edit_that_shares_code_is_caught(tmp_path):
     root = _new_course(tmp_path)
-    verdicts = {(v.submission, v.expectation): v for v in verify(load_assignment(root, "demo"), jobs=1)}
-    assert all(v.ok for v in verdicts.values()), [(key, v.detail) for key, v in verdicts.items() if not v.ok]
+    verdicts = {(v.submission, v.expectation): v for v in assert_verified(root, "demo", jobs=1)}
     assert verdicts[("reference", "scores 100/100")].detail == "100/100"
     assert verdicts[("stubs", "scores 0")].detail == "0/100"
     assert verdicts[("mutant:sample_std", "loses points on exercise.standardize only")].ok
