@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from checks.authoring.new import new_assignment
+from checks.authoring.points import assignment_points, readme_points_problems
 from checks.authoring.verify import verify
 from checks.course.assignment import CourseError, load_assignment
 from conftest import course_assignments
@@ -52,6 +53,7 @@ def test_a_new_assignment_builds_and_verifies_at_once_and_an_edit_that_shares_co
     assert verdicts[("mutant:sample_std", "loses points on exercise.standardize only")].ok
     assert verdicts[("mutant:quiz_within_tolerance", "keeps full marks (quiz.population_std)")].ok
     assert verdicts[("mutant:quiz_sample_std", "loses points on quiz.population_std only")].ok
+    assert verdicts[("suite", "the README's points are the suite's")].ok  # `checks new` wrote its table
 
     # the author adds a second question on the same function: the mutant now costs both, and verify says so
     suite = root / "autograder" / "demo" / "test_exercise.py"
@@ -63,10 +65,16 @@ def test_standardize_batch(student):
     got = call_or_fail(lambda: student.exercise.standardize(x), text="standardize(x) with x of shape (4, 3)")
     expect_close(got, (x - x.mean()) / x.std(correction=0), rtol=1e-6, atol=1e-9)
 ''')
-    again = {v.submission: v for v in verify(load_assignment(root, "demo"), jobs=1)
-             if v.submission.startswith("mutant:")}
+    verdicts = verify(load_assignment(root, "demo"), jobs=1)
+    again = {v.submission: v for v in verdicts if v.submission.startswith("mutant:")}
     assert not again["mutant:sample_std"].ok
     assert "also lost: exercise.standardize_batch 0/10" in again["mutant:sample_std"].detail
+    # and its README still says 90: verify says so, `checks build` writes the table again from the suite
+    (readme,) = [v for v in verdicts if v.expectation == "the README's points are the suite's"]
+    assert not readme.ok and "exercise.standardize 90 (the suite: 80)" in readme.detail
+    assert checks("build", "demo", cwd=root).returncode == 0
+    assert readme_points_problems((root / "solutions" / "demo" / "README.md").read_text(),
+                                  assignment_points(load_assignment(root, "demo"))) == []
 
 
 @pytest.mark.parametrize("name, message", [

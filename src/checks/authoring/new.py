@@ -14,7 +14,8 @@ from pathlib import Path
 
 import jinja2
 
-from checks.course.assignment import CourseError
+from checks.authoring.points import README, assignment_points, with_points_table
+from checks.course.assignment import CourseError, load_assignment
 
 TEMPLATES = Path(__file__).parent / "templates" / "new"
 # where each template goes in the course ({name}: the new assignment's)
@@ -51,4 +52,7 @@ def new_assignment(root: Path, name: str, *, title: str = "") -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(environment.get_template(template).render(values), encoding="utf-8")
         written.append(path)
+    readme = root / "solutions" / name / README  # its points table, from the suite just written
+    readme.write_text(with_points_table(readme.read_text(encoding="utf-8"), assignment_points(load_assignment(root, name))),
+                      encoding="utf-8")
     return written
