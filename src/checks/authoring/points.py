@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from checks.course.assignment import Assignment, CourseError
-from checks.suites.questions import declared_points
+from checks.suites.questions import declared_points, declared_questions
 
 README = "README.md"
 BEGIN, END = "<!-- points:begin -->", "<!-- points:end -->"
@@ -28,10 +28,23 @@ def assignment_points(assignment: Assignment) -> dict[str, float]:
         raise CourseError(f"{assignment.autograder_dir}: a @question's id or points is not written as a literal, "
                           "so the README's points table cannot be generated: write them as numbers (a mapping "
                           "of numbers for an id like \"rules.{op}_backward\"), or remove the points markers")
+    return in_table_order(assignment, {**code, **{item.qid: float(item.points) for item in assignment.quiz}})
+
+
+def in_table_order(assignment: Assignment, points: dict[str, float]) -> dict[str, float]:
+    """`points` in the table's order: code questions by their module's place in assignment.toml's
+    files, within one in the suite's order of declaration; then the quiz keys in theirs."""
     modules = [Path(file).stem for file in assignment.files]
-    rank = {qid: modules.index(qid.split(".")[0]) if qid.split(".")[0] in modules else len(modules) for qid in code}
-    ordered = sorted(code, key=lambda qid: rank[qid])  # stable: the suite's order within a module
-    return {**{qid: code[qid] for qid in ordered}, **{item.qid: float(item.points) for item in assignment.quiz}}
+    declared = declared_questions(assignment.autograder_dir) or []
+    quiz = [item.qid for item in assignment.quiz]
+
+    def rank(qid: str) -> tuple[int, int]:
+        module = qid.split(".")[0]
+        if qid.startswith("quiz."):
+            return len(modules) + 1, quiz.index(qid) if qid in quiz else len(quiz)
+        return (modules.index(module) if module in modules else len(modules),
+                declared.index(qid) if qid in declared else len(declared))
+    return {qid: points[qid] for qid in sorted(points, key=rank)}
 
 
 def points_table(points: dict[str, float]) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checks.authoring.build import release_files
-from checks.authoring.points import README, ROW, has_points_region, readme_points_problems
+from checks.authoring.points import README, ROW, has_points_region, in_table_order, readme_points_problems
 from checks.course.assignment import Assignment, CourseError, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML, MUTANTS_TOML
 from checks.grading.session import PYTEST_ARGS, Source, grade_sources
@@ -227,16 +227,17 @@ def _readme_points(assignment: Assignment, result: SubmissionResult) -> list[Ver
     path = assignment.solution_dir / README
     if result.error or not path.is_file():
         return []
-    points, text = {q.qid: q.max_score for q in result.questions}, path.read_text(encoding="utf-8")
+    points = in_table_order(assignment, {q.qid: q.max_score for q in result.questions})
+    text = path.read_text(encoding="utf-8")
     rows = sum(row["qid"] in points for row in ROW.finditer(text))
     if not rows and not has_points_region(text):
         return []  # it states no question's points
     problems = readme_points_problems(text, points)
-    rows = "the table between its points markers" if has_points_region(text) else f"its {rows} rows of points"
+    rows = "the table between its points markers agrees" if has_points_region(text) else f"its {rows} rows of points agree"
     return [Verdict(SUITE, "the README's points are the suite's", not problems,
                     f"solutions/{assignment.name}/{README}: {'; '.join(problems)}: run `checks build {assignment.name}`, "
                     "which writes the table between <!-- points:begin --> and <!-- points:end --> from the suite"
-                    if problems else f"{rows} agree")]
+                    if problems else rows)]
 
 
 def _notebook_verdict(assignment: Assignment, result: SubmissionResult) -> Verdict | None:
