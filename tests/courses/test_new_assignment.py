@@ -13,11 +13,14 @@ import pytest
 
 from checks.authoring.new import new_assignment
 from checks.authoring.points import assignment_points, readme_points_problems
-from checks.authoring.verify import verify
+from checks.authoring.verify import load_mutants, verify
+from checks.course.submissions import read_submission
+from checks.grading.session import Source, grade_sources
 from checks.course.assignment import CourseError, load_assignment
 from conftest import course_assignments
 from serving import checks, course_folder, import_roster, start_server, submit, wait_graded
 from test_assignments import assert_reference_100_and_stubs_0, assert_verified
+from test_diagnoses import assert_one_table_of_mistakes, shares_a_table
 from test_no_answer_released import assert_release_holds_no_solution_code
 
 
@@ -26,7 +29,7 @@ def _new_course(tmp_path: Path, name: str = "demo") -> Path:
     root.mkdir()
     made = checks("new", name, cwd=root)
     assert made.returncode == 0, made.stdout + made.stderr
-    assert f"new assignment {name}: 8 files" in " ".join(made.stdout.split())
+    assert f"new assignment {name}: 9 files" in " ".join(made.stdout.split())
     built = checks("build", name, cwd=root)
     assert built.returncode == 0, built.stdout + built.stderr
     return root
@@ -43,6 +46,14 @@ def test_the_tests_that_hold_for_every_assignment_find_a_new_one_and_it_passes_t
     assert_reference_100_and_stubs_0(root, "demo")
     assert_release_holds_no_solution_code(root, "demo")
     assert_a_section_for_every_question_and_quiz_key(root, "demo")
+    assert shares_a_table(root, "demo")  # its likely mistakes: one table for both suites, as 02's and 03's
+    assert_one_table_of_mistakes(root, "demo")
+    # which the hidden suite names a mistake from, in the public checks' words
+    assignment = load_assignment(root, "demo")
+    mutant = next(m for m in load_mutants(assignment) if m.name == "sample_std")
+    (graded,) = grade_sources(assignment, [Source.from_files("sample_std", mutant.apply(
+        read_submission(assignment.solution_dir).files))], jobs=1, questions=["exercise.standardize"])
+    assert "Likely mistake: divided by the sample standard deviation" in graded.question("exercise.standardize").feedback
 
 
 def test_a_new_assignment_builds_and_verifies_at_once_and_an_edit_that_shares_code_is_caught(tmp_path):

@@ -1,7 +1,7 @@
 """`checks new NAME`: a minimal complete assignment, written across the course's three trees.
 
 One function (`exercise.standardize`) with its solution region, hidden and public checks, the
-mistakes its feedback names, a quiz key with a tolerance, a mutant per question (and one that must
+table of mistakes both name (tests/diagnoses.py, checks.suite.diagnosis_table), a quiz key with a tolerance, a mutant per question (and one that must
 keep its points), the lesson notebook's source, a README and assignment.toml, so that `checks build
 && checks verify NAME` hold at once and the author edits from something that works. The files come
 from templates/new/; the table below says where each goes.
@@ -25,6 +25,7 @@ LAYOUT = {
     "solutions/{name}/README.md": "README.md.j2",
     "solutions/{name}/{name}.py": "lesson.py.j2",
     "solutions/{name}/tests/test_public.py": "test_public.py.j2",
+    "solutions/{name}/tests/diagnoses.py": "diagnoses.py.j2",
     "autograder/{name}/assignment.toml": "assignment.toml.j2",
     "autograder/{name}/test_exercise.py": "test_exercise.py.j2",
     "autograder/{name}/mutants.toml": "mutants.toml.j2",
