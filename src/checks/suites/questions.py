@@ -18,18 +18,15 @@ from pathlib import Path
 def declared_questions(suite_dir: Path) -> list[str] | None:
     """Every question id the `test_*.py` files of `suite_dir` declare, in their order; None when one
     cannot be read from the source alone (an id built at run time, say)."""
+    calls = _question_calls(suite_dir)
+    if calls is None:
+        return None
     found: list[str] = []
-    for path in sorted(suite_dir.glob("test_*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+    for call in calls:
+        ids = _ids_of(call)
+        if ids is None:
             return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _is_question_call(node):
-                ids = _ids_of(node)
-                if ids is None:
-                    return None
-                found += [qid for qid in ids if qid not in found]
+        found += [qid for qid in ids if qid not in found]
     return found
 
 
@@ -37,21 +34,30 @@ def declared_points(suite_dir: Path) -> dict[str, float] | None:
     """Each question's points as the `test_*.py` files of `suite_dir` declare them (a question named
     by several test functions is worth their sum), in declaration order; None when an id or its
     points are not literal in the source."""
+    calls = _question_calls(suite_dir)
+    if calls is None:
+        return None
     found: dict[str, float] = {}
+    for call in calls:
+        ids, points = _ids_of(call), _points_of(call)
+        if ids is None or points is None:
+            return None
+        for qid, value in zip(ids, points if isinstance(points, list) else [points] * len(ids)):
+            found[qid] = found.get(qid, 0.0) + value
+    return found
+
+
+def _question_calls(suite_dir: Path) -> list[ast.Call] | None:
+    """The `question(...)` calls of the suite's `test_*.py` files, file by file in their order; None
+    when a file cannot be read or parsed."""
+    calls: list[ast.Call] = []
     for path in sorted(suite_dir.glob("test_*.py")):
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _is_question_call(node):
-                ids = _ids_of(node)
-                points = _points_of(node)
-                if ids is None or points is None:
-                    return None
-                for qid, value in zip(ids, points if isinstance(points, list) else [points] * len(ids)):
-                    found[qid] = found.get(qid, 0.0) + value
-    return found
+        calls += [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_question_call(node)]
+    return calls
 
 
 def _points_of(call: ast.Call) -> float | list[float] | None:
