@@ -19,4 +19,4 @@ for f in glob.glob('/tmp/g03/*/results.json'):
             print(t['name'], t['score'], t['max_score'], t['output'][:1500])
 PY
 echo "== grade 03_mlp reference --device auto"; eval timeout 120 $checks grade 03_mlp solutions/03_mlp --out /tmp/g03auto 2>&1 | tail -n 1
-echo "== verify (device auto: cpu and cuda)"; for a in 02_autograd 03_mlp 01_tensors; do eval timeout 150 $checks verify $a > $OUT/verify_$a.txt 2>&1; echo "$a rc=$?"; tail -n 1 $OUT/verify_$a.txt; grep -E "│ NO" $OUT/verify_$a.txt | head -5; done
+echo "== verify (device auto: cpu and cuda)"; for a in $(ls solutions); do eval timeout 150 $checks verify $a > $OUT/verify_$a.txt 2>&1; echo "$a rc=$?"; tail -n 1 $OUT/verify_$a.txt; grep -E "│ NO" $OUT/verify_$a.txt | head -5; done

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from checks.course.assignment import list_assignments
 from checks.sandbox.supervisor import prepare_parent
 
 prepare_parent()  # before any torch op in this process: we fork graders and sandboxes from it
@@ -20,6 +21,22 @@ prepare_parent()  # before any torch op in this process: we fork graders and san
 REPO = Path(__file__).resolve().parents[1]
 sys.path[1:1] = sorted(str(folder) for folder in Path(__file__).parent.iterdir()
                        if folder.is_dir() and any(folder.glob("test_*.py")))
+
+
+def course_assignments(root: Path = REPO) -> list[str]:
+    """The assignments of the course at `root`, found as the library finds them (list_assignments):
+    a test meant to hold for every assignment takes these, never a list of names, so that one
+    `checks new` wrote is held to it too (tests/courses/test_new_assignment.py shows it)."""
+    return list_assignments(root)
+
+
+ASSIGNMENTS = course_assignments()
+
+
+def each_assignment(marks: dict[str, pytest.MarkDecorator], otherwise: pytest.MarkDecorator) -> list:
+    """pytest.param per assignment of the course: those named in `marks` with their mark (the fast
+    one a slow test runs by default), every other one, found, with `otherwise`."""
+    return [pytest.param(name, marks=marks.get(name, otherwise)) for name in ASSIGNMENTS]
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from checks.suite import diagnosis_table
+
 REFUSED = object()  # `got` when the student raised ValueError on an input PyTorch accepts
 
 
@@ -334,17 +336,9 @@ DIAGNOSES: dict[str, Callable[..., str | None]] = {
 }
 
 
-def diagnosis(qid: str, **case: Any) -> Callable[[Any], str | None]:
-    """The `diagnose` for one case of question `qid`: given what came back, the likely mistake or None.
-    A diagnosis that breaks on an odd value says nothing (checks.suite treats it so, too)."""
-    entry = DIAGNOSES[qid]
-
-    def named(got: Any) -> str | None:
-        try:
-            return entry(got, **case)
-        except Exception:  # noqa: BLE001 - whatever the student returned, a diagnosis never fails a check
-            return None
-    return named
+# The `diagnose` for one case of a question: given what came back, the likely mistake or None (an
+# entry that breaks on an odd value says nothing).
+diagnosis = diagnosis_table(DIAGNOSES)
 
 
 def refusal_hint(qid: str, **case: Any) -> str | None:

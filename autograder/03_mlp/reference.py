@@ -1,8 +1,6 @@
 """Grader-side helpers for the 03_mlp suite: devices, tolerances, reference models, readable
 feedback. Nothing here runs in the sandbox; every expected value is computed by PyTorch."""
 
-import itertools
-
 import numpy as np
 import pytest
 import torch
@@ -24,54 +22,6 @@ torch.backends.cudnn.allow_tf32 = False
 DEVICES = [pytest.param(d, marks=pytest.mark.cuda) if d == "cuda" else d for d in grading_devices()]
 # devices that hold values (training and evaluation need real numbers)
 VALUE_DEVICES = [d for d in DEVICES if d != "meta"]
-
-# What a suite module computes when it is imported is computed once per batch, before the grading
-# processes fork (the session's collection), but a reference that calls backward() may run there
-# only where torch sees no GPU (asked of NVML, which initialises nothing): the first backward() in
-# a process counts the GPUs, which initialises the CUDA driver, and starts one autograd thread
-# per GPU, after which every process forked from it fails on backward() ("Unable to handle
-# autograd's threading in combination with fork-based multiprocessing").
-BACKWARD_BEFORE_FORK = not torch.cuda.is_available()
-
-
-def precomputed(compute, keys, *, backward):
-    """A lookup(*key) of compute(*key), a PyTorch reference. The keys' values are computed now,
-    once for every submission of a batch; a `backward` reference's only where no GPU is present
-    (BACKWARD_BEFORE_FORK), else in the grading process, when first asked."""
-    values = {key: compute(*key) for key in keys} if BACKWARD_BEFORE_FORK or not backward else {}
-
-    def lookup(*key):
-        if key not in values:
-            values[key] = compute(*key)
-        return values[key]
-    return lookup
-
-
-def per_device(compute, keys, *, backward):
-    """A lookup(*key, device=...) of compute(*key, device=...): the CPU's values precomputed as
-    precomputed() does; another device's (cuda) computed in the grading process, when first
-    asked, as CUDA must not be touched before it forks."""
-    on_cpu = precomputed(lambda *key: compute(*key, device="cpu"), keys, backward=backward)
-    elsewhere = precomputed(lambda device, *key: compute(*key, device=device), (), backward=backward)
-
-    def lookup(*key, device):
-        return on_cpu(*key) if device == "cpu" else elsewhere(device, *key)
-    return lookup
-
-
-def grid(*axes):
-    """(argnames, rows) for @cases from axes given as ("names", values), as stacked parametrize
-    decorators would give them: every combination, the FIRST axis varying slowest (the order of
-    decorators read from the function upwards). A value of an axis with several names is a tuple."""
-    names = [name.strip() for spec, _ in axes for name in spec.split(",")]
-    rows = []
-    for combination in itertools.product(*(values for _, values in axes)):
-        row = []
-        for (spec, _), value in zip(axes, combination):
-            row.extend(value if "," in spec else (value,))
-        rows.append(tuple(row))
-    return names, rows
-
 
 # (rtol, atol) per (device type, dtype)
 TOLERANCES = {

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 import np_drivers
-from checks.suite import call_or_fail, case_rng, cases, expect_close, fail, name_call, question
-from reference import diagnoses, diagnosis, grid, number, precomputed
+from checks.suite import call_or_fail, case_rng, cases, expect_close, fail, grid, name_call, precomputed, question
+from reference import diagnoses, diagnosis, number
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64

@@ -3,7 +3,7 @@ reference nn.Module loaded with the same state_dict on every device, and count_p
 
 PyTorch's answers are computed when the suite is collected, once for every submission of a batch
 (@cases(reference=...), per_device), but on a cuda device, which is used at run time only, and
-the gradients where a GPU is present (see reference.BACKWARD_BEFORE_FORK).
+the gradients where a GPU is present (see checks.suite.precomputed).
 Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
 (send_ahead): they run in the same order as one by one."""
 
@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import drivers
-from checks.suite import call_or_fail, case_rng, cases, covers, expect_close, expect_equal, fail, name_call, question
-from reference import DEVICES, RefMLP, diagnoses, diagnosis, load_ref, mlp_state, per_device, tolerance
+from checks.suite import (call_or_fail, case_rng, cases, covers, expect_close, expect_equal, fail, name_call, per_device,
+                          question)
+from reference import DEVICES, RefMLP, diagnoses, diagnosis, load_ref, mlp_state, tolerance
 
 
 # ------------------------------------------------------------------------ structure

@@ -8,7 +8,7 @@ drivers.py that records the mode and grad mode of every forward.
 Inputs are drawn, and PyTorch's answers computed, when the suite is collected: once for every
 submission of a batch (@cases(reference=...), precomputed, per_device); but on a cuda device,
 which is used at run time only, and those that call backward() where a GPU is present (see
-reference.BACKWARD_BEFORE_FORK).
+checks.suite.precomputed).
 Each case of a @cases test makes one call in the sandbox, so each test sends its cases' calls at once
 (send_ahead): they run in the same order as one by one."""
 
@@ -20,10 +20,9 @@ import torch
 from torch import nn
 
 import drivers
-from checks.suite import (call_or_fail, case_rng, cases, covers, expect_close, expect_equal, expect_raises, fail, is_close,
-                          name_call, question)
-from reference import (VALUE_DEVICES, RefMLP, diagnoses, diagnosis, grid, load_ref, mlp_state, number, per_device,
-                       precomputed, tolerance)
+from checks.suite import (call_or_fail, case_rng, cases, covers, expect_close, expect_equal, expect_raises, fail, grid,
+                          is_close, name_call, per_device, precomputed, question)
+from reference import VALUE_DEVICES, RefMLP, diagnoses, diagnosis, load_ref, mlp_state, number, tolerance
 
 
 # ------------------------------------------------------------------------ SGD

@@ -7,19 +7,18 @@ from __future__ import annotations
 import pytest
 
 from checks.authoring.build import release_files
-from checks.course.assignment import list_assignments, load_assignment
+from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources
 from checks.course.submissions import read_submission
 from checks.authoring.verify import verify
 
-from conftest import REPO
-
-ASSIGNMENTS = list_assignments(REPO)
+from conftest import ASSIGNMENTS, REPO
 
 
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_reference_scores_100_and_stubs_0(name):
-    assignment = load_assignment(REPO, name)
+def assert_reference_100_and_stubs_0(root, name):
+    """The reference scores 100 and the stubs (the release's files) 0; shared with the tests of a
+    course that `checks new` wrote."""
+    assignment = load_assignment(root, name)
     sources = [Source.from_files("reference", read_submission(assignment.solution_dir).files),
                Source.from_files("stubs", release_files(assignment.solution_dir))]
     results = {r.name: r for r in grade_sources(assignment, sources)}
@@ -27,6 +26,18 @@ def test_reference_scores_100_and_stubs_0(name):
     assert not reference.error and not stubs.error
     assert reference.score == reference.max_score == 100, [(q.qid, q.feedback) for q in reference.questions if not q.passed]
     assert stubs.score == 0
+
+
+def assert_verified(root, name, **options):
+    """`checks verify`: reference 100, stubs 0, each mutant loses points on its own question only."""
+    verdicts = verify(load_assignment(root, name), **options)
+    assert all(v.ok for v in verdicts), [f"{v.submission}: {v.detail}" for v in verdicts if not v.ok]
+    return verdicts
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_reference_scores_100_and_stubs_0(name):
+    assert_reference_100_and_stubs_0(REPO, name)
 
 
 # appended to 03's reference torch_mlp.py: patches of torch made when the module is imported
@@ -56,8 +67,7 @@ def test_a_patch_applied_at_import_time_reaches_no_other_question():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_every_mutant_loses_points_on_its_own_question_only(name):
-    verdicts = verify(load_assignment(REPO, name))
-    assert all(v.ok for v in verdicts), [f"{v.submission}: {v.detail}" for v in verdicts if not v.ok]
+    assert_verified(REPO, name)
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from checks.authoring.verify import suite_coverage, verify
 from checks.course.assignment import load_assignment
 from checks.suites.api import cases
 from checks.suites.coverage import Coverage
-from conftest import REPO
+from conftest import ASSIGNMENTS, REPO
 
 SOLUTION = """\
 def relu(x):
@@ -104,9 +104,10 @@ def test_a_parametrized_test_declares_its_boundaries_with_covers_and_each_must_b
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("name", ["01_tensors", "02_autograd", "03_mlp"])
+@pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_every_kink_of_the_course_has_cases(name):
     coverage, errors = suite_coverage(load_assignment(REPO, name).autograder_dir)
     assert errors == []
     assert {qid: c.missing for qid, c in coverage.items() if c.missing} == {}
-    assert sum(bool(c.kinks) for c in coverage.values()) >= 5, "kinks are declared where implementations differ"
+    if name in ("01_tensors", "02_autograd", "03_mlp"):  # where their implementations differ; a new one may have none
+        assert sum(bool(c.kinks) for c in coverage.values()) >= 5, "kinks are declared where implementations differ"

@@ -20,7 +20,7 @@ from checks.exports.hidden import hidden_files
 from checks.grading.session import Source, grade_sources
 from checks.suite import public_module
 from checks.suites.questions import declared_questions
-from conftest import REPO
+from conftest import ASSIGNMENTS, REPO
 
 ASSIGNMENT = load_assignment(REPO, "01_tensors")
 REFERENCE = read_submission(ASSIGNMENT.solution_dir).files
@@ -209,9 +209,18 @@ def test_checks_test_names_the_mistake_the_hidden_suite_names(tmp_path, capsys, 
     assert not hidden.question(qid).passed and words in " ".join(hidden.question(qid).feedback.split())
 
 
-@pytest.mark.parametrize("name", ["02_autograd", "03_mlp"])
-def test_each_table_names_public_questions_and_the_hidden_suite_keeps_no_diagnosis_of_its_own(name):
-    assignment = load_assignment(REPO, name)
+def shares_a_table(root, name) -> bool:
+    """Whether the assignment's public checks ship a table of mistakes (a DIAGNOSES in
+    tests/diagnoses.py) for its hidden suite to share, as 02 and 03 do (01 releases data instead)."""
+    path = load_assignment(root, name).public_tests_dir / "diagnoses.py"
+    return path.is_file() and any(isinstance(node, (ast.Assign, ast.AnnAssign)) and "DIAGNOSES" in ast.unparse(node)
+                                  for node in ast.parse(path.read_text()).body)
+
+
+def assert_one_table_of_mistakes(root, name):
+    """The table names only public questions, ships in the release and the hidden suite's zip, and
+    the hidden suite diagnoses nothing on its own; shared with the tests of a course `checks new` wrote."""
+    assignment = load_assignment(root, name)
     table = public_module(str(assignment.autograder_dir / "x.py"), "diagnoses")
     assert table.__file__ == str(assignment.public_tests_dir / "diagnoses.py")
     assert set(table.DIAGNOSES) <= set(declared_questions(assignment.public_tests_dir))
@@ -220,6 +229,17 @@ def test_each_table_names_public_questions_and_the_hidden_suite_keeps_no_diagnos
         defined = {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
         own = {d for d in defined if d == "diagnose" or d.endswith(("_mistake", "_mistakes", "_hint", "_diagnose"))}
         assert not own, f"{path.name} diagnoses on its own ({', '.join(sorted(own))}): put it in the table"
+
+
+@pytest.mark.parametrize("name", [name for name in ASSIGNMENTS if shares_a_table(REPO, name)])
+def test_each_table_names_public_questions_and_the_hidden_suite_keeps_no_diagnosis_of_its_own(name):
+    assert_one_table_of_mistakes(REPO, name)
+
+
+def test_the_assignments_that_share_a_table_are_found():
+    """Able to fail: 02 and 03 are found by their table, 01 (which releases data) is not."""
+    assert {"02_autograd", "03_mlp"} <= {name for name in ASSIGNMENTS if shares_a_table(REPO, name)}
+    assert not shares_a_table(REPO, "01_tensors")
 
 
 def test_02_entries_model_their_mistakes_and_only_those():

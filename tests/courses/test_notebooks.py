@@ -20,15 +20,17 @@ from checks.notebooks.lesson import build_notebook
 nbformat = pytest.importorskip("nbformat", reason="needs the [notebooks] extra (make setup installs it)")
 nbclient = pytest.importorskip("nbclient", reason="needs the [notebooks] extra (make setup installs it)")
 
-REPO = Path(__file__).resolve().parents[2]
-ASSIGNMENTS = sorted(p.name for p in (REPO / "solutions").iterdir() if (p / f"{p.name}.py").is_file())
+from conftest import REPO, course_assignments
+
+# those with a lesson notebook (solutions/<name>/<name>.py, its source), found, not listed
+ASSIGNMENTS = [name for name in course_assignments() if (REPO / "solutions" / name / f"{name}.py").is_file()]
 ROW = re.compile(r'<tr data-question="(?P<qid>[^"]+)" data-state="(?P<state>[^"]+)">')
 
 
-def public_questions(name: str) -> set[str]:
+def public_questions(name: str, root: Path = REPO) -> set[str]:
     """The question ids of an assignment's public tests and quiz, as `checks test` lists them."""
-    source = (REPO / "solutions" / name / "tests" / "test_public.py").read_text()
-    quiz = {f"quiz.{item.key}" for item in load_assignment(REPO, name).quiz}
+    source = (root / "solutions" / name / "tests" / "test_public.py").read_text()
+    quiz = {f"quiz.{item.key}" for item in load_assignment(root, name).quiz}
     return set(re.findall(r'@question\("([^"]+)"', source)) | quiz
 
 
@@ -77,16 +79,22 @@ def test_the_notebook_runs_on_the_stubs_and_passes_with_the_reference(name, tmp_
     assert all(state in ("passed", "quiz ok") for state in rows.values()), rows
 
 
-@pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_the_notebook_has_a_section_for_every_question_and_quiz_key(name):
-    notebook = json.loads((REPO / "assignments" / name / f"{name}.ipynb").read_text())
+def assert_a_section_for_every_question_and_quiz_key(root: Path, name: str) -> None:
+    """The built notebook has a heading naming each public question and a **key** for each quiz
+    key; shared with the tests of a course that `checks new` wrote."""
+    notebook = json.loads((root / "assignments" / name / f"{name}.ipynb").read_text())
     text = "\n".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
     headings = [line for line in text.splitlines() if line.startswith("#")]
-    code = sorted(q for q in public_questions(name) if not q.startswith("quiz."))
+    code = sorted(q for q in public_questions(name, root) if not q.startswith("quiz."))
     without_heading = [q for q in code if not any(re.search(rf"\b{re.escape(q)}\b", line) for line in headings)]
     assert not without_heading, headings
-    quiz = sorted(q for q in public_questions(name) if q.startswith("quiz."))
+    quiz = sorted(q for q in public_questions(name, root) if q.startswith("quiz."))
     assert not [q for q in quiz if f"**{q.removeprefix('quiz.')}**" not in text]  # and the quiz, question by question
+
+
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_the_notebook_has_a_section_for_every_question_and_quiz_key(name):
+    assert_a_section_for_every_question_and_quiz_key(REPO, name)
 
 
 def test_the_notebook_is_built_from_its_source_and_the_source_is_not_released(tmp_path):

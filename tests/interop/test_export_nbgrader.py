@@ -3,7 +3,7 @@ and no hidden case, and `nbgrader autograde` of notebooks made from the referenc
 mutants gives, per question, the points `checks grade` gives the same code (and the same notebooks).
 
 These run the real nbgrader commands, each notebook's grading cells in a real kernel (a few
-seconds a notebook): 01_tensors runs by default, 02_autograd and 03_mlp with `make test-all`.
+seconds a notebook): 01_tensors runs by default, every other assignment of the course with `make test-all`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from checks.course.submissions import read_submission
 from checks.exports.hidden import hidden_files
 from checks.exports.nbgrader import grade_id, nbgrader_regions
 from checks.grading.session import named_files
-from conftest import REPO
+from conftest import REPO, each_assignment
 
 MUTANTS = 3
 NBGRADER_TIMEOUT_S = 900  # autograde of 5 notebooks of 03_mlp on a loaded 2-core machine, with room
@@ -199,11 +199,8 @@ def test_fill_refuses_what_is_not_a_submission(tmp_path, monkeypatch):
     assert "--fill is for the nbgrader and otter exports" in output.getvalue()
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param("01_tensors", marks=pytest.mark.long),
-    pytest.param("02_autograd", marks=pytest.mark.slow),
-    pytest.param("03_mlp", marks=pytest.mark.slow),
-])
+# 01_tensors runs with the long tests; every other assignment of the course, found, with the slow ones
+@pytest.mark.parametrize("name", each_assignment({"01_tensors": pytest.mark.long}, pytest.mark.slow))
 def test_nbgrader_autograde_gives_checks_grade_points(name, tmp_path, monkeypatch, nbgrader_env):
     folders = _submissions(name, tmp_path / "py")
     root = tmp_path / "course"

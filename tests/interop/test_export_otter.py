@@ -1,7 +1,7 @@
 """`checks export otter`, validated by otter itself: the real `otter assign` and `otter run` (no
 Docker) grade the reference, the stubs and three mutants to the same per-question scores as
 `checks grade` of the same .py folders and of the filled notebooks; the student release holds no
-solution and no hidden case. 01_tensors runs by default; 02 and 03 take minutes each (slow)."""
+solution and no hidden case. 01_tensors runs by default; each other assignment takes minutes (slow)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from checks.authoring.verify import load_mutants
 from checks.course.answer_cells import parse_answer_cell
 from checks.course.assignment import load_assignment
 from checks.exports.otter import otter_name, with_otter_markers
-from conftest import REPO
+from conftest import REPO, each_assignment
 
 BIN = Path(sys.executable).parent
 QUIZ = "quiz.toml"
@@ -146,13 +146,8 @@ def _assert_otter_grades_as_checks_does(name: str, tmp_path: Path) -> None:
         assert {line for line in secret if _quoted(line, by_otter)} <= {line for line in secret if _quoted(line, by_checks)}, label
 
 
-@pytest.mark.long
-def test_otter_grades_01_tensors_as_checks_does(tmp_path):
-    _assert_otter_grades_as_checks_does("01_tensors", tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["02_autograd", "03_mlp"])
+# 01_tensors runs with the long tests; every other assignment of the course, found, with the slow ones
+@pytest.mark.parametrize("name", each_assignment({"01_tensors": pytest.mark.long}, pytest.mark.slow))
 def test_otter_grades_as_checks_does(name, tmp_path):
     _assert_otter_grades_as_checks_does(name, tmp_path)
 

@@ -20,9 +20,9 @@ from checks.course.assignment import CourseError, load_assignment
 from checks.course.solution_regions import Region, split_regions
 from checks.exports import runtime
 from checks.exports.student import export_student
+from conftest import ASSIGNMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 HIDDEN_PARTS = {"autograder", "solutions", "references"}
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from checks.suite import first_match, is_close
+from checks.suite import diagnosis_table, first_match, is_close
 
 
 def _floats(value) -> np.ndarray | None:
@@ -397,20 +397,7 @@ RAISED: dict[str, Callable[..., str | None]] = {
 }
 
 
-def diagnosis(qid: str, **case: Any) -> Callable[[Any], str | None]:
-    """The `diagnose` for one case of question `qid`: given what came back, the likely mistake or None.
-    A diagnosis that breaks on an odd value says nothing (checks.suite treats it so, too)."""
-    entry = DIAGNOSES[qid]
-
-    def diagnose(got: Any) -> str | None:
-        try:
-            return entry(got, **case)
-        except Exception:  # noqa: BLE001 - whatever the student returned, a diagnosis never fails a check
-            return None
-    return diagnose
-
-
-def raised_hint(qid: str, **case: Any) -> Callable[[Any], str | None]:
-    """call_or_fail's `mistake` for one case: the likely mistake, given what the student's code raised."""
-    entry = RAISED.get(qid)
-    return lambda raised: None if entry is None else entry(raised, **case)
+# The `diagnose` for one case of a question: given what came back, the likely mistake or None (an
+# entry that breaks on an odd value says nothing); and call_or_fail's `mistake`, given what raised.
+diagnosis = diagnosis_table(DIAGNOSES)
+raised_hint = diagnosis_table(RAISED, missing_ok=True)

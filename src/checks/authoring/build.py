@@ -6,7 +6,8 @@ empty strings, and every other file is copied as it is; each release also gets i
 (course/assignment.py), so that a student's copy of it can be checked anywhere. Data a release
 needs from the grader's side (01's table of likely mistakes for the public cases) comes from
 autograder/<name>/release_data.py, whose `files(solution_dir)` the build calls: what the hidden
-suite knows reaches students as values for the public cases, never as code.
+suite knows reaches students as values for the public cases, never as code. A README's table of
+points is generated from the hidden suite (authoring/points.py), in solutions/ and so in the release.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from checks.course.assignment import MARKER_FILE, Assignment, QuizItem, load_ass
 from checks.course.release import IGNORED, quiz_notes, stub_files
 from checks.course.solution_regions import RegionError
 from checks.course.stubs import stub_functions
+from checks.authoring.points import README, assignment_points, has_points_region, with_points_table
 from checks.notebooks.lesson import build_notebook, lesson_source, notebook_name
 
 BuildError = RegionError  # a solution file whose regions do not pair up; str() names the file and line
@@ -91,6 +93,17 @@ def stubs_table(files: tuple[str, ...], release: dict[str, bytes]) -> str:
     return "\n# the functions each file leaves to write\n[stubs]\n" + "\n".join(lines) + "\n" if lines else ""
 
 
+def _readme_with_points(root: Path, assignment: Assignment) -> str | None:
+    """solutions/<name>/README.md with its points table made from the suite, where that changes it
+    (None where it has no points markers, or its table is current)."""
+    path = root / "solutions" / assignment.name / README
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if not has_points_region(text) or not assignment.autograder_dir.is_dir():
+        return None
+    made = with_points_table(text, assignment_points(assignment))
+    return None if made == text else made
+
+
 def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
     """Regenerate assignments/<name> for each name; with check, change nothing and list what differs."""
     differences: list[str] = []
@@ -98,6 +111,12 @@ def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:
         release_dir = root / "assignments" / name
         assignment = _marker_assignment(root, name)
         wanted = release_files(root / "solutions" / name, quiz=assignment.quiz)
+        readme = _readme_with_points(root, assignment)
+        if readme is not None:
+            differences.append(f"solutions/{name}/{README}: its points table is not the suite's")
+            wanted[README] = readme.encode()
+            if not check:
+                (root / "solutions" / name / README).write_text(readme, encoding="utf-8")
         wanted |= release_data(root / "autograder" / name, root / "solutions" / name)
         wanted[MARKER_FILE] = (marker_text(assignment) + stubs_table(assignment.files, wanted)).encode()
         current = _current_files(release_dir)

@@ -1,7 +1,7 @@
 """`checks new NAME`: a minimal complete assignment, written across the course's three trees.
 
 One function (`exercise.standardize`) with its solution region, hidden and public checks, the
-mistakes its feedback names, a quiz key with a tolerance, a mutant per question (and one that must
+table of mistakes both name (tests/diagnoses.py, checks.suite.diagnosis_table), a quiz key with a tolerance, a mutant per question (and one that must
 keep its points), the lesson notebook's source, a README and assignment.toml, so that `checks build
 && checks verify NAME` hold at once and the author edits from something that works. The files come
 from templates/new/; the table below says where each goes.
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import jinja2
 
-from checks.course.assignment import CourseError
+from checks.authoring.points import README, assignment_points, with_points_table
+from checks.course.assignment import CourseError, load_assignment
 
 TEMPLATES = Path(__file__).parent / "templates" / "new"
 # where each template goes in the course ({name}: the new assignment's)
@@ -24,6 +25,7 @@ LAYOUT = {
     "solutions/{name}/README.md": "README.md.j2",
     "solutions/{name}/{name}.py": "lesson.py.j2",
     "solutions/{name}/tests/test_public.py": "test_public.py.j2",
+    "solutions/{name}/tests/diagnoses.py": "diagnoses.py.j2",
     "autograder/{name}/assignment.toml": "assignment.toml.j2",
     "autograder/{name}/test_exercise.py": "test_exercise.py.j2",
     "autograder/{name}/mutants.toml": "mutants.toml.j2",
@@ -51,4 +53,7 @@ def new_assignment(root: Path, name: str, *, title: str = "") -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(environment.get_template(template).render(values), encoding="utf-8")
         written.append(path)
+    readme = root / "solutions" / name / README  # its points table, from the suite just written
+    readme.write_text(with_points_table(readme.read_text(encoding="utf-8"), assignment_points(load_assignment(root, name))),
+                      encoding="utf-8")
     return written

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checks.authoring.build import release_files
+from checks.authoring.points import README, ROW, has_points_region, in_table_order, readme_points_problems
 from checks.course.assignment import Assignment, CourseError, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML, MUTANTS_TOML
 from checks.grading.session import PYTEST_ARGS, Source, grade_sources
@@ -108,6 +109,7 @@ def verify(assignment: Assignment, *, jobs: int | None = None, settings: Setting
     verdicts.append(Verdict(SUITE, "every code question has a mutant", not uncovered,
                             f"no mutant for {', '.join(uncovered)}" if uncovered else f"{len(code_questions)} questions covered"))
     verdicts.append(_points_add_up(reference_result))
+    verdicts += _readme_points(assignment, reference_result)
     verdicts += boundary_verdicts(assignment, [q.qid for q in reference_result.questions if not q.qid.startswith("quiz.")])
     if reference_result.error:  # nothing to compare the public checks and the notebook with
         return verdicts
@@ -217,6 +219,25 @@ def _points_add_up(result: SubmissionResult) -> Verdict:
     detail = f"code {code:g} + quiz {quiz:g} = {total:g}" + (
         "" if total == TOTAL_POINTS else f", not {TOTAL_POINTS:g}: change the points of a @question or quiz key")
     return Verdict(SUITE, expectation, total == TOTAL_POINTS, detail)
+
+
+def _readme_points(assignment: Assignment, result: SubmissionResult) -> list[Verdict]:
+    """The README's points (its `| `qid` | N |` rows, the generated table among them) are those the
+    reference was graded out of; no verdict where the README states none or the reference was not graded."""
+    path = assignment.solution_dir / README
+    if result.error or not path.is_file():
+        return []
+    points = in_table_order(assignment, {q.qid: q.max_score for q in result.questions})
+    text = path.read_text(encoding="utf-8")
+    rows = sum(row["qid"] in points for row in ROW.finditer(text))
+    if not rows and not has_points_region(text):
+        return []  # it states no question's points
+    problems = readme_points_problems(text, points)
+    rows = "the table between its points markers agrees" if has_points_region(text) else f"its {rows} rows of points agree"
+    return [Verdict(SUITE, "the README's points are the suite's", not problems,
+                    f"solutions/{assignment.name}/{README}: {'; '.join(problems)}: run `checks build {assignment.name}`, "
+                    "which writes the table between <!-- points:begin --> and <!-- points:end --> from the suite"
+                    if problems else rows)]
 
 
 def _notebook_verdict(assignment: Assignment, result: SubmissionResult) -> Verdict | None:

@@ -154,7 +154,7 @@ def cases(argnames: str | Sequence[str], argvalues: Iterable[Any], *,
     test as its `reference` argument. It runs once per case when the suite is collected, before a
     batch forks a grading process per submission, so that every submission shares it. It must not
     depend on the student's code, nor touch CUDA, nor run autograd where a GPU is present: a
-    process forked after either can use neither (03_mlp's reference.BACKWARD_BEFORE_FORK).
+    process forked after either can use neither (checks.suite.precomputed, per_device).
 
     `send_ahead=True` sends the first student call of every case to the sandbox in one write before
     the cases run, instead of a round trip each (Student.send_ahead): only where those calls are
