@@ -145,8 +145,8 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
                                                               idle, name, accumulate)
                             for name in diagnoses.sgd_variants(momentum, weight_decay)}
                 hint = diagnosis("training.SGD", init=init, variants=variants)(got["trajectory"])
-                if hint is None and accumulate and k % 2 and all(
-                        is_close(q, r, rtol=1e-9, atol=1e-12) for q, r in zip(got["trajectory"][k - 1], expected[k - 1])):
+                if hint is None and accumulate and k % 2 and all(is_close(q, r, rtol=1e-9, atol=1e-12) for q, r
+                                                                 in zip(got["trajectory"][k - 1], expected[k - 1])):
                     hint = diagnoses.SGD_GRAD_KEPT  # right until .grad held what the last step left in it
             extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
             name_call(f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
