@@ -281,17 +281,27 @@ SGD_MISTAKES = {
     "nesterov": "that is Nesterov momentum: the course's SGD steps by the buffer itself",
     "no_momentum": "momentum is ignored: keep one buffer per parameter, buf = momentum * buf + grad",
     "no_weight_decay": "weight_decay is ignored: add weight_decay * p to the gradient",
+    "decay_in_place": "step() added weight decay to p.grad in place (p.grad.add_(...)): build a new tensor, "
+                      "g = p.grad + weight_decay * p, and leave .grad as backward left it",
+    "buffer_aliases_grad": "the momentum buffer IS the .grad tensor (no clone): zero_grad(set_to_none=False) "
+                           "and the next backward change it, and the buffer's update changes .grad: store a clone",
 }
+# a step that was right until .grad held what the previous step left in it (no zero_grad between)
+SGD_GRAD_KEPT = ("step() changed p.grad in place: after a backward() with no zero_grad() before it, .grad "
+                 "holds the sum of both gradients as backward left them, so a change step() made to .grad "
+                 "carries into the next step. Build new tensors (g = p.grad + wd * p) and keep a clone as "
+                 "the momentum buffer")
 
 
 def sgd_variants(momentum, weight_decay) -> list[str]:
     """The SGD_MISTAKES that give a different trajectory with these settings (in order)."""
-    decay = ("decay_subtracted", "decay_after_momentum", "no_weight_decay")
-    moment = ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov", "no_momentum")
+    decay = ("decay_subtracted", "decay_after_momentum", "no_weight_decay", "decay_in_place")
+    moment = ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov", "no_momentum",
+              "buffer_aliases_grad")
     return [v for v in SGD_MISTAKES if not (v in decay and not weight_decay) and not (v in moment and not momentum)]
 
 
-def sgd(got, init, variants, grad_changed=False, **_) -> str | None:
+def sgd(got, init, variants, **_) -> str | None:
     """`got`: the trajectory (each step's parameters); `variants`: {mistake: its trajectory}, for
     sgd_variants' mistakes (a function of the mistake's name is called only when needed)."""
     if all(np.array_equal(np.asarray(p), a) for step in got for p, a in zip(step, init)):
@@ -302,9 +312,6 @@ def sgd(got, init, variants, grad_changed=False, **_) -> str | None:
         trajectory = trajectory(name) if callable(trajectory) else trajectory
         if all(is_close(p, e, rtol=1e-9, atol=1e-12) for step, ref in zip(got, trajectory) for p, e in zip(step, ref)):
             return SGD_MISTAKES[name]
-    if grad_changed:
-        return ("step() changed p.grad (in place); if the momentum buffer IS the .grad "
-                "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
     return None
 
 
