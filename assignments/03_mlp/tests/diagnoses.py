@@ -7,7 +7,8 @@ returns is computed from the case's inputs (the layer without its bias, the coun
 parameters): compared with a wrong answer, never used as the answer. A mistake that takes
 autograd to model (the MLP's gradients without the ReLU's mask) is computed by the caller with
 the function here (`grads_without_relu`) and passed in, so that the hidden suite can compute it
-once, when the suite is collected.
+once, when the suite is collected. One whose model would be the graded answer written in NumPy
+(softmax cross-entropy's) is modelled in the grader only and passed in as values (`mistakes`).
 
     expect_close(got, expected, diagnose=diagnosis("numpy_mlp.linear_forward", X=X, W=W, b=b, expected=expected))
 """
