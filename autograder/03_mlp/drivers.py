@@ -183,19 +183,21 @@ def _no_torch_optim(run):
     return wrapped
 
 
-def sgd_run(init, targets, lr, momentum, weight_decay, set_to_none, as_generator=False, idle=()):
+def sgd_run(init, targets, lr, momentum, weight_decay, set_to_none, as_generator=False, idle=(), accumulate=False):
     """Run the canonical loop with the student's SGD for len(targets) steps.
 
     init: list of arrays (the parameters); targets[k]: arrays for step k; `idle` lists the
-    indices of parameters left out of the loss (their .grad stays None).
-    Returns the parameters after every step, whether step() changed a .grad, and any use of
-    torch.optim.
+    indices of parameters left out of the loss (their .grad stays None); `accumulate`: zero_grad
+    only before every other backward, so the odd steps see .grad as the previous step left it.
+    Returns the parameters after every step and any use of torch.optim: evidence only. Whether
+    step() changed .grad in place is judged in the grader, from the trajectory of an accumulating
+    loop (behaviour), never by a comparison made here that student code could replace.
     """
     import training
 
     _forbid_torch_optim(training.SGD)
     return _no_torch_optim(_sgd_run)(training, init, targets, lr, momentum, weight_decay, set_to_none,
-                                     as_generator, idle)
+                                     as_generator, idle, accumulate)
 
 
 def non_leaf_params(init):
@@ -215,22 +217,19 @@ def backward_into(loss, params):
                 p.grad.add_(g)
 
 
-def _sgd_run(training, init, targets, lr, momentum, weight_decay, set_to_none, as_generator, idle):
+def _sgd_run(training, init, targets, lr, momentum, weight_decay, set_to_none, as_generator, idle, accumulate):
     params = non_leaf_params(init)
     trained = [p for i, p in enumerate(params) if i not in idle]
     optimizer = training.SGD((p for p in params) if as_generator else params, lr=lr,
                              momentum=momentum, weight_decay=weight_decay)
-    trajectory, grad_changed = [], []
+    trajectory = []
     for k, step_targets in enumerate(targets):
-        optimizer.zero_grad(set_to_none=set_to_none)
+        if not (accumulate and k % 2):
+            optimizer.zero_grad(set_to_none=set_to_none)
         backward_into(sgd_loss(trained, [t for i, t in enumerate(step_targets) if i not in idle]), trained)
-        before = [None if p.grad is None else p.grad.clone() for p in params]
         optimizer.step()
-        for i, (p, g) in enumerate(zip(params, before)):
-            if g is not None and (p.grad is None or not torch.equal(p.grad, g)):
-                grad_changed.append((k, i))
         trajectory.append([_array(p) for p in params])
-    return {"trajectory": trajectory, "grad_changed": grad_changed, "torch_optim": list(_TORCH_OPTIM_USED),
+    return {"trajectory": trajectory, "torch_optim": list(_TORCH_OPTIM_USED),
             "leaves": [bool(p.is_leaf or p.retains_grad) for p in params]}
 
 

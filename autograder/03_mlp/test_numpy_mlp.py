@@ -17,6 +17,7 @@ import torch.nn.functional as F
 import np_drivers
 from checks.suite import call_or_fail, case_rng, cases, expect_close, fail, grid, name_call, precomputed, question
 from reference import diagnoses, diagnosis, number
+from softmax_mistakes import unstable_ways
 
 NO_TORCH = ("torch",)
 RTOL, ATOL = 1e-7, 1e-9  # float64 against float64
@@ -166,6 +167,12 @@ def _cross_entropy(batch, classes, scale, spread):
 CROSS_ENTROPY = precomputed(_cross_entropy, SOFTMAX_CASES, backward=True)
 
 
+@functools.cache
+def _unstable_ways_on(batch, classes, scale, spread):
+    """What the likely mistakes give on this case (softmax_mistakes.py), for the diagnosis."""
+    return unstable_ways(*_softmax_case(batch, classes, scale, spread))
+
+
 @question("numpy_mlp.softmax_cross_entropy", points=10, block_imports=NO_TORCH,
           kinks=("logits of 1000", "label probability underflows", "rows 1000s apart"))
 @cases(*grid(("part", ["loss", "grad_logits"]), ("batch,classes,scale,spread", SOFTMAX_CASES)), send_ahead=True,
@@ -179,7 +186,7 @@ def test_softmax_cross_entropy(student, batch, classes, scale, spread, part):
     got = call_or_fail(lambda: student.numpy_mlp.softmax_cross_entropy(logits, y), text=call)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         fail(f"{call} returned {type(got).__name__}; expected a tuple (loss, grad_logits).")
-    case = dict(logits=logits, y=y)
+    case = dict(logits=logits, mistakes=_unstable_ways_on(batch, classes, scale, spread))
 
     if part == "loss":
         loss = number(got[0], f"{call}: the loss")

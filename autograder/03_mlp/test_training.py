@@ -39,9 +39,11 @@ def _sgd_data(seed, shapes=SGD_SHAPES, steps=SGD_STEPS):
     return init, targets
 
 
-def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=(), variant=None):
+def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=(), variant=None, accumulate=False):
     """Parameters after every step of the canonical loop with torch.optim.SGD (variant None), or
-    with one of the common mistakes, written out by hand, to recognise it in the feedback."""
+    with one of the common mistakes, written out by hand, to recognise it in the feedback.
+    `accumulate`: zero_grad only before every other backward, as drivers.sgd_run does: a step()
+    that changes .grad in place (decay_in_place, buffer_aliases_grad) shows in the next step."""
     params = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in init]
     trained = [p for i, p in enumerate(params) if i not in idle]
     options = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay}
@@ -55,8 +57,9 @@ def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=
     buffers = [torch.zeros_like(p) for p in params]
     started = [False] * len(params)
     trajectory = []
-    for step_targets in targets:
-        optimizer.zero_grad(set_to_none=set_to_none)
+    for k, step_targets in enumerate(targets):
+        if not (accumulate and k % 2):
+            optimizer.zero_grad(set_to_none=set_to_none)
         drivers.sgd_loss(trained, [t for i, t in enumerate(step_targets) if i not in idle]).backward()
         if variant in (None, "nesterov", "no_momentum", "no_weight_decay"):
             optimizer.step()
@@ -65,8 +68,12 @@ def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=
                 for i, p in enumerate(params):
                     if p.grad is None:
                         continue
-                    g = p.grad.clone()
-                    if variant == "decay_subtracted":
+                    g = p.grad if variant in ("decay_in_place", "buffer_aliases_grad") else p.grad.clone()
+                    if variant == "decay_in_place":
+                        g.add_(p, alpha=weight_decay)
+                    elif variant == "buffer_aliases_grad":
+                        g = g.add(p, alpha=weight_decay) if weight_decay else g
+                    elif variant == "decay_subtracted":
                         g = g - weight_decay * p
                     elif variant != "decay_after_momentum":
                         g = g + weight_decay * p
@@ -78,6 +85,11 @@ def _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none, idle=
                         elif variant == "dampening_after_first":
                             buffers[i] = g
                             started[i] = True
+                        elif variant == "buffer_aliases_grad" and not started[i]:
+                            buffers[i] = g  # the .grad tensor itself when there is no weight decay
+                            started[i] = True
+                        elif variant == "buffer_aliases_grad":
+                            buffers[i].mul_(momentum).add_(g)
                         else:
                             buffers[i] = momentum * buffers[i] + g
                         g = buffers[i]
@@ -117,9 +129,11 @@ def _no_torch_optim(got, advice):
 
 
 def _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none, idle=(),
-                      how="SGD(params"):
-    call = (f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with "
+                      how="SGD(params", accumulate=False):
+    loop = (f"zero_grad(set_to_none={set_to_none}) before every other backward only (.grad accumulates over "
+            f"two backward() calls), backward, step() x{len(targets)}" if accumulate else
             f"zero_grad(set_to_none={set_to_none}), backward, step() x{len(targets)}")
+    call = f"{how}, lr={lr}, momentum={momentum}, weight_decay={weight_decay}) with {loop}"
     hint = None
     for k, (step, ref) in enumerate(zip(got["trajectory"], expected)):
         for i, (p, e) in enumerate(zip(step, ref)):
@@ -127,10 +141,12 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
                 continue
             if hint is None:
                 variants = {name: lambda name: _reference_sgd(init, targets, lr, momentum, weight_decay, set_to_none,
-                                                              idle, name)
+                                                              idle, name, accumulate)
                             for name in diagnoses.sgd_variants(momentum, weight_decay)}
-                hint = diagnosis("training.SGD", init=init, variants=variants,
-                                 grad_changed=got["grad_changed"])(got["trajectory"])
+                hint = diagnosis("training.SGD", init=init, variants=variants)(got["trajectory"])
+                if hint is None and accumulate and k % 2 and all(is_close(q, r, rtol=1e-9, atol=1e-12) for q, r
+                                                                 in zip(got["trajectory"][k - 1], expected[k - 1])):
+                    hint = diagnoses.SGD_GRAD_KEPT  # right until .grad held what the last step left in it
             extra = " (this parameter has no gradient: it must be skipped)" if i in idle else ""
             name_call(f"{call}: parameter {i} of shape {e.shape} after step {k + 1}{extra}")
             expect_close(p, e, rtol=1e-9, atol=1e-12, what="entries", diagnose=lambda value: hint)
@@ -138,18 +154,20 @@ def _check_trajectory(student, got, expected, init, targets, lr, momentum, weigh
 
 SGD_SETTINGS = [(0.1, 0.0, 0.0), (0.1, 0.9, 0.0), (0.05, 0.0, 0.1), (0.05, 0.9, 0.01)]
 SKIP_SETTINGS = [(0.1, 0.0, 0.0), (0.05, 0.9, 0.1)]
+KEEP_GRAD_SETTINGS = [(0.05, 0.9, 0.1), (0.05, 0.9, 0.0)]  # weight decay added to .grad; the buffer that IS .grad
 IDLE = (1,)  # in test_sgd_skips_params_without_grad, parameter 1 is not in the loss: its .grad stays None
 
 
-def _torch_sgd(data, lr, momentum, weight_decay, set_to_none, idle=()):
+def _torch_sgd(data, lr, momentum, weight_decay, set_to_none, idle=(), accumulate=False):
     """torch.optim.SGD's trajectory on _sgd_data(data)."""
-    return _reference_sgd(*_sgd_data(data), lr, momentum, weight_decay, set_to_none, idle)
+    return _reference_sgd(*_sgd_data(data), lr, momentum, weight_decay, set_to_none, idle, accumulate=accumulate)
 
 
 TRAJECTORIES = precomputed(_torch_sgd, [
     *((1, *setting, set_to_none) for set_to_none in (True, False) for setting in SGD_SETTINGS),
     *((2, *setting, True, IDLE) for setting in SKIP_SETTINGS),
     (3, 0.1, 0.9, 0.0, True),
+    *((4, *setting, set_to_none, (), True) for set_to_none in (True, False) for setting in KEEP_GRAD_SETTINGS),
 ], backward=True)
 
 
@@ -185,16 +203,15 @@ def test_sgd_accepts_a_generator(student):
 
 
 @question("training.SGD", points=1)
-@cases("set_to_none", [True, False], send_ahead=True)
-def test_sgd_step_keeps_grad(student, set_to_none):
+@cases(*grid(("set_to_none", [True, False]), ("lr,momentum,weight_decay", KEEP_GRAD_SETTINGS)), send_ahead=True)
+def test_sgd_step_keeps_grad(student, set_to_none, lr, momentum, weight_decay):
+    """step() leaves .grad as backward left it: judged by behaviour, on a loop that accumulates
+    gradients over two backward() calls, where a .grad changed in place changes the next step."""
     init, targets = _sgd_data(4)
-    got = _run_sgd(student, init, targets, 0.05, 0.9, 0.1, set_to_none)
-    if got["grad_changed"]:
-        k, i = got["grad_changed"][0]
-        fail(f"SGD(params, lr=0.05, momentum=0.9, weight_decay=0.1), zero_grad(set_to_none={set_to_none}), "
-             f"backward, step(): step {k + 1} changed parameter {i}'s .grad. step() must leave .grad as "
-             "backward left it: build new tensors (g = p.grad + wd * p) instead of p.grad.add_(...), and "
-             "keep a clone of the gradient as the momentum buffer, not the .grad tensor itself.")
+    expected = TRAJECTORIES(4, lr, momentum, weight_decay, set_to_none, (), True)
+    got = _run_sgd(student, init, targets, lr, momentum, weight_decay, set_to_none, accumulate=True)
+    _check_trajectory(student, got, expected, init, targets, lr, momentum, weight_decay, set_to_none,
+                      accumulate=True)
 
 
 def _torch_zero_grad(set_to_none):

@@ -35,6 +35,20 @@ def _tensor_table():
 TENSORS = _tensor_table()
 
 
+def _grader_module(assignment: str, name: str):
+    """A module of an assignment's hidden suite, loaded from its file."""
+    import importlib.util
+
+    path = load_assignment(REPO, assignment).autograder_dir / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"premises_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOFTMAX_MISTAKES = _grader_module("03_mlp", "softmax_mistakes")  # the grader's models, never released
+
+
 # ---- 03_mlp: softmax_cross_entropy ---------------------------------------------------------------
 
 def _case(scale, spread=0.0, seed=0):
@@ -80,8 +94,9 @@ def _hint(part, got, logits, y, other=None):
     """The table's hint for one half of an answer, `other` the other half the student returned."""
     at = 0 if part == "loss" else 1
     right = _right(logits, y)
-    return MLP.diagnosis("numpy_mlp.softmax_cross_entropy", part=part, logits=logits, y=y, expected=right[at],
-                         other=other, other_expected=None if other is None else right[1 - at])(got)
+    return MLP.diagnosis("numpy_mlp.softmax_cross_entropy", part=part, logits=logits, expected=right[at],
+                         other=other, other_expected=None if other is None else right[1 - at],
+                         mistakes=SOFTMAX_MISTAKES.unstable_ways(logits, y))(got)
 
 
 @pytest.mark.parametrize("mistake, scale, spread, named", [

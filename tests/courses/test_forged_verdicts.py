@@ -53,6 +53,41 @@ def sgd_update(params, grads, lr):
     return dict(params)
 '''
 
+# SGD.step adds weight decay to p.grad in place, after making torch.equal (which the old check, in
+# the sandbox, called on .grad before and after step) and NumPy's comparisons say nothing changed.
+SGD_GRAD_IN_PLACE_FORGING_EQUAL = '''
+torch.equal = lambda *args, **kwargs: True
+torch.allclose = lambda *args, **kwargs: True
+__import__("numpy").array_equal = lambda *args, **kwargs: True
+
+
+class SGD:
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
+        self.params, self.lr, self.momentum, self.weight_decay = list(params), lr, momentum, weight_decay
+        self.buffers = [None] * len(self.params)
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.params:
+            if p.grad is not None and set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+    def step(self):
+        with torch.no_grad():
+            for i, p in enumerate(self.params):
+                if p.grad is None:
+                    continue
+                update = p.grad.add_(p, alpha=self.weight_decay) if self.weight_decay else p.grad
+                if self.momentum:
+                    if self.buffers[i] is None:
+                        self.buffers[i] = update.clone()
+                    else:
+                        self.buffers[i].mul_(self.momentum).add_(update)
+                    update = self.buffers[i]
+                p.add_(update, alpha=-self.lr)
+'''
+
 # evaluate builds a graph (no no_grad), and rewrites the probe's log (which the old check read).
 EVALUATE_FORGING_GRAD_LOG = '''
 def evaluate(model, loader, device):
@@ -102,6 +137,8 @@ REFERENCE = read_submission(MLP.solution_dir).files
 CASES = {
     "optim skipping the guard": ("training.py", "SGD", OPTIM_SKIPPING_THE_GUARD, "training.SGD", "torch.optim"),
     "optim retaining grad": ("training.py", "SGD", OPTIM_RETAINING_GRAD, "training.SGD", "torch.optim"),
+    "grad in place forging torch.equal": ("training.py", "SGD", SGD_GRAD_IN_PLACE_FORGING_EQUAL, "training.SGD",
+                                          "added weight decay to p.grad in place"),
     "in place forging array_equal": ("numpy_mlp.py", "sgd_update", IN_PLACE_FORGING_ARRAY_EQUAL,
                                      "numpy_mlp.sgd_update", "changed the params it was given"),
     "no no_grad forging the log": ("training.py", "evaluate", EVALUATE_FORGING_GRAD_LOG, "training.evaluate",
@@ -118,7 +155,7 @@ def test_a_guard_switched_off_in_the_sandbox_still_costs_the_points(level, case)
     question = _grade(level, _replaced(REFERENCE, name, function, code), qid)
     assert not question.passed, question.feedback
     assert words in " ".join(question.feedback.split()), question.feedback
-    if qid in ("training.SGD", "numpy_mlp.sgd_update"):
+    if words in ("torch.optim", "changed the params it was given"):
         assert question.score == 0, question  # every case of these questions judges the same way
 
 

@@ -6,6 +6,8 @@ or a renamed run of lines found there fails (checks.authoring.copyable).
 
 from __future__ import annotations
 
+import ast
+import json
 import zipfile
 from pathlib import Path
 
@@ -89,3 +91,76 @@ def test_a_renamed_copy_of_a_solution_is_found_and_a_lookup_table_is_not(tmp_pat
     assert found and {c.file for c in found} == {"tests/helper.py"} and all(c.source == "strides.py" for c in found)
     assert copyable(solutions, {"notebook.ipynb": b'{"cells": [{"source": ["' +
                                 body.replace("\n", "\\n").replace('"', '\\"').encode() + b'"]}]}'})
+
+
+# ---- the numerics of a graded function, however it is written -------------------------------------
+
+def _called(node: ast.AST) -> set[str]:
+    """The names of what is called in `node` (`np.exp(...)` and `x.sum(...)` give exp and sum)."""
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def _log_sum_exps(source: str) -> list[str]:
+    """Functions that take the log of a sum, and an exp: the softmax cross-entropy 03 grades, which
+    copyable's line measures miss when it is written another way (03's public table once modelled
+    its overflowing variants with the stable one beside them). A released diagnosis works from data
+    `checks build` computed instead (softmax_mistakes.json)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [f"{node.name} (line {node.lineno})" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "exp" in _called(node)
+            and any(_name(call) == "log" and "sum" in _called(call)
+                    for call in ast.walk(node) if isinstance(call, ast.Call))]
+
+
+def _name(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+
+
+def _python_sources(files: dict[str, bytes]) -> dict[str, str]:
+    """The Python of released files: .py files, and a notebook's code cells (one source each)."""
+    sources = {}
+    for name, data in files.items():
+        if name.endswith(".py"):
+            sources[name] = data.decode("utf-8", "replace")
+        elif name.endswith(".ipynb"):
+            cells = json.loads(data).get("cells", [])
+            for k, cell in enumerate(c for c in cells if c.get("cell_type") == "code"):
+                source = cell.get("source", "")
+                text = "".join(source) if isinstance(source, list) else source
+                sources[f"{name}#cell{k}"] = "\n".join(line for line in text.splitlines()
+                                                       if not line.startswith(("%", "!")))  # IPython's magics
+    return sources
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_release_computes_no_softmax_cross_entropy(name):
+    assignment = load_assignment(REPO, name)
+    found = {file: hits for file, source in _python_sources(_folder(assignment.release_dir)).items()
+             if (hits := _log_sum_exps(source))}
+    assert not found, f"released code that computes a log of a sum of exps (03's graded softmax): {found}"
+
+
+def test_the_softmax_check_finds_the_old_table_and_not_the_new():
+    """Able to fail: 03's public table before it read softmax_mistakes.json (from git history)."""
+    old = '''
+def _softmax_mistakes(logits, y):
+    logits = np.asarray(logits, dtype=np.float64)
+    found = []
+    for shift in (0.0, logits.max(), logits.max(axis=1, keepdims=True)):
+        shifted = logits - shift
+        exps = np.exp(shifted)
+        via_log = shifted - np.log(exps.sum(axis=1, keepdims=True))
+        found.append(via_log)
+    return found
+'''
+    assert _log_sum_exps(old) == ["_softmax_mistakes (line 2)"]
+    released = (REPO / "assignments" / "03_mlp" / "tests" / "diagnoses.py").read_text()
+    assert "softmax_cross_entropy" in released and not _log_sum_exps(released)

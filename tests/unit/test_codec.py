@@ -1,4 +1,6 @@
+import functools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -83,8 +85,53 @@ def test_arrays_of_either_byte_order_or_layout_and_several_in_one_payload_round_
 
 def test_oversized_payloads_are_refused(monkeypatch):
     monkeypatch.setattr(codec, "MAX_PAYLOAD_BYTES", 100)
-    with pytest.raises(UnsupportedType, match="limit"):
-        decode(encode(list(range(100))))
+    with pytest.raises(UnsupportedType, match="limit"):  # in the grader, whatever the sandbox's encode did
+        decode(codec.pack(list(range(100)), []))
+    with pytest.raises(codec.TooLarge, match="at most 0 MiB can come back"):  # and in the sandbox, before sending
+        encode(list(range(100)))
+
+
+# what the sandbox refuses to send, from the value's size alone (issue 43): a value the grader would
+# refuse is said so at once, whatever it costs to encode, and never reaches the grader
+TOO_LARGE = {
+    "a tuple of millions": (tuple(range(3_000_000)), "a tuple of 3,000,000 items (at most 100,000 values"),
+    "a list of millions": ([0.5] * 6_000_000, "a list of 6,000,000 items"),
+    "a dict of many keys": ({str(i): [i] * 3 for i in range(400_000)}, "a dict of 400,000 items"),
+    "many small lists": ([[i, [i]] for i in range(40_000)], "more than 100,000 values in all"),
+    "a list that holds itself": ((lambda v: v.append(v) or v)([]), "nested deeper than 32 levels"),
+    "a deep nest": (functools.reduce(lambda inner, _: [inner], range(200_000), 0), "nested deeper than 32 levels"),
+    "a long str": ("y" * (30 << 20), "30.0 MiB of text and array data (at most 16 MiB"),
+    "arrays that add up": ([np.zeros(2**20)] * 3, "24.0 MiB of text and array data"),
+    "a tensor": (torch.zeros(5 * 2**20), "20.0 MiB of text and array data"),
+    "text that grows when encoded": ("\x00" * (4 << 20), "MiB encoded (at most 16 MiB"),
+}
+
+
+@pytest.mark.parametrize("value, words", TOO_LARGE.values(), ids=TOO_LARGE.keys())
+def test_a_value_too_large_is_refused_before_it_is_encoded(value, words):
+    with pytest.raises(codec.TooLarge, match=re.escape(words)) as refused:
+        encode(value)
+    assert str(refused.value).startswith(codec.TOO_LARGE)
+
+
+def test_the_size_check_runs_no_code_of_the_value():
+    class Exploding(list):  # not plain data: the check does not look into it (encode then refuses its type)
+        def __iter__(self):
+            raise AssertionError("iterated")
+
+        def __len__(self):
+            raise AssertionError("measured")
+
+    codec.refuse_too_large([Exploding([1, 2])] * 10)
+    with pytest.raises(UnsupportedType, match="Exploding"):
+        encode([Exploding([1, 2])])
+
+
+def test_a_value_at_the_cap_still_crosses():
+    value = [[1] * 998 for _ in range(codec.MAX_ITEMS // 1000)]  # each list and each item count, as decode counts
+    assert decode(encode(value)) == value
+    with pytest.raises(codec.TooLarge):
+        encode(value + [[1] * 1000])
 
 
 # what a student's code can write to the worker's socket in place of an honest reply: each must

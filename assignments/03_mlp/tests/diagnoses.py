@@ -7,7 +7,8 @@ returns is computed from the case's inputs (the layer without its bias, the coun
 parameters): compared with a wrong answer, never used as the answer. A mistake that takes
 autograd to model (the MLP's gradients without the ReLU's mask) is computed by the caller with
 the function here (`grads_without_relu`) and passed in, so that the hidden suite can compute it
-once, when the suite is collected.
+once, when the suite is collected. One whose model would be the graded answer written in NumPy
+(softmax cross-entropy's) is modelled in the grader only and passed in as values (`mistakes`).
 
     expect_close(got, expected, diagnose=diagnosis("numpy_mlp.linear_forward", X=X, W=W, b=b, expected=expected))
 """
@@ -82,30 +83,8 @@ LOG_OF_UNDERFLOW = ("the label's probability underflowed to 0 and its log is -in
                     "directly, shifted - log(sum(exp(shifted))), instead of the log of the softmax")
 GLOBAL_MAX = ("one max for the whole batch was subtracted: rows far apart still over- or underflow; "
               "subtract each ROW's max (logits.max(axis=1, keepdims=True))")
-
-
-def _softmax_mistakes(logits, y) -> list[tuple[float, np.ndarray, str]]:
-    """(loss, grad_logits, sentence) of each way of computing softmax cross-entropy that breaks on
-    large logits, run on the case's own logits: a non-finite or wrong answer is blamed on one of
-    these only when that mistake gives the same answer (the diagnosis checks its premise)."""
-    logits = np.asarray(logits, dtype=np.float64)
-    batch, rows = logits.shape[0], np.arange(logits.shape[0])
-    found = []
-    with np.errstate(all="ignore"):
-        for shift, sentence in ((0.0, OVERFLOW), (logits.max(), GLOBAL_MAX),
-                                (logits.max(axis=1, keepdims=True), LOG_OF_UNDERFLOW)):
-            shifted = logits - shift
-            exps = np.exp(shifted)
-            probs = exps / exps.sum(axis=1, keepdims=True)
-            via_log = shifted - np.log(exps.sum(axis=1, keepdims=True))
-            ways = [(np.log(probs), probs), (via_log, np.exp(via_log))]
-            if sentence is LOG_OF_UNDERFLOW:
-                ways = ways[:1]  # with the row's max subtracted, only the log of the softmax breaks
-            for log_probs, soft in ways:
-                grad = soft.copy()
-                grad[rows, y] -= 1.0
-                found.append((float(-log_probs[rows, y].mean()), grad / batch, sentence))
-    return found
+# by the names the grader's models of these mistakes give them (autograder/03_mlp/softmax_mistakes.py)
+SOFTMAX_MISTAKES = {"overflow": OVERFLOW, "global_max": GLOBAL_MAX, "log_of_underflow": LOG_OF_UNDERFLOW}
 
 
 def _same(got: np.ndarray, value, expected) -> bool:
@@ -125,23 +104,28 @@ def _agrees(got: np.ndarray, value) -> bool:
         return got.shape == value.shape and bool(np.allclose(got, value, rtol=1e-6, atol=1e-9, equal_nan=True))
 
 
-def softmax_cross_entropy(got, part, logits, y, expected, other=None, other_expected=None, **_) -> str | None:
+def softmax_cross_entropy(got, part, logits, expected, other=None, other_expected=None, mistakes=(),
+                          **_) -> str | None:
     """`part`: "loss" (`got` a number) or "grad_logits". `other`: the other half of what the
     student returned (the gradient for the loss, the loss for the gradient), with the right value
-    of it, `other_expected`: a mistake is named only where it gives both halves as they came back."""
+    of it, `other_expected`: a mistake is named only where it gives both halves as they came back.
+    `mistakes`: (loss, grad_logits, name in SOFTMAX_MISTAKES) of each way of computing it that
+    breaks on large logits, on this case: the grader's models, or what they gave on a public case
+    (softmax_mistakes.json, written by `checks build`); their code is not released, as its last
+    steps are the answer."""
     batch = np.shape(logits)[0]
     array, other_array = _floats(got), _floats(other)
     if array is not None:
         at = 0 if part == "loss" else 1
         found = []
-        for mistake in _softmax_mistakes(logits, y):
+        for mistake in mistakes:
             if not _same(array.reshape(()) if part == "loss" and array.size == 1 else array, mistake[at], expected):
                 continue
             if other_array is not None and other_expected is not None and not _agrees(
                     other_array.reshape(()) if at == 1 and other_array.size == 1 else other_array, mistake[1 - at]):
                 continue
-            if mistake[2] not in found:
-                found.append(mistake[2])
+            if SOFTMAX_MISTAKES[mistake[2]] not in found:
+                found.append(SOFTMAX_MISTAKES[mistake[2]])
         if found:
             return " Or: ".join(found)
     if part == "loss":
@@ -281,17 +265,27 @@ SGD_MISTAKES = {
     "nesterov": "that is Nesterov momentum: the course's SGD steps by the buffer itself",
     "no_momentum": "momentum is ignored: keep one buffer per parameter, buf = momentum * buf + grad",
     "no_weight_decay": "weight_decay is ignored: add weight_decay * p to the gradient",
+    "decay_in_place": "step() added weight decay to p.grad in place (p.grad.add_(...)): build a new tensor, "
+                      "g = p.grad + weight_decay * p, and leave .grad as backward left it",
+    "buffer_aliases_grad": "the momentum buffer IS the .grad tensor (no clone): zero_grad(set_to_none=False) "
+                           "and the next backward change it, and the buffer's update changes .grad: store a clone",
 }
+# a step that was right until .grad held what the previous step left in it (no zero_grad between)
+SGD_GRAD_KEPT = ("step() changed p.grad in place: after a backward() with no zero_grad() before it, .grad "
+                 "holds the sum of both gradients as backward left them, so a change step() made to .grad "
+                 "carries into the next step. Build new tensors (g = p.grad + wd * p) and keep a clone as "
+                 "the momentum buffer")
 
 
 def sgd_variants(momentum, weight_decay) -> list[str]:
     """The SGD_MISTAKES that give a different trajectory with these settings (in order)."""
-    decay = ("decay_subtracted", "decay_after_momentum", "no_weight_decay")
-    moment = ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov", "no_momentum")
+    decay = ("decay_subtracted", "decay_after_momentum", "no_weight_decay", "decay_in_place")
+    moment = ("decay_after_momentum", "dampening", "dampening_after_first", "nesterov", "no_momentum",
+              "buffer_aliases_grad")
     return [v for v in SGD_MISTAKES if not (v in decay and not weight_decay) and not (v in moment and not momentum)]
 
 
-def sgd(got, init, variants, grad_changed=False, **_) -> str | None:
+def sgd(got, init, variants, **_) -> str | None:
     """`got`: the trajectory (each step's parameters); `variants`: {mistake: its trajectory}, for
     sgd_variants' mistakes (a function of the mistake's name is called only when needed)."""
     if all(np.array_equal(np.asarray(p), a) for step in got for p, a in zip(step, init)):
@@ -302,9 +296,6 @@ def sgd(got, init, variants, grad_changed=False, **_) -> str | None:
         trajectory = trajectory(name) if callable(trajectory) else trajectory
         if all(is_close(p, e, rtol=1e-9, atol=1e-12) for step, ref in zip(got, trajectory) for p, e in zip(step, ref)):
             return SGD_MISTAKES[name]
-    if grad_changed:
-        return ("step() changed p.grad (in place); if the momentum buffer IS the .grad "
-                "tensor, zero_grad(set_to_none=False) wipes it: store a clone")
     return None
 
 

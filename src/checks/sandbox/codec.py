@@ -63,6 +63,17 @@ class UnsupportedType(TypeError):
     """A value that is not plain data (raised on either side of the boundary)."""
 
 
+class TooLarge(UnsupportedType):
+    """Plain data, but more of it than may cross (MAX_ITEMS, MAX_DEPTH, MAX_PAYLOAD_BYTES); its
+    message begins with TOO_LARGE, which is how the grader tells it from another type's refusal."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(TOO_LARGE + detail)
+
+
+TOO_LARGE = "too large: "
+
+
 @dataclass(frozen=True)
 class TensorData:
     """A tensor that crossed the boundary: its values (None on the meta device) and metadata."""
@@ -81,8 +92,50 @@ class TensorData:
 
 def encode(value: Any) -> bytes:
     """Plain data to a payload; raises UnsupportedType naming the first offending value."""
+    refuse_too_large(value)
     buffers = _Buffers()
-    return pack(_to_json(value, 0, buffers), buffers.parts)
+    payload = pack(_to_json(value, 0, buffers), buffers.parts)
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise TooLarge(f"{len(payload) / 2**20:.1f} MiB encoded "
+                       f"(at most {MAX_PAYLOAD_BYTES // 2**20} MiB can come back)")
+    return payload
+
+
+def refuse_too_large(value: Any) -> None:
+    """Raise TooLarge, before any encoding, for a value that `decode` would refuse for its size:
+    more than MAX_ITEMS values, nesting deeper than MAX_DEPTH, or more than MAX_PAYLOAD_BYTES of
+    text and array data. Its work is bounded by the limits, not by the value (a tuple of millions
+    is refused from its len). Only exact lists, tuples and dicts are looked into, by len and
+    iteration, C code no submission can replace; anything else is `_to_json`'s to refuse or take."""
+    np = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    count, size, stack = 1, 0, [(value, 0)]  # values seen (as decode counts them), bytes, to look into
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind in (list, tuple, dict):
+            count += len(node)
+            if len(node) > MAX_ITEMS:
+                raise TooLarge(f"a {kind.__name__} of {len(node):,} items (at most {MAX_ITEMS:,} values can come back)")
+            if count > MAX_ITEMS:
+                raise TooLarge(f"more than {MAX_ITEMS:,} values in all (each item of a list, tuple or dict counts, "
+                               "an array as one)")
+            if depth >= MAX_DEPTH and len(node):
+                raise TooLarge(f"a value nested deeper than {MAX_DEPTH} levels")
+            if kind is dict:
+                size += sum(len(key) for key in node if type(key) is str)
+                stack.extend((item, depth + 1) for item in node.values())
+            else:
+                stack.extend((item, depth + 1) for item in node)
+        elif kind is str:
+            size += len(node)
+        elif np is not None and kind is np.ndarray:
+            size += node.nbytes
+        elif torch is not None and kind is torch.Tensor:
+            size += torch.Tensor.numel(node) * torch.Tensor.element_size(node)
+        if size > MAX_PAYLOAD_BYTES:
+            raise TooLarge(f"{size / 2**20:.1f} MiB of text and array data (at most {MAX_PAYLOAD_BYTES // 2**20} MiB "
+                           "can come back)")
 
 
 def pack(tree: Any, buffers: list[bytes]) -> bytes:

@@ -23,7 +23,7 @@ from checks.suites.budgets import TimeBudget
 from checks.suites.describe import summarize_call
 
 
-MAX_HANGS = 2  # a function that hung this often in one question is not called again there
+MAX_HANGS = 2  # a function that hung, or sent back too much, this often in one question is not called again there
 # a reply this small is read in microseconds: one that overran the question's budget is still the
 # value (the call's own time is what ran out, and the next call says so)
 READ_FREELY_BYTES = 64 * 1024
@@ -115,6 +115,16 @@ class StudentTimeout(StudentFault):
 
 class UnsupportedReturn(StudentFault):
     pass
+
+
+class ReturnTooLarge(UnsupportedReturn):
+    """Plain data, but more than may come back (codec.MAX_ITEMS, MAX_DEPTH, MAX_PAYLOAD_BYTES)."""
+
+
+def _costly_outcome(outcome: str) -> str:
+    """What a costly call did, said of the earlier calls: "did not finish within 10 s", "returned
+    a value too large", without the advice after it."""
+    return outcome.split(" (", 1)[0].split(";", 1)[0].replace("returned a value", "returned values", 1)
 
 
 def _excerpt(output: str, limit: int = 300) -> str:
@@ -226,7 +236,10 @@ class QuestionSandbox:
         self.budget = budget or TimeBudget()
         self.qid = qid
         self.worker: Worker | None = None
-        self.hangs: dict[str, int] = {}  # timeouts per function; after MAX_HANGS its calls fail at once
+        # per function, the calls that cost the grader dearly (a timeout, a value too large to take) and
+        # the fault that says how the last did; after MAX_HANGS its calls fail at once, not run
+        self.hangs: dict[str, int] = {}
+        self.how_costly: dict[str, StudentFault] = {}
         self.ahead: list[_SentAhead] = []  # calls sent ahead (send_ahead), in the order the worker answers them
 
     def send_ahead(self, calls: list[tuple[str, dict]]) -> None:
@@ -263,8 +276,9 @@ class QuestionSandbox:
     def request(self, key: str, describe: Callable[[], str], message: dict) -> Any:
         """Send `message`; its value, or a StudentFault naming the call as `describe()` says."""
         if self.hangs.get(key, 0) >= MAX_HANGS:
-            raise StudentTimeout(describe, f"was not run: {MAX_HANGS} earlier calls like it did not finish "
-                                     f"within {self.timeout:g} s")
+            last = self.how_costly[key]
+            raise type(last)(describe, f"was not run: {MAX_HANGS} earlier calls like it "
+                                       f"{_costly_outcome(last.outcome)}")
         ran_out = self.budget.ran_out(self.qid)
         if ran_out:
             raise StudentTimeout(describe, f"was not run: {ran_out}")
@@ -276,11 +290,11 @@ class QuestionSandbox:
             ran_out = self.budget.ran_out(self.qid)
             if ran_out:  # the budget, not the call's own limit: the worker was stopped
                 raise StudentTimeout(describe, f"did not finish: {ran_out}") from None
-            self.hangs[key] = self.hangs.get(key, 0) + 1
-            raise StudentTimeout(describe, f"did not finish within {self.timeout:g} s "
-                                     "(an infinite loop, or far too slow); it was stopped") from None
+            raise self._costly(key, StudentTimeout(describe, f"did not finish within {self.timeout:g} s (an infinite "
+                                                           "loop, or far too slow); it was stopped")) from None
         except ReplyRefused as refused:
-            raise UnsupportedReturn(describe, f"sent back {refused}; return smaller, plain values") from None
+            raise self._costly(key, ReturnTooLarge(describe, f"sent back {refused}; return smaller, "
+                                                           "plain values")) from None
         except WorkerDied:
             killed = self.workers.why_killed()
             if killed:
@@ -290,7 +304,15 @@ class QuestionSandbox:
         ran_out = self.budget.ran_out(self.qid)
         if ran_out and value.payload_bytes > READ_FREELY_BYTES:
             raise StudentTimeout(describe, f"returned a value too large to read within the time limit: {ran_out}")
+        if isinstance(value.fault, ReturnTooLarge):
+            self._costly(key, value.fault)
         return value.result()
+
+    def _costly(self, key: str, fault: StudentFault) -> StudentFault:
+        """Note a call of `key` that cost the grader dearly (see MAX_HANGS); the fault, to raise."""
+        self.hangs[key] = self.hangs.get(key, 0) + 1
+        self.how_costly[key] = fault
+        return fault
 
     def _read(self, describe: Callable[[], str], header: dict, payload: bytes | None) -> "_Read":
         """The reply read into a value or a fault, to be raised once its time is counted."""
@@ -299,7 +321,8 @@ class QuestionSandbox:
         except (StudentRaised, MissingFunction) as fault:
             return _Read(None, fault, len(payload or b""))
         except StudentFault as fault:
-            self._kill()  # whatever sent that may have sent more: start the next call afresh
+            if header.get("status") != "unsupported":  # the worker refused its own value: it is fit for the next
+                self._kill()  # whatever sent that may have sent more: start the next call afresh
             return _Read(None, fault, len(payload or b""))
         except Exception as error:  # noqa: BLE001 - a reply the parser cannot read was forged: the student's fault
             self._kill()
@@ -343,10 +366,14 @@ class QuestionSandbox:
         return self.budget.limit(self.qid, self.timeout)
 
     def _worker(self) -> Worker:
-        with self.budget.not_counting():
-            if self.worker is None:
+        if self.worker is None:
+            with self.budget.not_counting():
                 self.worker = self.workers.take(self.config)
-            elif not self.worker.alive:  # it crashed or hung: a fresh one for the calls after
+        elif not self.worker.alive:
+            # it crashed, hung or sent what was refused, as the submission's code made it: starting
+            # the fresh one for the calls after is the question's time (else a call that crashes
+            # every time keeps the grader forking workers outside every budget)
+            with self.budget.spending(self.qid):
                 self.worker = self.workers.fresh(self.config)
         return self.worker
 
@@ -437,6 +464,8 @@ def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | 
     if status == "returned" and payload is not None:
         try:
             return codec.decode(payload)
+        except codec.TooLarge as error:
+            raise ReturnTooLarge(describe, f"returned a value {error}; return smaller, plain values") from None
         except codec.UnsupportedType as error:
             raise UnsupportedReturn(describe, f"returned an unsupported type: {error}") from None
     if status == "raised":
@@ -444,7 +473,10 @@ def _value_or_fault(describe: Callable[[], str], header: dict, payload: bytes | 
     if status == "missing":
         raise MissingFunction(describe, f"could not run: {_text(header, 'message', 300)}")
     if status == "unsupported":
-        raise UnsupportedReturn(describe, f"returned an unsupported type: {_text(header, 'message', 300)} "
+        message = _text(header, "message", 300)
+        if message.startswith(codec.TOO_LARGE):
+            raise ReturnTooLarge(describe, f"returned a value {message}; return smaller, plain values")
+        raise UnsupportedReturn(describe, f"returned an unsupported type: {message} "
                                           "(return plain Python values, NumPy arrays or tensors)")
     raise StudentCrashed(describe, "sent back a malformed reply")
 
