@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -92,10 +93,26 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = load_assignment(course.root, book.assignment).title
     else:
         label = book.assignment
-    done = post_scores(registration.conf, config.issuer, ags, book.load(), roster,
-                       assignment=book.assignment, label=label)
-    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}" if done.lineitem
+    from checks.lti.services import posted_before, records_file
+    from checks.policy import records
+
+    with records.locked(records_file(course.folder)) as fd:  # the server's posts share the record and its lock
+        done = post_scores(registration.conf, config.issuer, ags, book.load(), roster, assignment=book.assignment,
+                           label=label, before=posted_before(course.folder, book.assignment))
+        if done.lineitem:
+            records.append(fd, {"event": "post", "assignment": book.assignment, "lineitem": done.lineitem,
+                                "posted": done.posted, "sent": done.sent, "failed": done.failed,
+                                "unchanged": done.unchanged, "left_out": done.left_out, "by": "checks lti post",
+                                "at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}; "
+                        f"{len(done.unchanged)} already there with the same score (not sent again)" if done.lineitem
                         else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)
     for why in done.left_out:
         console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+    for why in done.failed:
+        console.print(Text.assemble(("not posted: ", "red"), plain(why)), soft_wrap=True)
+    if done.failed:
+        console.print(plain(f"{len(done.failed)} score(s) not posted: run the same command again to send only those"),
+                      soft_wrap=True)
+        return 1
     return 0

@@ -146,38 +146,40 @@ def _audit(server: Server, fields: dict[str, Any]) -> None:
 
 
 def _lms_page(server: Server, request: Request, *, status: int = 200, **context: Any) -> Response:
-    view = {"heading": "", "error": "", "summary": "", "left_out": [], "issued": [], "tokens_csv": "",
+    view = {"heading": "", "error": "", "summary": "", "left_out": [], "failed": [], "issued": [], "tokens_csv": "",
             "back": "/staff", **context}
     return pages.render(server, request, "lms.html.j2", status=status, **view)
 
 
 def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
-    """Post `assignment`'s final scores from the server's gradebook (audited); LtiError or
-    CourseError when it cannot."""
-    from checks.lti.services import PostFailed, ags_endpoint, post_scores
+    """Post `assignment`'s final scores from the server's gradebook, all but those the course's
+    records say were posted with the same score already; the post, with what each student was
+    sent, recorded (under the records' lock: two posts at once never send one score twice).
+    LtiError or CourseError when nothing could be sent."""
+    from checks.lti.services import ags_endpoint, post_scores, posted_before, records_file
 
     registration = _registration(server)
     ags = ags_endpoint(registration)
     course = pages.course(server)
     people = _course_roster(server)
     label = server.assignments[assignment].title or assignment
-    try:
+    with records.locked(records_file(course.folder)) as fd:
         done = post_scores(registration.conf, registration.issuer, ags,
                            gradebook.scores(server.storage, assignment, course), people,
-                           assignment=assignment, label=label, now=_now())
-    except PostFailed as failed:
-        if failed.done.posted:  # the platform took some before it failed: that is a change, recorded
-            _audit(server, {"event": "post", "assignment": assignment, "lineitem": failed.done.lineitem,
-                            "posted": failed.done.posted, "error": str(failed), "by": by})
-        raise
-    if done.lineitem:
-        _audit(server, {"event": "post", "assignment": assignment, "lineitem": done.lineitem, "posted": done.posted,
-                        "left_out": done.left_out, "by": by})
-    return {"lineitem": done.lineitem, "posted": done.posted, "left_out": done.left_out}
+                           assignment=assignment, label=label, now=_now(),
+                           before=posted_before(course.folder, assignment))
+        if done.lineitem:
+            records.append(fd, {"event": "post", "assignment": assignment, "lineitem": done.lineitem,
+                                "posted": done.posted, "sent": done.sent, "failed": done.failed,
+                                "unchanged": done.unchanged, "left_out": done.left_out, "by": by,
+                                "at": _now().isoformat(timespec="seconds")})
+    return {"lineitem": done.lineitem, "posted": done.posted, "left_out": done.left_out, "failed": done.failed,
+            "unchanged": done.unchanged}
 
 
 async def staff_post_scores(server: Server, request: Request) -> Response:
-    """Staff post an assignment's final scores to the LMS (Assignment and Grade Services)."""
+    """Staff post an assignment's final scores to the LMS (Assignment and Grade Services): the
+    page names each student whose score the LMS did not take, and why (502 then)."""
     from checks.lti.launch import LtiError
 
     user = pages.require_staff(server, request)
@@ -195,11 +197,17 @@ async def staff_post_scores(server: Server, request: Request) -> Response:
     except CourseError as error:
         return _lms_page(server, request, status=400, heading=heading, back=f"/staff?assignment={assignment}",
                          error=str(error))
-    summary = (f"Posted {len(done['posted'])} score(s) to the LMS's line item {done['lineitem']}; "
-               f"{len(done['left_out'])} left out." if done["lineitem"] else
-               f"Nothing to post: no graded submission of {assignment} belongs to a student with an LMS user id. "
-               "The LMS was not called.")
-    return _lms_page(server, request, heading=heading, summary=summary, left_out=done["left_out"],
+    if not done["lineitem"]:
+        summary = (f"Nothing to post: no graded submission of {assignment} belongs to a student with an LMS user id. "
+                   "The LMS was not called.")
+    else:
+        summary = (f"Posted {len(done['posted'])} score(s) to the LMS's line item {done['lineitem']}; "
+                   f"{len(done['unchanged'])} already there (posted before with the same score, not sent again); "
+                   f"{len(done['left_out'])} left out.")
+    error = (f"The LMS did not take {len(done['failed'])} score(s): those students are not posted. Post again to "
+             "send only theirs." if done["failed"] else "")
+    return _lms_page(server, request, status=502 if done["failed"] else 200, heading=heading, summary=summary,
+                     left_out=done["left_out"], failed=done["failed"], error=error,
                      back=f"/staff?assignment={assignment}")
 
 
