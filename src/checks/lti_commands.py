@@ -2,7 +2,8 @@
 end, beside cli.py, over checks.lti; needs the `lms` extra). `key` makes the tool's key pair in
 the course folder (once) and prints its public JWKS for the LMS's tool registration (raw JSON on
 standard output, the message on standard error; the course server serves it at /lti/jwks); `roster`
-adds the LMS's learners to roster.csv (Names and Role Provisioning); `post` sends a grade folder's
+adds the LMS's new learners to the course's data folder (data/lms-roster.csv, read with the
+course's roster.csv, which it never writes; Names and Role Provisioning); `post` sends a grade folder's
 final scores to the LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's
 [lti] memberships_url and lineitems_url, else those the latest launch at the course server named
 (services.endpoint). The course server's staff pages do the same from its own gradebook.
@@ -72,10 +73,17 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         from checks.lti.services import import_roster
 
         memberships = endpoint(registration, "memberships_url")
-        roster = course.roster.path if course.roster else course.folder / "roster.csv"
-        done = import_roster(registration.conf, config.issuer, memberships, roster)
+        if course.roster is not None:  # the course's own roster is input only: the new learners go beside it
+            from checks.policy.roster import read_roster
+
+            roster = course.synced_roster
+            done = import_roster(registration.conf, config.issuer, memberships, roster,
+                                 known=read_roster(course.roster.path))
+        else:
+            roster = course.folder / "roster.csv"
+            done = import_roster(registration.conf, config.issuer, memberships, roster)
         console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
-                            f"{len(done.skipped)} (not active learners)"))
+                            f"{len(done.skipped)} (not active learners)"), soft_wrap=True)
         return 0
     from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook

@@ -179,8 +179,13 @@ def test_the_private_key_stays_in_the_course_folder_readable_by_its_owner_only(c
 def test_the_cli_imports_the_roster_and_posts_scores(course, capsys):
     folder, platform = course
     out, book = graded(folder, platform)
+    own = (folder / "roster.csv").read_text()
     assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
     assert "added 1" in capsys.readouterr().out
+    assert (folder / "roster.csv").read_text() == own  # input only: the new learner is in the data folder
+    assert "u-bob" in (folder / "data" / "lms-roster.csv").read_text()
+    assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
+    assert "added 0, kept 2" in capsys.readouterr().out
     assert cli.main(["--course", str(folder), "lti", "post", str(out), "--label", "Tensors"]) == 0
     said = capsys.readouterr().out
     assert re.search(r"posted 1 score", said) and "left out: zed" in said

@@ -1,6 +1,6 @@
 """LTI Advantage services, called with the tool's own credentials (a client assertion signed with
-its key, exchanged for a scoped access token): Names and Role Provisioning (the class list, into
-roster.csv) and Assignment and Grade Services (a line item per assignment, a score per student).
+its key, exchanged for a scoped access token): Names and Role Provisioning (the class list: its new
+learners kept in the course's data folder, beside its own roster, which is input only) and Assignment and Grade Services (a line item per assignment, a score per student).
 
 Scores come from a gradebook, `checks grade`'s output folder (`checks lti post`) or the course
 server's own (its staff page): the final score (raw, less the late penalty, plus manual
@@ -148,14 +148,20 @@ def members(conf: Any, issuer: str, memberships_url: str) -> list[dict[str, Any]
         return list(service.get_members())
 
 
-def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Path) -> RosterImport:
-    """Add the platform's active learners to roster.csv (student_id and lms_id: the platform's
-    user id); students already there (by lms_id or student_id) are kept as they are. The file is
-    rewritten atomically, its other columns kept."""
+def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Path, *,
+                  known: Roster | None = None) -> RosterImport:
+    """Add the platform's active learners to the roster file `roster_path` (student_id and lms_id:
+    the platform's user id); students already there, or in `known` (the course's own roster, which
+    is never written: the learners go to Course.synced_roster), by lms_id or student_id, are kept
+    as they are. The file is rewritten atomically, its other columns kept; not written when it
+    would list nobody."""
     from checks.reports.render import write_atomically
 
     existing = read_roster(roster_path) if roster_path.exists() else None
-    known = {s.lms_id for s in existing.students.values()} | set(existing.students) if existing else set()
+    known_ids = set()
+    for roster in (existing, known):
+        if roster is not None:
+            known_ids |= set(roster.students) | {s.lms_id for s in roster.students.values() if s.lms_id}
     done = RosterImport()
     new_rows = []
     for member in members(conf, issuer, memberships_url):
@@ -163,12 +169,15 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         if LEARNER not in member.get("roles", []) or member.get("status", "Active") != "Active" or not user:
             done.skipped.append(user or "(no user id)")
             continue
-        if user in known:
+        if user in known_ids:
             done.kept += 1
             continue
         new_rows.append({"student_id": user, "name": str(member.get("name", "")), "email": str(member.get("email", "")),
                          "lms_id": user, "sis_id": str(member.get("lis_person_sourcedid", ""))})
+        known_ids.add(user)
         done.added.append(user)
+    if not new_rows:
+        return done
     columns = list(REQUIRED) + list(OPTIONAL)  # a TA's role stays on the roster
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -177,6 +186,7 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         writer.writerow({c: inert.csv_cell(getattr(student, c)) for c in columns})
     for row in new_rows:
         writer.writerow({c: inert.csv_cell(row.get(c, "")) for c in columns})
+    roster_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(roster_path, buffer.getvalue())
     return done
 

@@ -34,7 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from checks.course.assignment import CourseError
 from checks.policy import records
-from checks.policy.roster import Roster, read_roster
+from checks.policy.roster import Roster, read_roster, with_synced
 from checks.server import gradebook, pages, roster
 from checks.server.pages import Server
 
@@ -134,9 +134,11 @@ def _now() -> datetime:
 
 
 def _course_roster(server: Server) -> Roster:
-    """The course's roster as it is on disk now (a sync in another server process may have grown it)."""
+    """The course's roster as it is on disk now, with the learners synced from the LMS (a sync in
+    another server process may have grown them)."""
     course = pages.course(server)
-    return read_roster(course.require_roster("the LMS's roster and grade passback").path)
+    return with_synced(read_roster(course.require_roster("the LMS's roster and grade passback").path),
+                       course.synced_roster)
 
 
 def _audit(server: Server, fields: dict[str, Any]) -> None:
@@ -212,17 +214,20 @@ async def staff_post_scores(server: Server, request: Request) -> Response:
 
 
 def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]:
-    """The LMS's active learners added to the course roster, then an account for everyone on it
-    who has none (as `checks roster import`); nobody's account or token is changed (audited)."""
+    """The LMS's active learners added to the course's synced roster (in its data folder: the
+    course's own roster file is input only), then an account for everyone on either who has none
+    (as `checks roster import`); nobody's account or token is changed (audited)."""
     from checks.lti.services import endpoint, import_roster
 
     registration = _registration(server)
     memberships = endpoint(registration, "memberships_url")
-    path = _course_roster(server).path
-    done = import_roster(registration.conf, registration.issuer, memberships, path)
-    issued, kept = roster.import_roster(server.storage, roster.read_roster(path))
-    course = pages.course(server)  # this process reads the grown roster at once (launches, gradebook)
-    server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=read_roster(path)))
+    course = pages.course(server)
+    own = read_roster(course.require_roster("the LMS's roster and grade passback").path)
+    done = import_roster(registration.conf, registration.issuer, memberships, course.synced_roster, known=own)
+    people = with_synced(own, course.synced_roster)
+    issued, kept = roster.import_roster(server.storage, roster.accounts(people))
+    # this process reads the grown roster at once (launches, gradebook)
+    server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=people))
     _audit(server, {"event": "roster", "added": done.added, "kept": done.kept, "skipped": done.skipped,
                     "accounts": [one.user.id for one in issued], "by": by})
     return done, issued, kept
