@@ -17,7 +17,11 @@ adjustments), and the roster's new learners get accounts as `checks roster impor
 (a token each, only its hash kept, the tokens shown once). The endpoints are course.toml's, else
 the latest launch's (kept by /lti/launch). Each action is recorded, with who and when, in the
 course's records/lti.jsonl (checks.policy.records, as extensions are); a platform that refuses
-or cannot be reached is said so on the page (502), and then nothing is recorded or added.
+or cannot be reached before anything is sent is said so on the page (502), and then nothing is
+recorded or added. A post names each student whose score the platform did not take, and why
+(502), records only those it took, and the next post sends only the rest (services.posted_before).
+The roster sync's learners go to the course's data folder (Course.synced_roster): the course's
+own roster file is input only.
 """
 
 from __future__ import annotations
