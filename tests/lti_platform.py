@@ -93,7 +93,7 @@ class Platform:
         self.link_style = "quoted"  # or "unquoted", "list"
         self.single_lineitem: str | None = None
         self.score_failures: dict[str, int | str] = {}
-        self.slow_seconds = 2.0
+        self.slow_seconds = 4.0
 
     def link(self, path: str, page: int, total: int) -> dict[str, str]:
         """The Link header of page `page` of `total` (none on the last): the next page's URL has a

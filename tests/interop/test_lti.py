@@ -331,7 +331,7 @@ def test_the_cli_names_each_student_not_posted_and_posting_again_sends_only_thei
                            "0.1.0", "2030-01-01T00:00:00Z"))
     (folder / "roster.csv").write_text("student_id,name,email,submission,lms_id\n" + "".join(
         f"s-{name},{name},{name}@example.edu,{name},{lms}\n" for name, lms in people.items()))
-    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 0.5)
+    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 2.0)
     platform.score_failures = {"u-bob": 500, "u-cy": 403, "u-di": "timeout"}
     assert cli.main(["--course", str(folder), "lti", "post", str(out)]) == 1
     said = " ".join(capsys.readouterr().out.split())
@@ -369,3 +369,28 @@ def test_a_changed_score_is_posted_again_and_only_it(course):
                           before=before)
     assert changed.posted == ["ann"] and [s["scoreGiven"] for s in platform.scores] == [8.1, 9.0]
     assert posted_before(folder, "toy") == {}  # post_scores itself records nothing: its callers do
+
+
+def test_after_three_scores_without_an_answer_the_rest_are_not_tried_and_say_so(course, monkeypatch):
+    """Each unanswered score costs a timeout: after STOP_AFTER in a row, the others are named as not sent."""
+    import checks.lti.launch
+    from checks.lti.services import STOP_AFTER
+
+    folder, platform = course
+    names = ["a1", "a2", "a3", "a4", "a5"]
+    book = Gradebook(folder / "grades" / DB_FILE, "toy")
+    for name in names:
+        book.record(Graded(SubmissionResult(name, "toy", [QuestionResult("good.add", 5.0, 10.0, "", 1, 1)]),
+                           "0.1.0", "2030-01-01T00:00:00Z"))
+    (folder / "roster.csv").write_text("student_id,name,email,lms_id\n" + "".join(
+        f"{name},{name},{name}@example.edu,u-{name}\n" for name in names))
+    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 2.0)
+    platform.score_failures = {f"u-{name}": "timeout" for name in names}
+    done = post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
+                       book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="T")
+    assert done.posted == [] and len(done.failed) == 5
+    assert all("no answer in time" in why for why in done.failed[:STOP_AFTER])
+    assert all(why.endswith(f"not sent: the LMS gave no answer to the {STOP_AFTER} scores before it")
+               for why in done.failed[STOP_AFTER:])
+    sent = [path for method, path, _ in platform.requests if method == "POST" and path.endswith("/scores")]
+    assert len(sent) == STOP_AFTER

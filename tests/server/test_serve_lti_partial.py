@@ -59,7 +59,7 @@ def test_staff_are_told_who_was_not_posted_and_why_and_a_second_post_sends_only_
     folder = course_folder(tmp_path, extra=f'roster = "roster.csv"\n{storage_extra}', policy=POLICY)
     (folder / "roster.csv").write_text(ROSTER)
     key = tool_key(folder, create=True)
-    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 0.5)  # the tool's wait for each answer
+    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 2.0)  # the tool's wait for each answer
     with running(key.jwks(), LAUNCH_URL) as platform:
         (folder / "course.toml").write_text(f"{(folder / 'course.toml').read_text()}\n{platform.lti_table(LAUNCH_URL)}")
         config = load_config(folder)
