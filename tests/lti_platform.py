@@ -8,7 +8,9 @@ Knobs for the refusals a tool must make: `sign_with_other_key`, `expires_in`, `a
 paging (RFC 8288 Link headers): `page_size` (members and line items a page), `link_style` (how
 `rel` is written: quoted, unquoted, or in a list of relations), and every next page's URL has
 upper-case letters the platform reads case-sensitively (a lower-cased URL is a 404); and
-`single_lineitem` (a launch's AGS claim names only that `lineitem`, no container).
+`single_lineitem` (a launch's AGS claim names only that `lineitem`, no container); and
+`score_failures` (a user id -> an HTTP status the score of that user is refused with, or
+"timeout": the score is taken but the answer comes `slow_seconds` later, after the tool gave up).
 The server runs in a thread with a time limit on each request and is always shut down by the
 context manager.
 """
@@ -90,6 +92,8 @@ class Platform:
         self.ignored: list[dict] = []  # scores not newer than the one before (AGS lets a platform ignore them)
         self.link_style = "quoted"  # or "unquoted", "list"
         self.single_lineitem: str | None = None
+        self.score_failures: dict[str, int | str] = {}
+        self.slow_seconds = 4.0
 
     def link(self, path: str, page: int, total: int) -> dict[str, str]:
         """The Link header of page `page` of `total` (none on the last): the next page's URL has a
@@ -251,6 +255,9 @@ class _Handler(BaseHTTPRequestHandler):
             if AGS_SCOPES[2] not in self._scopes() or f"{p.url}/lineitems/{match[1]}" not in p.lineitems:
                 return self._send(401, {"error": "unauthorized"})
             score = json.loads(body)
+            failure = p.score_failures.get(score.get("userId", ""))
+            if isinstance(failure, int):
+                return self._send(failure, {"error": f"refused for this test: {failure}"})
             required = {"userId", "scoreGiven", "scoreMaximum", "activityProgress", "gradingProgress", "timestamp"}
             if not required <= set(score) or score["scoreGiven"] > score["scoreMaximum"]:
                 return self._send(400, {"error": "bad score"})
@@ -263,6 +270,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, {})
             p.latest[(item, score["userId"])] = at
             p.scores.append({**score, "lineitem": item})
+            if failure == "timeout":
+                time.sleep(p.slow_seconds)
+                try:  # the tool gave up and closed the connection: nobody to answer
+                    return self._send(200, {})
+                except (BrokenPipeError, ConnectionResetError):
+                    return None
             return self._send(200, {})
         return self._send(404, {"error": "not found"})
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from checks.course.assignment import Assignment, read_marker
 from checks.course.stubs import untouched
-from checks.course.submissions import MAX_FILE_BYTES, SubmissionError, list_folder
+from checks.course.submissions import JUNK_FILES, MAX_FILE_BYTES, SubmissionError, list_folder
 from checks.grading.handin import check_handin, submission_file_names
 from checks.suites.quiz import QUIZ_FILE
 
@@ -46,6 +46,13 @@ def pack(assignment: Assignment, folder: Path, out: Path) -> Packing:
         packing.problems.append(str(error))
         return packing
     listed = {entry.path: entry for entry in listing.files}
+    lone = [path for path in listed if path.split("/")[-1] not in JUNK_FILES]
+    if len(lone) == 1 and lone[0].lower().endswith(".zip") and lone[0] not in names:
+        # the grader would read what the zip holds (course/submissions.py), but a pack is made of files
+        packing.problems.append(f"{folder} holds only {lone[0]}: unzip it there (unzip {lone[0]}) so that your "
+                                f"files are in the folder, then pack or submit it again; or upload {lone[0]} "
+                                "itself on the course's page")
+        return packing
     packing.problems += [warning for warning in listing.warnings  # strides.py: a symlink, ignored
                          if any(warning.startswith(f"{name}:") for name in names)]
     quiz = listed[QUIZ_FILE].read(MAX_FILE_BYTES) if QUIZ_FILE in listed else None

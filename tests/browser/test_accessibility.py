@@ -1,7 +1,9 @@
 """WCAG 2.1 AA in a real browser (Playwright on Debian's Chromium): axe-core, vendored from npm
 (tests/browser/vendor/, see its README), runs on every page of the course server, students' and
-staff's, on feedback.html, report.html and similarity.html, and any serious or critical violation
-fails; beside it, what axe cannot judge by itself: one h1 and a title of its own per page, and no
+staff's (a11y_pages.PAGES: the list tests/unit/test_a11y_pages.py holds to the app's routes and
+templates, so that none is skipped silently; the LMS page with the simulated platform of
+tests/lti_platform.py on 127.0.0.1), on feedback.html, report.html and similarity.html, and any
+serious or critical violation fails; beside it, what axe cannot judge by itself: one h1 and a title of its own per page, and no
 sideways scrolling at 320 px (SC 1.4.10), the width of a 1280 px screen at 400 % zoom and of a
 640 px one at 200 %.
 
@@ -11,6 +13,8 @@ The screenshots of docs/images/a11y-*.png are taken into the test's temp dir
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -20,6 +24,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from a11y_pages import PAGES
 from serving import REFERENCE, STUBS, add_staff, checks, course_folder, folder_zip, import_roster, signed_in, start_server
 from serving import submit, wait_graded
 
@@ -56,6 +61,19 @@ def site(tmp_path_factory):
     folder = course_folder(tmp, extra='roster = "roster.csv"\n')
     tokens = import_roster(folder)
     staff = add_staff(folder, "tina", "ta")
+    with contextlib.ExitStack() as stack:
+        if importlib.util.find_spec("pylti1p3") is not None:  # the LMS's page: a course registered with a platform
+            from checks.lti.keys import tool_key
+            from lti_platform import running
+
+            platform = stack.enter_context(running(tool_key(folder, create=True).jwks(),
+                                                   "http://127.0.0.1/lti/launch"))
+            with (folder / "course.toml").open("a") as out:
+                out.write("\n" + platform.lti_table("http://127.0.0.1/lti/launch"))
+        yield from _served(tmp, folder, tokens, staff)
+
+
+def _served(tmp, folder, tokens, staff):
     server = start_server(folder)
     try:
         work = tmp / "work"
@@ -118,22 +136,17 @@ def sign_in(page, url: str, user: str, token: str) -> None:
     page.wait_for_url(lambda now: not now.endswith("/login"))
 
 
-def pages(site: Site) -> dict[str, tuple[str | None, str]]:
-    """name -> (who is signed in, address): every page of the server, and the batch pages."""
-    own = f"/submissions/{site.submission}"
-    return {
-        "login": (None, "/login"),
-        "student-home": ("s001", "/"),
-        "student-submission": ("s001", own),
-        "feedback": ("s001", own + "/feedback.html"),
-        "class-view": ("tina", "/staff"),
-        "roster": ("tina", "/staff/students"),
-        "student-history": ("tina", "/staff/students/s001"),
-        "regrades": ("tina", "/staff/regrades"),
-        "staff-submission": ("tina", own),
-        "report": (None, site.report.as_uri()),
-        "similarity": (None, site.similarity.as_uri()),
-    }
+def pages(site: Site) -> dict[str, tuple[str | None, str, str]]:
+    """name -> (who is signed in, address, the button pressed there): every page of the server
+    (a11y_pages.PAGES), and the batch pages."""
+    users = {None: None, "student": "s001", "staff": "tina"}
+    every = {name: (users[page.who], page.address.format(submission=site.submission), page.press)
+             for name, page in PAGES.items()}
+    if importlib.util.find_spec("pylti1p3") is None:  # the `lms` extra: the course has no [lti] then
+        del every["lms"]
+    every["report"] = (None, site.report.as_uri(), "")
+    every["similarity"] = (None, site.similarity.as_uri(), "")
+    return every
 
 
 def axe_violations(page) -> list[dict]:
@@ -157,20 +170,24 @@ def _axe_run(page) -> list[dict]:
     }""", AXE_TAGS)
 
 
-def visit(browser, site: Site, who: str | None, address: str, *, width: int = 1100, scale: float = 1):
+def visit(browser, site: Site, who: str | None, address: str, press: str = "", *, width: int = 1100,
+          scale: float = 1):
     context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=scale,
                                   bypass_csp=True)  # lets axe's script in; the pages' own CSP allows none inline
     page = context.new_page()
     if who is not None:
         sign_in(page, site.url, who, site.staff if who == "tina" else site.tokens[who])
     page.goto(address if "://" in address else site.url + address)
+    if press:  # the page is the answer to a form
+        with page.expect_navigation():
+            page.get_by_role("button", name=press).click()
     return context, page
 
 
 def test_no_page_has_a_serious_or_critical_axe_violation(site, browser):
     failing, titles, headings = {}, {}, {}
-    for name, (who, address) in pages(site).items():
-        context, page = visit(browser, site, who, address)
+    for name, (who, address, press) in pages(site).items():
+        context, page = visit(browser, site, who, address, press)
         try:
             titles[name] = page.title()
             headings[name] = page.locator("h1").count()
@@ -189,8 +206,8 @@ def test_no_page_has_a_serious_or_critical_axe_violation(site, browser):
 def test_every_page_reflows_at_320_px(site, browser, width, tmp_path):
     """No page scrolls sideways at 320 CSS px: 1280 px at 400 %, and what 200 % makes of a 640 px window."""
     wide = {}
-    for name, (who, address) in pages(site).items():
-        context, page = visit(browser, site, who, address, width=width)
+    for name, (who, address, press) in pages(site).items():
+        context, page = visit(browser, site, who, address, press, width=width)
         try:
             overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
             if overflow > 1:

@@ -49,3 +49,59 @@ def test_checks_help_in_a_students_install_lists_the_students_commands(tmp_path)
     staff = checks("--help", cwd=REPO).stdout  # the course repository, with its hidden suites
     assert "    grade " in staff and "    serve " in staff
     assert checks("grade", "--help", cwd=tmp_path).returncode == 0  # hidden from the list, not removed
+
+
+def _wrapped_twice(tmp_path, levels: int = 2):
+    """The reference files in a folder, zipped, and that zip zipped again (`levels` zips in all)."""
+    import io
+    import zipfile
+
+    data = None
+    for level in range(levels):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            if data is None:
+                for name in ("strides.py", "broadcasting.py", "quiz.toml"):
+                    archive.write(REFERENCE / name, f"01_tensors/{name}")
+            else:
+                archive.writestr(f"level{level}.zip", data)
+        data = buffer.getvalue()
+    path = tmp_path / f"s001-{levels}.zip"
+    path.write_bytes(data)
+    return path
+
+
+def test_checks_grade_reads_a_zip_wrapped_twice_as_the_zip_inside(tmp_path):
+    """It scored 0 with "No quiz.toml" though the file was there; a third zip is refused, saying what to do."""
+    import csv
+
+    out = tmp_path / "out"
+    done = checks("grade", "01_tensors", str(_wrapped_twice(tmp_path)), "--out", str(out), "--course", str(REPO),
+                  env={"COLUMNS": "300"}, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [row for row in csv.DictReader((out / "gradebook.csv").open()) if row["submission"] == "s001-2"]
+    assert [(row["total"], row["status"]) for row in rows] == [("100.0", "graded")], rows
+    assert "holds only level1.zip: the files inside" in (out / "s001-2" / "feedback.md").read_text()
+    thrice = tmp_path / "thrice"
+    done = checks("grade", "01_tensors", str(_wrapped_twice(tmp_path, 3)), "--out", str(thrice), "--course",
+                  str(REPO), env={"COLUMNS": "300"}, timeout=300)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "refused: s001-3.zip: level2.zip holds only another zip (level1.zip)" in said and "unzip level2.zip" in said
+
+
+def test_checks_submit_and_pack_say_what_to_do_with_a_zip(tmp_path):
+    """`checks submit` and `checks pack` pack a folder of files: a zip, or a folder holding only a
+    zip, is refused before anything is sent, naming what to do (the web page takes the zip itself)."""
+    copy = tmp_path / "01_tensors"
+    shutil.copytree(REPO / "assignments" / "01_tensors", copy)
+    wrapped = _wrapped_twice(tmp_path)
+    done = checks("submit", "01_tensors", str(wrapped), cwd=copy, env={"COLUMNS": "300"})
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "is not a folder" in said and "unzip it and submit the folder" in said, said
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(wrapped, mine / "work.zip")
+    for command in ("pack", "submit"):
+        done = checks(command, "01_tensors", str(mine), cwd=copy, env={"COLUMNS": "300"})
+        said = " ".join((done.stdout + done.stderr).split())
+        assert done.returncode != 0 and "holds only work.zip: unzip it there" in said, (command, said)

@@ -179,8 +179,13 @@ def test_the_private_key_stays_in_the_course_folder_readable_by_its_owner_only(c
 def test_the_cli_imports_the_roster_and_posts_scores(course, capsys):
     folder, platform = course
     out, book = graded(folder, platform)
+    own = (folder / "roster.csv").read_text()
     assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
     assert "added 1" in capsys.readouterr().out
+    assert (folder / "roster.csv").read_text() == own  # input only: the new learner is in the data folder
+    assert "u-bob" in (folder / "data" / "lms-roster.csv").read_text()
+    assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
+    assert "added 0, kept 2" in capsys.readouterr().out
     assert cli.main(["--course", str(folder), "lti", "post", str(out), "--label", "Tensors"]) == 0
     said = capsys.readouterr().out
     assert re.search(r"posted 1 score", said) and "left out: zed" in said
@@ -307,3 +312,85 @@ def test_lti_key_prints_the_jwks_as_json_on_a_narrow_terminal(course, capfd, mon
     assert cli.main(["--course", str(folder), "lti", "key"]) == 0
     printed = capfd.readouterr()
     assert json.loads(printed.out) == tool_key(folder).jwks() and "tool's key" in printed.err
+
+
+# ---------------------------------------------------------------------------- issue 44: all posted, or who was not and why
+
+def test_the_cli_names_each_student_not_posted_and_posting_again_sends_only_theirs(course, capsys, monkeypatch):
+    """The platform refuses one student's score (500), another's (403) and answers a third too late:
+    `checks lti post` says who was not posted and why (exit 1), records only those it took, and
+    the next run sends only those left; a third run sends nothing."""
+    import checks.lti.launch
+
+    folder, platform = course
+    out = folder / "grades"
+    book = Gradebook(out / DB_FILE, "toy")
+    people = {"ann": "u-ann", "bo": "u-bob", "cy": "u-cy", "di": "u-di"}
+    for n, name in enumerate(people):
+        book.record(Graded(SubmissionResult(name, "toy", [QuestionResult("good.add", 6.0 + n, 10.0, "", 1, 1)]),
+                           "0.1.0", "2030-01-01T00:00:00Z"))
+    (folder / "roster.csv").write_text("student_id,name,email,submission,lms_id\n" + "".join(
+        f"s-{name},{name},{name}@example.edu,{name},{lms}\n" for name, lms in people.items()))
+    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 2.0)
+    platform.score_failures = {"u-bob": 500, "u-cy": 403, "u-di": "timeout"}
+    assert cli.main(["--course", str(folder), "lti", "post", str(out)]) == 1
+    said = " ".join(capsys.readouterr().out.split())
+    assert "posted 1 score(s) of toy" in said
+    assert "not posted: bo: the LMS answered HTTP 500" in said and "not posted: cy: the LMS answered HTTP 403" in said
+    assert "not posted: di: the LMS gave no answer in time" in said and "3 score(s) not posted" in said
+    (line,) = [json.loads(text) for text in (folder / "records" / "lti.jsonl").read_text().splitlines()]
+    assert line["posted"] == ["ann"] and set(line["sent"]) == {"ann"} and len(line["failed"]) == 3
+    platform.score_failures = {}
+    assert cli.main(["--course", str(folder), "lti", "post", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "posted 3 score(s)" in said and "1 already there with the same score" in said
+    assert cli.main(["--course", str(folder), "lti", "post", str(out)]) == 0
+    assert "posted 0 score(s)" in " ".join(capsys.readouterr().out.split())
+    given = [s["userId"] for s in platform.scores]
+    # di's first score was taken though its answer came late (the tool could not know): sent again, never ann's
+    assert sorted(given) == ["u-ann", "u-bob", "u-cy", "u-di", "u-di"]
+
+
+def test_a_changed_score_is_posted_again_and_only_it(course):
+    from checks.lti.services import posted_before
+
+    folder, platform = course
+    out, book = graded(folder, platform)
+    registration = load_registration(folder)
+    ags, roster = {"lineitems": f"{platform.url}/lineitems"}, read_roster(folder / "roster.csv")
+    first = post_scores(registration.conf, platform.issuer, ags, book.load(), roster, assignment="toy", label="T")
+    before = {first.lineitem: first.sent}
+    same = post_scores(registration.conf, platform.issuer, ags, book.load(), roster, assignment="toy", label="T",
+                       before=before)
+    assert (same.posted, same.unchanged) == ([], ["ann"])
+    records = book.load()
+    records[0].result.adjustments.clear()  # the late penalty waived: a new score, sent
+    changed = post_scores(registration.conf, platform.issuer, ags, records, roster, assignment="toy", label="T",
+                          before=before)
+    assert changed.posted == ["ann"] and [s["scoreGiven"] for s in platform.scores] == [8.1, 9.0]
+    assert posted_before(folder, "toy") == {}  # post_scores itself records nothing: its callers do
+
+
+def test_after_three_scores_without_an_answer_the_rest_are_not_tried_and_say_so(course, monkeypatch):
+    """Each unanswered score costs a timeout: after STOP_AFTER in a row, the others are named as not sent."""
+    import checks.lti.launch
+    from checks.lti.services import STOP_AFTER
+
+    folder, platform = course
+    names = ["a1", "a2", "a3", "a4", "a5"]
+    book = Gradebook(folder / "grades" / DB_FILE, "toy")
+    for name in names:
+        book.record(Graded(SubmissionResult(name, "toy", [QuestionResult("good.add", 5.0, 10.0, "", 1, 1)]),
+                           "0.1.0", "2030-01-01T00:00:00Z"))
+    (folder / "roster.csv").write_text("student_id,name,email,lms_id\n" + "".join(
+        f"{name},{name},{name}@example.edu,u-{name}\n" for name in names))
+    monkeypatch.setattr(checks.lti.launch, "HTTP_SECONDS", 2.0)
+    platform.score_failures = {f"u-{name}": "timeout" for name in names}
+    done = post_scores(load_registration(folder).conf, platform.issuer, {"lineitems": f"{platform.url}/lineitems"},
+                       book.load(), read_roster(folder / "roster.csv"), assignment="toy", label="T")
+    assert done.posted == [] and len(done.failed) == 5
+    assert all("no answer in time" in why for why in done.failed[:STOP_AFTER])
+    assert all(why.endswith(f"not sent: the LMS gave no answer to the {STOP_AFTER} scores before it")
+               for why in done.failed[STOP_AFTER:])
+    sent = [path for method, path, _ in platform.requests if method == "POST" and path.endswith("/scores")]
+    assert len(sent) == STOP_AFTER

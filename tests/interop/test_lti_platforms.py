@@ -145,8 +145,10 @@ def test_launch_roster_sync_and_scores_through_every_page(platform, capsys):
     # the roster: four pages, the next named unquoted, in a list, quoted; URLs read case-sensitively
     assert cli.main(["--course", str(folder), "lti", "roster"]) == 0
     assert "added 4" in capsys.readouterr().out
-    rows = list(csv.DictReader((folder / "roster.csv").open()))
-    assert {row["lms_id"] for row in rows} == {"U-Ann", "U-Tina", "U-Bob", "U-Cy", "U-Dot", "U-Eve"}
+    rows = list(csv.DictReader((folder / "roster.csv").open()))  # the course's own: input only
+    assert {row["lms_id"] for row in rows} == {"U-Ann", "U-Tina"}
+    synced = list(csv.DictReader((folder / "data" / "lms-roster.csv").open()))  # the new learners, in data/
+    assert {row["lms_id"] for row in synced} == {"U-Bob", "U-Cy", "U-Dot", "U-Eve"}
     pages = [path for method, path in state(url)["requests"] if "/Memberships" in path]
     assert pages[-4:] == ["/Courses/C-17/Memberships"] + [f"/Courses/C-17/Memberships?Page={n}&Cursor=XyZ"
                                                           for n in (2, 3, 4)]

@@ -138,7 +138,7 @@ def test_a_student_is_refused_and_a_form_without_csrf_too(course):
         assert staff.post("/staff/lti/scores", data={"csrf": "forged", "assignment": "01_tensors"}).status_code == 403
         assert staff.post("/staff/lti/roster", data={"csrf": "forged"}).status_code == 403
     assert not platform.lineitems and not platform.scores and not audit(folder)
-    assert "u-bob" not in (folder / "roster.csv").read_text()
+    assert "u-bob" not in (folder / "roster.csv").read_text() and not (folder / "data" / "lms-roster.csv").exists()
 
 
 @pytest.mark.parametrize("failure", ["bad signature", "unreachable"])
@@ -164,6 +164,7 @@ def test_a_platform_that_refuses_changes_nothing_and_staff_are_told(course, fail
         assert sync.status_code == 502 and says in sync.text and "Nothing was changed" in sync.text
     assert not platform.lineitems and not platform.scores and not audit(folder)
     assert (folder / "roster.csv").read_text() == roster_before and storage.users() == users_before
+    assert not (folder / "data" / "lms-roster.csv").exists()
 
 
 def test_roster_sync_adds_the_new_learner_and_keeps_everyone(course):
@@ -188,7 +189,8 @@ def test_roster_sync_adds_the_new_learner_and_keeps_everyone(course):
         assert "0 new account(s)" in again.text and '<pre id="tokens">' not in again.text
     kept = {user.id: user.token_hash for user in storage.users()}
     assert {user: kept[user] for user in hashes} == hashes  # nobody dropped, no token changed
-    roster = (folder / "roster.csv").read_text()
+    assert (folder / "roster.csv").read_text() == ROSTER  # the course's roster is input only
+    roster = (folder / "roster.csv").read_text() + (folder / "data" / "lms-roster.csv").read_text()
     assert all(student in roster for student in ("s001", "s002", "s003", "s004", "u-bob"))
     assert "u-gone" not in roster and "u-tina" not in roster
     first, second = audit(folder)
@@ -223,5 +225,5 @@ def test_the_endpoints_a_launch_carries_are_kept_and_used(course):
         assert done.status_code == 200 and "Posted 1 score(s)" in done.text, done.text
         assert staff.post("/staff/lti/roster", data={"csrf": csrf}).status_code == 200
     assert [(s["userId"], s["scoreGiven"]) for s in platform.scores] == [("u-ann", 9.0)]
-    assert "u-bob" in (folder / "roster.csv").read_text()
+    assert "u-bob" in (folder / "data" / "lms-roster.csv").read_text() and (folder / "roster.csv").read_text() == ROSTER
     assert not (folder / "course.toml").read_text().count("lineitems_url")  # they came from the launch

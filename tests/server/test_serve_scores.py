@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+import zipfile
 from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -204,5 +205,46 @@ def test_grace_days_left_agree_on_the_page_in_the_refusal_and_in_checks_grace_sh
         assert f"Due {due.astimezone(ZoneInfo('Asia/Tokyo')):%Y-%m-%d %H:%M} JST" in home  # the course's zone
         shown = checks("--course", str(folder), "grace", "show", "s001")
         assert shown.returncode == 0 and "s001: 1 of 2 grace days left" in shown.stdout, shown.stdout + shown.stderr
+    finally:
+        server.kill(15)
+
+
+def test_a_zip_wrapped_twice_is_taken_on_the_page_and_the_api_and_graded_as_the_zip_inside(tmp_path):
+    """It scored 0 with "No quiz.toml" though the file was there (issue 44): the page and the API
+    read the zip inside as `checks grade` does, with its full grade; a zip in a zip in a zip is
+    refused before anything is stored, saying what to do."""
+    def wrapped(data: bytes, times: int) -> bytes:
+        for level in range(times):
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as archive:
+                archive.writestr(f"level{level}.zip", data)
+            data = buffer.getvalue()
+        return data
+
+    folder = course_folder(tmp_path)
+    tokens = import_roster(folder)
+    twice = wrapped(folder_zip(REFERENCE), 1)
+    server = start_server(folder)
+    try:
+        page, csrf = signed_in(server, "s001", tokens["s001"])
+        with closing(page):
+            taken = page.post("/assignments/01_tensors/submit", data={"csrf": csrf},
+                              files=[("files", ("mine.zip", twice, "application/zip"))])
+            assert taken.status_code == 303, taken.text
+            refused = page.post("/assignments/01_tensors/submit", data={"csrf": csrf},
+                                files=[("files", ("mine.zip", wrapped(folder_zip(REFERENCE), 2), "application/zip"))])
+            assert refused.status_code == 400 and "holds only another zip (level0.zip)" in refused.text, refused.text
+        with server.client(tokens["s002"]) as http:
+            api = submit(http, twice)
+            assert api.status_code == 202, api.text
+            done = wait_graded(http, api.json()["id"])
+            assert done["status"] == "done", done
+            questions = done["result"]["questions"]
+            assert questions and all(q["score"] == q["max_score"] for q in questions), questions
+            assert any("holds only level0.zip" in warning for warning in done["result"]["warnings"])
+            assert submit(http, wrapped(folder_zip(REFERENCE), 2)).status_code == 400
+            assert [row["id"] for row in http.get("/api/submissions").json()] == [api.json()["id"]]
+        with server.client(tokens["s001"]) as http:
+            (row,) = http.get("/api/submissions").json()  # the page's upload, stored once; the refused one not
     finally:
         server.kill(15)

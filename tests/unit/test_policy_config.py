@@ -186,3 +186,20 @@ def test_the_cli_grants_lists_and_refuses_extensions(course, capsys):
     assert len(history(load_course(root))) == 1
     assert cli.main(["--course", str(root), "policy"]) == 0
     assert "grace days: 2 per student (auto); 2 students" in capsys.readouterr().out
+
+
+def test_the_learners_synced_from_the_lms_are_read_with_the_course_roster_which_is_never_written(tmp_path):
+    """The course's roster.csv is input only: a roster sync keeps the LMS's new learners in the
+    data folder (course.toml's `data`), and the course's roster reads the two, its own rows first."""
+    from checks.policy.config import load_course
+
+    (tmp_path / "course.toml").write_text('roster = "roster.csv"\ndata = "state"\n')
+    (tmp_path / "roster.csv").write_text("student_id,name,email,lms_id\ns1,Ann,a@x.edu,u-ann\n")
+    assert list(load_course(tmp_path).roster.students) == ["s1"]
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "lms-roster.csv").write_text(
+        "student_id,name,email,lms_id\nu-ann,Ann Again,a@x.edu,u-ann\nu-bob,Bob,b@x.edu,u-bob\n")
+    course = load_course(tmp_path)
+    assert course.synced_roster == (tmp_path / "state" / "lms-roster.csv").resolve()
+    assert list(course.roster.students) == ["s1", "u-bob"] and course.roster.students["s1"].name == "Ann"
+    assert course.roster.path == tmp_path / "roster.csv"

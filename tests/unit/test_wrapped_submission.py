@@ -4,6 +4,8 @@ quiz.toml" though the file was there); a notebook without answer cells is said t
 
 from __future__ import annotations
 
+import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -53,3 +55,75 @@ def test_a_notebook_without_answer_cells_is_said_to_lack_them(tmp_path):
     assert not any("does not use them" in warning for warning in submission.warnings), submission.warnings
     assert "01_tensors.ipynb has no answer cell for strides.py" in submission.unread["strides.py"]
     assert any("no answer cell for quiz.toml" in warning for warning in submission.warnings)
+
+
+# ---------------------------------------------------------------------------- a zip inside the zip (issue 44)
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("inner_prefix", ["", "01_tensors/"])
+@pytest.mark.parametrize("outer_prefix", ["", "submission/"])
+def test_a_zip_whose_only_file_is_a_zip_is_read_as_what_that_zip_holds(tmp_path, inner_prefix, outer_prefix):
+    """A zip zipped again (with or without folders around either) scored 0 with "No quiz.toml"."""
+    inner = zipped({inner_prefix + name: data for name, data in FILES.items()})
+    path = tmp_path / "upload.zip"
+    path.write_bytes(zipped({outer_prefix + "01_tensors.zip": inner, "__MACOSX/._01_tensors.zip": b"junk",
+                             ".DS_Store": b"junk"}))
+    submission = read_submission(path, tuple(FILES))
+    assert {name: submission.files.get(name) for name in FILES} == FILES
+    assert any("holds only 01_tensors.zip: the files inside 01_tensors.zip were read" in w
+               for w in submission.warnings), submission.warnings
+
+
+def test_a_folder_whose_only_file_is_a_zip_is_read_as_what_the_zip_holds(tmp_path):
+    """`checks grade` on a class folder where a student's folder holds just their zip."""
+    folder = tmp_path / "s001"
+    folder.mkdir()
+    (folder / "work.zip").write_bytes(zipped(FILES))
+    submission = read_submission(folder, tuple(FILES))
+    assert {name: submission.files.get(name) for name in FILES} == FILES
+
+
+def test_a_zip_beside_other_files_is_not_opened(tmp_path):
+    path = tmp_path / "upload.zip"
+    path.write_bytes(zipped({"strides.py": b"x = 1\n", "data.zip": zipped({"quiz.toml": b"a = 1\n"})}))
+    submission = read_submission(path, tuple(FILES))
+    assert "quiz.toml" not in submission.files and submission.files["strides.py"] == b"x = 1\n"
+
+
+@pytest.mark.parametrize("inner, says", [
+    (lambda: zipped({"deeper.zip": zipped(FILES)}), "holds only another zip (deeper.zip)"),
+    (lambda: zipped({"../strides.py": b"x = 1\n"}), "would land outside the submission folder"),
+    (lambda: zipped({"strides.py": b"x = 1\n", "./strides.py": b"x = 2\n"}), "holds strides.py twice"),
+    (lambda: zipped({"big.py": b"\0" * (4 * 2**20)}), "a zip bomb?"),  # with the caps made small below
+    (lambda: b"PK\x03\x04 not a zip at all", "is not a readable zip file"),
+])
+def test_the_zip_inside_is_refused_as_a_zip_of_its_own_would_be(tmp_path, monkeypatch, inner, says):
+    from checks.course import submissions
+    from checks.course.submissions import SubmissionError
+
+    monkeypatch.setattr(submissions, "MAX_UNPACKED_BYTES", 2 * 2**20)  # the outer zip is well within them
+
+    path = tmp_path / "upload.zip"
+    path.write_bytes(zipped({"work.zip": inner()}))
+    with pytest.raises(SubmissionError, match=re.escape(says)) as refused:
+        read_submission(path, tuple(FILES))
+    assert "upload.zip: work.zip" in str(refused.value)
+
+
+def test_a_zip_inside_over_the_cap_is_refused_unread(tmp_path, monkeypatch):
+    from checks.course import submissions
+
+    monkeypatch.setattr(submissions, "MAX_NESTED_ZIP_BYTES", 1000)
+    path = tmp_path / "upload.zip"
+    path.write_bytes(zipped({"work.zip": zipped({"strides.py": os.urandom(5000)})}))
+    with pytest.raises(submissions.SubmissionError, match="the most the grader reads of a zip inside a submission"):
+        read_submission(path, tuple(FILES))

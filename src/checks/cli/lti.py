@@ -1,11 +1,12 @@
 """`checks lti key|roster|post`: the course's LTI 1.3 registration from the command line, over
 checks.lti (the `lms` extra). `key` makes the tool's key pair in the course folder (once) and
 prints its public JWKS for the LMS's tool registration (raw JSON on standard output, the message
-on standard error; the course server serves it at /lti/jwks); `roster` adds the LMS's learners to
-roster.csv (Names and Role Provisioning); `post` sends a grade folder's final scores to the LMS's
-gradebook (Assignment and Grade Services). The endpoints are course.toml's [lti] memberships_url
-and lineitems_url, else those the latest launch at the course server named (services.endpoint).
-The course server's staff pages do the same from its own gradebook.
+on standard error; the course server serves it at /lti/jwks); `roster` adds the LMS's new learners
+to the course's data folder (data/lms-roster.csv, read with the course's roster.csv, which it
+never writes; Names and Role Provisioning); `post` sends a grade folder's final scores to the
+LMS's gradebook (Assignment and Grade Services). The endpoints are course.toml's [lti]
+memberships_url and lineitems_url, else those the latest launch at the course server named
+(services.endpoint). The course server's staff pages do the same from its own gradebook.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
@@ -67,10 +69,17 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         from checks.lti.services import import_roster
 
         memberships = endpoint(registration, "memberships_url")
-        roster = course.roster.path if course.roster else course.folder / "roster.csv"
-        done = import_roster(registration.conf, config.issuer, memberships, roster)
+        if course.roster is not None:  # the course's own roster is input only: the new learners go beside it
+            from checks.policy.roster import read_roster
+
+            roster = course.synced_roster
+            done = import_roster(registration.conf, config.issuer, memberships, roster,
+                                 known=read_roster(course.roster.path))
+        else:
+            roster = course.folder / "roster.csv"
+            done = import_roster(registration.conf, config.issuer, memberships, roster)
         common.console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
-                                   f"{len(done.skipped)} (not active learners)"))
+                            f"{len(done.skipped)} (not active learners)"), soft_wrap=True)
         return 0
     from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook
@@ -88,11 +97,26 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
         label = load_assignment(course.root, book.assignment).title
     else:
         label = book.assignment
-    done = post_scores(registration.conf, config.issuer, ags, book.load(), roster,
-                       assignment=book.assignment, label=label)
-    common.console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}"
-                               if done.lineitem else f"nothing of {book.assignment} to post: the LMS was not called"),
-                         soft_wrap=True)
+    from checks.lti.services import posted_before, records_file
+    from checks.policy import records
+
+    with records.locked(records_file(course.folder)) as fd:  # the server's posts share the record and its lock
+        done = post_scores(registration.conf, config.issuer, ags, book.load(), roster, assignment=book.assignment,
+                           label=label, before=posted_before(course.folder, book.assignment))
+        if done.lineitem:
+            records.append(fd, {"event": "post", "assignment": book.assignment, "lineitem": done.lineitem,
+                                "posted": done.posted, "sent": done.sent, "failed": done.failed,
+                                "unchanged": done.unchanged, "left_out": done.left_out, "by": "checks lti post",
+                                "at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    common.console.print(plain(f"posted {len(done.posted)} score(s) of {book.assignment} to {done.lineitem}; "
+                        f"{len(done.unchanged)} already there with the same score (not sent again)" if done.lineitem
+                        else f"nothing of {book.assignment} to post: the LMS was not called"), soft_wrap=True)
     for why in done.left_out:
         common.console.print(Text.assemble(("left out: ", "yellow"), plain(why)), soft_wrap=True)
+    for why in done.failed:
+        common.console.print(Text.assemble(("not posted: ", "red"), plain(why)), soft_wrap=True)
+    if done.failed:
+        common.console.print(plain(f"{len(done.failed)} score(s) not posted: run the same command again to send only those"),
+                      soft_wrap=True)
+        return 1
     return 0

@@ -288,7 +288,9 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
         raise CourseError("`checks submit` submits the whole assignment: name the assignment and your folder only")
     assignment, folder = _student_assignment(root, args)
     if not folder.is_dir():
-        raise CourseError(f"{folder} is not a folder: `checks submit` packs the folder you worked in")
+        raise CourseError(f"{folder} is not a folder: `checks submit` packs the folder you worked in"
+                          + (" (a zip: unzip it and submit the folder, or upload the zip on the course's page)"
+                             if folder.suffix.lower() == ".zip" else ""))
     with tempfile.TemporaryDirectory(prefix="checks-submit-") as temp:
         out = Path(temp) / f"{assignment.name}.zip"
         packing = pack(assignment, folder, out)

@@ -9,7 +9,9 @@ that use it, with the reason), extra modules past the caps are skipped, and no z
 inflated past the cap. A file or folder name is data: one the sandbox could not write (not UTF-8,
 too long) is skipped with a warning, as are links. Only a submission that cannot be read at all
 is refused as a whole: a zip that is corrupt, a bomb, or has an entry that would escape its
-folder or that it holds twice; a folder or zip with too many entries or nested too deep.
+folder or that it holds twice; a folder or zip with too many entries or nested too deep. A
+submission whose only file is a zip (zipped twice) is what that zip holds, read with the same
+refusals; a zip in a zip in a zip is refused (_unwrapped).
 
 A submission may instead be a notebook (an .ipynb, or a folder or zip holding one, and none of the
 named files): the code of its answer cells (course/answer_cells.py) stands for the files, and a
@@ -152,11 +154,15 @@ def read_submission(path: Path, named: Collection[str] | None = None) -> Submiss
     name = submission_name(path)
     if path.is_dir():
         listing = list_folder(path)
-        return _select(name, *_drop_enclosing_folder(listing.files, listing.skipped), named, listing.warnings)
+        with _unwrapped(path.name, *_drop_enclosing_folder(listing.files, listing.skipped),
+                        listing.warnings) as (entries, skipped, warnings):
+            return _select(name, entries, skipped, named, warnings)
     if path.suffix == ".zip" and path.is_file():
         with open_zip(path) as archive:
             entries, warnings, skipped = _list_zip(path.name, archive)
-            return _select(name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+            with _unwrapped(path.name, *_drop_enclosing_folder(entries, skipped), warnings) as (entries, skipped,
+                                                                                               warnings):
+                return _select(name, entries, skipped, named, warnings)
     if path.suffix == NOTEBOOK_SUFFIX and path.is_file():
         entry = Listed(path.name, path.stat().st_size, lambda cap: _read_capped(path, cap))
         return _select(name, [entry], [], named, [])
@@ -349,7 +355,9 @@ def _zip_members(found: Found, named: Collection[str] | None) -> Submission:
                                       "its folder")
             with open_zip(found.path, data=data, where=name) as inner:
                 entries, warnings, skipped = _list_zip(name, inner)
-                return _select(found.name, *_drop_enclosing_folder(entries, skipped), named, warnings)
+                with _unwrapped(name, *_drop_enclosing_folder(entries, skipped), warnings) as (entries, skipped,
+                                                                                             warnings):
+                    return _select(found.name, entries, skipped, named, warnings)
         entries: list[Listed] = []
         ignored: list[str] = []
         for entry, name in found.members:
@@ -413,6 +421,47 @@ def _list_zip(where: str, archive: zipfile.ZipFile) -> tuple[list[Listed], list[
         raise SubmissionError(f"{where} holds {clash[0]} both as a file and as a folder (of {folders[clash[0]]!r}); "
                               "the zip was refused: zip the folder again")
     return entries, _ignored(ignored), sorted(skipped)
+
+
+def _lone_zip(entries: list[Listed]) -> Listed | None:
+    """The one file of a submission, where it is a zip (a .DS_Store beside it does not count)."""
+    files = [e for e in entries if e.path.split("/")[-1] not in JUNK_FILES]
+    return files[0] if len(files) == 1 and files[0].path.lower().endswith(".zip") else None
+
+
+@contextlib.contextmanager
+def _unwrapped(where: str, entries: list[Listed], skipped: list[str],
+               warnings: list[str]) -> Iterator[tuple[list[Listed], list[str], list[str]]]:
+    """A submission whose only file is a zip (a zip zipped again, a folder holding its zip) is
+    what that zip holds: read in memory (at most MAX_NESTED_ZIP_BYTES) and opened with every
+    refusal of a zip of its own (the caps, bombs, entries outside the folder, names twice), one
+    enclosing folder dropped, and said in a warning. One level only: a zip whose only file is yet
+    another zip is refused, saying what to do. Anything else is yielded as it is."""
+    lone = _lone_zip(entries)
+    if lone is None:
+        yield entries, skipped, warnings
+        return
+    inner_where = f"{where}: {lone.path}"
+    advice = f"unzip {lone.path} and hand in the files it holds (or zip them on their own, not a zip of a zip)"
+    if lone.size > MAX_NESTED_ZIP_BYTES:
+        raise SubmissionError(f"{inner_where} is over {MAX_NESTED_ZIP_BYTES // MIB} MiB, the most the grader reads "
+                              f"of a zip inside a submission, so it was refused: {advice}")
+    try:
+        data = lone.read(MAX_NESTED_ZIP_BYTES + 1)
+    except READ_ERRORS as error:
+        raise SubmissionError(f"{inner_where} could not be read ({error}): {advice}") from None
+    if len(data) > MAX_NESTED_ZIP_BYTES:
+        raise SubmissionError(f"{inner_where} is over {MAX_NESTED_ZIP_BYTES // MIB} MiB, the most the grader reads "
+                              f"of a zip inside a submission, so it was refused: {advice}")
+    with open_zip(Path(lone.path), data=data, where=inner_where) as inner:
+        entries, inner_warnings, inner_skipped = _list_zip(inner_where, inner)
+        entries, inner_skipped = _drop_enclosing_folder(entries, inner_skipped)
+        deeper = _lone_zip(entries)
+        if deeper is not None:
+            raise SubmissionError(f"{inner_where} holds only another zip ({deeper.path}): the grader opens one zip "
+                                  f"inside a submission, not a zip in a zip in a zip, so it was refused: {advice}")
+        note = f"{where} holds only {lone.path}: the files inside {lone.path} were read as the submission"
+        yield entries, skipped + inner_skipped, [*warnings, note, *inner_warnings]
 
 
 def _inflate_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:

@@ -1,6 +1,6 @@
 """LTI Advantage services, called with the tool's own credentials (a client assertion signed with
-its key, exchanged for a scoped access token): Names and Role Provisioning (the class list, into
-roster.csv) and Assignment and Grade Services (a line item per assignment, a score per student).
+its key, exchanged for a scoped access token): Names and Role Provisioning (the class list: its new
+learners kept in the course's data folder, beside its own roster, which is input only) and Assignment and Grade Services (a line item per assignment, a score per student).
 
 Scores come from a gradebook, `checks grade`'s output folder (`checks lti post`) or the course
 server's own (its staff page): the final score (raw, less the late penalty, plus manual
@@ -148,14 +148,20 @@ def members(conf: Any, issuer: str, memberships_url: str) -> list[dict[str, Any]
         return list(service.get_members())
 
 
-def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Path) -> RosterImport:
-    """Add the platform's active learners to roster.csv (student_id and lms_id: the platform's
-    user id); students already there (by lms_id or student_id) are kept as they are. The file is
-    rewritten atomically, its other columns kept."""
+def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Path, *,
+                  known: Roster | None = None) -> RosterImport:
+    """Add the platform's active learners to the roster file `roster_path` (student_id and lms_id:
+    the platform's user id); students already there, or in `known` (the course's own roster, which
+    is never written: the learners go to Course.synced_roster), by lms_id or student_id, are kept
+    as they are. The file is rewritten atomically, its other columns kept; not written when it
+    would list nobody."""
     from checks.reports.render import write_atomically
 
     existing = read_roster(roster_path) if roster_path.exists() else None
-    known = {s.lms_id for s in existing.students.values()} | set(existing.students) if existing else set()
+    known_ids = set()
+    for roster in (existing, known):
+        if roster is not None:
+            known_ids |= set(roster.students) | {s.lms_id for s in roster.students.values() if s.lms_id}
     done = RosterImport()
     new_rows = []
     for member in members(conf, issuer, memberships_url):
@@ -163,12 +169,15 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         if LEARNER not in member.get("roles", []) or member.get("status", "Active") != "Active" or not user:
             done.skipped.append(user or "(no user id)")
             continue
-        if user in known:
+        if user in known_ids:
             done.kept += 1
             continue
         new_rows.append({"student_id": user, "name": str(member.get("name", "")), "email": str(member.get("email", "")),
                          "lms_id": user, "sis_id": str(member.get("lis_person_sourcedid", ""))})
+        known_ids.add(user)
         done.added.append(user)
+    if not new_rows:
+        return done
     columns = list(REQUIRED) + list(OPTIONAL)  # a TA's role stays on the roster
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
@@ -177,6 +186,7 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         writer.writerow({c: inert.csv_cell(getattr(student, c)) for c in columns})
     for row in new_rows:
         writer.writerow({c: inert.csv_cell(row.get(c, "")) for c in columns})
+    roster_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(roster_path, buffer.getvalue())
     return done
 
@@ -184,16 +194,58 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
 @dataclass
 class Posted:
     lineitem: str  # its URL at the platform ("": nothing to post, the platform was not called)
-    posted: list[str] = field(default_factory=list)  # submissions whose score was posted
-    left_out: list[str] = field(default_factory=list)  # and why the others were not
+    posted: list[str] = field(default_factory=list)  # submissions whose score the platform took now
+    left_out: list[str] = field(default_factory=list)  # and why the others were not (nothing sent for them)
+    failed: list[str] = field(default_factory=list)  # "name: why" for each score sent that the platform did not take
+    unchanged: list[str] = field(default_factory=list)  # this very score was posted before: not sent again
+    sent: dict[str, dict[str, Any]] = field(default_factory=dict)  # what each of `posted` was given (for the record)
 
 
 class PostFailed(LtiError):
-    """The platform refused or failed part-way; `done` says what it had taken before."""
+    """The platform refused before any score could be sent (the token, the line item); `done`
+    says what was left out."""
 
     def __init__(self, message: str, done: Posted) -> None:
         super().__init__(message)
         self.done = done
+
+
+POSTS = "lti"  # COURSE/records/lti.jsonl: each post (who, when, what each student was sent) and roster sync
+STOP_AFTER = 3  # scores in a row the platform gave no answer for: the rest are not tried (each costs a timeout)
+
+
+def records_file(folder: Path) -> Path:
+    from checks.policy import records
+
+    return records.records_path(folder, POSTS)
+
+
+def posted_before(folder: Path, assignment: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """What each student was last sent, and taken, for `assignment`: line item -> name -> the score
+    sent (score, maximum, comment), from the course's records of posts (the CLI's and the server's)."""
+    from checks.policy import records
+
+    sent: dict[str, dict[str, dict[str, Any]]] = {}
+    for line in records.read_records(records_file(folder)):
+        fields = line.fields
+        if fields.get("event") == "post" and fields.get("assignment") == assignment and isinstance(
+                fields.get("sent"), dict):
+            sent.setdefault(str(fields.get("lineitem", "")), {}).update(fields["sent"])
+    return sent
+
+
+def _reason(error: Exception) -> str:
+    """Why the platform did not take one score, in a line a person reads (its answer cut short)."""
+    if isinstance(error, LtiServiceException):
+        answer = error.response
+        body = inert.visible(" ".join((answer.text or "").split()))[:200]
+        return f"the LMS answered HTTP {answer.status_code}" + (f" ({body})" if body else "")
+    if isinstance(error, requests.Timeout):
+        return ("the LMS gave no answer in time (it may or may not have taken it; posting again is safe: "
+                "the LMS keeps the newer score)")
+    if isinstance(error, requests.RequestException):
+        return f"the LMS could not be reached ({inert.visible(str(error))[:200]})"
+    return inert.visible(str(error))[:300]
 
 
 def _to_post(records: list[Graded], roster: Roster) -> tuple[list[tuple[Graded, str]], list[str]]:
@@ -242,12 +294,17 @@ def _single_lineitem(service: AssignmentsGradesService, url: str, assignment: st
 
 
 def post_scores(conf: Any, issuer: str, ags: dict[str, Any], records: list[Graded], roster: Roster, *,
-                assignment: str, label: str, now: datetime | None = None) -> Posted:
+                assignment: str, label: str, now: datetime | None = None,
+                before: dict[str, dict[str, dict[str, Any]]] | None = None) -> Posted:
     """Find (by tag: the assignment's name) or create the line item, then post each final score:
     the one code path of `checks lti post` and the course server. Where the claim names only one
     `lineitem` (no container), the scores go to it. Nothing is sent when nothing is to be
-    posted; PostFailed when the platform fails (with what it had taken before). Each score's
-    timestamp is later than the one before (CLOCK), to the microsecond."""
+    posted, nor for a student `before` (posted_before) says was sent this very score on this line
+    item. Each score is sent on its own: one the platform refuses, or does not answer, is named
+    with why in `failed` and the others are still sent (after STOP_AFTER in a row without an
+    answer the rest are not tried, and named so); only what the platform took is in `posted`.
+    PostFailed when nothing could be sent (the token, the line item). Each score's timestamp is
+    later than the one before (CLOCK), to the microsecond."""
     scopes = list(ags.get("scope") or AGS_SCOPES)
     service_data = {"scope": scopes, "lineitems": ags.get("lineitems", "")}
     if ags.get("lineitem"):
@@ -268,18 +325,32 @@ def post_scores(conf: Any, issuer: str, ags: dict[str, Any], records: list[Grade
             else:
                 item = _single_lineitem(service, str(ags["lineitem"]), assignment, scopes)
             done.lineitem = str(item.get_id())
-            for record, lms_id in chosen:
-                result = record.result
-                comment = "; ".join(adjustment_line(a) for a in result.adjustments)
-                grade = (Grade().set_score_given(result.final_score).set_score_maximum(result.max_score)
-                         .set_user_id(lms_id).set_timestamp(CLOCK.stamp(now)).set_activity_progress("Completed")
-                         .set_grading_progress("FullyGraded"))
-                if comment:
-                    grade.set_comment(comment)
-                service.put_grade(grade, item)
-                done.posted.append(result.name)
     except LtiError as error:
-        taken = f"; {len(done.posted)} of {len(chosen)} scores were posted before it" if done.posted else \
-            "; no score was posted"
-        raise PostFailed(f"{error}{taken}", done) from None
+        raise PostFailed(f"{error}; no score was posted", done) from None
+    known = (before or {}).get(done.lineitem, {})
+    silent = 0  # scores in a row without an answer
+    for record, lms_id in chosen:
+        result = record.result
+        comment = "; ".join(adjustment_line(a) for a in result.adjustments)
+        sending = {"score": result.final_score, "maximum": result.max_score, "comment": comment}
+        if known.get(result.name) == sending:
+            done.unchanged.append(result.name)
+            continue
+        if silent >= STOP_AFTER:
+            done.failed.append(f"{result.name}: not sent: the LMS gave no answer to the {STOP_AFTER} scores before it")
+            continue
+        grade = (Grade().set_score_given(result.final_score).set_score_maximum(result.max_score)
+                 .set_user_id(lms_id).set_timestamp(CLOCK.stamp(now)).set_activity_progress("Completed")
+                 .set_grading_progress("FullyGraded"))
+        if comment:
+            grade.set_comment(comment)
+        try:
+            service.put_grade(grade, item)
+        except (LtiException, LtiError, requests.RequestException) as error:
+            silent = silent + 1 if isinstance(error, requests.RequestException) else 0
+            done.failed.append(f"{result.name}: {_reason(error)}")
+            continue
+        silent = 0
+        done.posted.append(result.name)
+        done.sent[result.name] = sending
     return done

@@ -35,9 +35,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from checks.course.assignment import CourseError, read_course_toml
 from checks.course.schema import ASSIGNMENT_TOML, POLICY_TABLE, SHOW_HIDDEN, TABLE, Key, Kind, Schema
 
-from checks.policy.roster import Roster, read_roster
+from checks.policy.roster import SYNCED, Roster, read_roster, with_synced
 
 COURSE_FILE = "course.toml"
+DATA_DIR = "data"  # the course server's data folder, by default (server/config.py reads `data` the same)
 GRACE_MODES = ("auto", "request")
 AT_ONCE, AFTER_DUE = SHOW_HIDDEN  # the hidden checks' results: shown when graded, or from the due date
 UTC = timezone.utc
@@ -105,6 +106,13 @@ class Course:
     roster: Roster | None = None
     policies: dict[str, Policy] = field(default_factory=dict)  # every assignment with an assignment.toml
     zone: tzinfo = UTC  # [policy] time_zone of course.toml, for dates typed on the command line
+    data: Path | None = None  # the course server's data folder (course.toml's `data`, default data/)
+
+    @property
+    def synced_roster(self) -> Path:
+        """Where a roster sync from the LMS keeps the learners it adds: the data folder, never the
+        course's own roster file (input only, perhaps tracked in git)."""
+        return (self.data or self.folder / DATA_DIR) / SYNCED
 
     def policy(self, assignment: str) -> Policy:
         """The assignment's policy (the course-wide default for an assignment the course does not list)."""
@@ -142,14 +150,15 @@ def load_course(folder: Path, root: Path | None = None) -> Course:
     root = (root or (folder / table.get("course", ".")).resolve())
     defaults = table.get("policy", {})
     zone = _zone(defaults.get("time_zone"), path, "[policy] time_zone") or UTC
-    roster = read_roster(folder / table["roster"]) if "roster" in table else None
+    data = (folder / str(table.get("data", DATA_DIR))).resolve()
+    roster = with_synced(read_roster(folder / table["roster"]), data / SYNCED) if "roster" in table else None
     grace = GracePolicy(**table.get("grace", {}))
     policies = {}
     autograder = root / "autograder"
     for config in sorted(autograder.glob("*/assignment.toml")) if autograder.is_dir() else []:
         own = read_course_toml(config, ASSIGNMENT_TOML).get("policy", {})
         policies[config.parent.name] = read_policy(config.parent.name, defaults, path, own, config)
-    course = Course(folder.resolve(), root, path if path.is_file() else None, grace, roster, policies, zone)
+    course = Course(folder.resolve(), root, path if path.is_file() else None, grace, roster, policies, zone, data)
     check_extensions(course)
     return course
 

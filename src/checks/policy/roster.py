@@ -7,6 +7,10 @@ gradebook use: Canvas's user id, Moodle's participant id), `sis_id` and `login` 
 ID and SIS Login ID, Moodle's ID number and username), `role` (student, ta, instructor).
 Extensions and regrade requests name students by student_id; a grade is matched to a student by
 any of their names (match_student).
+
+The course's roster file is input only: checks never writes it (it may be tracked in git). The
+learners a roster sync from the LMS adds (`checks lti roster`, the server's staff page) are kept
+in the course's data folder (SYNCED, beside the server's database) and read with it (with_synced).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from checks.course.assignment import CourseError
 
 REQUIRED = ("student_id", "name", "email")
 OPTIONAL = ("submission", "lms_id", "sis_id", "login", "role")
+SYNCED = "lms-roster.csv"  # in the course's data folder: the learners synced from the LMS
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
 
 
@@ -86,3 +91,16 @@ def read_roster(path: Path) -> Roster:
     if not students:
         raise CourseError(f"{path} lists no students")
     return Roster(path, students)
+
+
+def with_synced(course_roster: Roster, synced: Path) -> Roster:
+    """The course's roster, then the learners synced from the LMS into `synced` (when there is such
+    a file) that it does not list already (by student_id or lms_id); messages name the course's file."""
+    if not synced.is_file():
+        return course_roster
+    students = dict(course_roster.students)
+    known = set(students) | {student.lms_id for student in students.values() if student.lms_id}
+    for student_id, student in read_roster(synced).students.items():
+        if student_id not in known and not (student.lms_id and student.lms_id in known):
+            students[student_id] = student
+    return Roster(course_roster.path, students)

@@ -17,7 +17,11 @@ adjustments), and the roster's new learners get accounts as `checks roster impor
 (a token each, only its hash kept, the tokens shown once). The endpoints are course.toml's, else
 the latest launch's (kept by /lti/launch). Each action is recorded, with who and when, in the
 course's records/lti.jsonl (checks.policy.records, as extensions are); a platform that refuses
-or cannot be reached is said so on the page (502), and then nothing is recorded or added.
+or cannot be reached before anything is sent is said so on the page (502), and then nothing is
+recorded or added. A post names each student whose score the platform did not take, and why
+(502), records only those it took, and the next post sends only the rest (services.posted_before).
+The roster sync's learners go to the course's data folder (Course.synced_roster): the course's
+own roster file is input only.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from checks.course.assignment import CourseError
 from checks.policy import records
-from checks.policy.roster import Roster, read_roster
+from checks.policy.roster import Roster, read_roster, with_synced
 from checks.server import gradebook, pages, roster
 from checks.server.pages import Server
 
@@ -134,9 +138,11 @@ def _now() -> datetime:
 
 
 def _course_roster(server: Server) -> Roster:
-    """The course's roster as it is on disk now (a sync in another server process may have grown it)."""
+    """The course's roster as it is on disk now, with the learners synced from the LMS (a sync in
+    another server process may have grown them)."""
     course = pages.course(server)
-    return read_roster(course.require_roster("the LMS's roster and grade passback").path)
+    return with_synced(read_roster(course.require_roster("the LMS's roster and grade passback").path),
+                       course.synced_roster)
 
 
 def _audit(server: Server, fields: dict[str, Any]) -> None:
@@ -146,38 +152,40 @@ def _audit(server: Server, fields: dict[str, Any]) -> None:
 
 
 def _lms_page(server: Server, request: Request, *, status: int = 200, **context: Any) -> Response:
-    view = {"heading": "", "error": "", "summary": "", "left_out": [], "issued": [], "tokens_csv": "",
+    view = {"heading": "", "error": "", "summary": "", "left_out": [], "failed": [], "issued": [], "tokens_csv": "",
             "back": "/staff", **context}
     return pages.render(server, request, "lms.html.j2", status=status, **view)
 
 
 def post_outcome(server: Server, assignment: str, by: str) -> dict[str, Any]:
-    """Post `assignment`'s final scores from the server's gradebook (audited); LtiError or
-    CourseError when it cannot."""
-    from checks.lti.services import PostFailed, ags_endpoint, post_scores
+    """Post `assignment`'s final scores from the server's gradebook, all but those the course's
+    records say were posted with the same score already; the post, with what each student was
+    sent, recorded (under the records' lock: two posts at once never send one score twice).
+    LtiError or CourseError when nothing could be sent."""
+    from checks.lti.services import ags_endpoint, post_scores, posted_before, records_file
 
     registration = _registration(server)
     ags = ags_endpoint(registration)
     course = pages.course(server)
     people = _course_roster(server)
     label = server.assignments[assignment].title or assignment
-    try:
+    with records.locked(records_file(course.folder)) as fd:
         done = post_scores(registration.conf, registration.issuer, ags,
                            gradebook.scores(server.storage, assignment, course), people,
-                           assignment=assignment, label=label, now=_now())
-    except PostFailed as failed:
-        if failed.done.posted:  # the platform took some before it failed: that is a change, recorded
-            _audit(server, {"event": "post", "assignment": assignment, "lineitem": failed.done.lineitem,
-                            "posted": failed.done.posted, "error": str(failed), "by": by})
-        raise
-    if done.lineitem:
-        _audit(server, {"event": "post", "assignment": assignment, "lineitem": done.lineitem, "posted": done.posted,
-                        "left_out": done.left_out, "by": by})
-    return {"lineitem": done.lineitem, "posted": done.posted, "left_out": done.left_out}
+                           assignment=assignment, label=label, now=_now(),
+                           before=posted_before(course.folder, assignment))
+        if done.lineitem:
+            records.append(fd, {"event": "post", "assignment": assignment, "lineitem": done.lineitem,
+                                "posted": done.posted, "sent": done.sent, "failed": done.failed,
+                                "unchanged": done.unchanged, "left_out": done.left_out, "by": by,
+                                "at": _now().isoformat(timespec="seconds")})
+    return {"lineitem": done.lineitem, "posted": done.posted, "left_out": done.left_out, "failed": done.failed,
+            "unchanged": done.unchanged}
 
 
 async def staff_post_scores(server: Server, request: Request) -> Response:
-    """Staff post an assignment's final scores to the LMS (Assignment and Grade Services)."""
+    """Staff post an assignment's final scores to the LMS (Assignment and Grade Services): the
+    page names each student whose score the LMS did not take, and why (502 then)."""
     from checks.lti.launch import LtiError
 
     user = pages.require_staff(server, request)
@@ -195,26 +203,35 @@ async def staff_post_scores(server: Server, request: Request) -> Response:
     except CourseError as error:
         return _lms_page(server, request, status=400, heading=heading, back=f"/staff?assignment={assignment}",
                          error=str(error))
-    summary = (f"Posted {len(done['posted'])} score(s) to the LMS's line item {done['lineitem']}; "
-               f"{len(done['left_out'])} left out." if done["lineitem"] else
-               f"Nothing to post: no graded submission of {assignment} belongs to a student with an LMS user id. "
-               "The LMS was not called.")
-    return _lms_page(server, request, heading=heading, summary=summary, left_out=done["left_out"],
+    if not done["lineitem"]:
+        summary = (f"Nothing to post: no graded submission of {assignment} belongs to a student with an LMS user id. "
+                   "The LMS was not called.")
+    else:
+        summary = (f"Posted {len(done['posted'])} score(s) to the LMS's line item {done['lineitem']}; "
+                   f"{len(done['unchanged'])} already there (posted before with the same score, not sent again); "
+                   f"{len(done['left_out'])} left out.")
+    error = (f"The LMS did not take {len(done['failed'])} score(s): those students are not posted. Post again to "
+             "send only theirs." if done["failed"] else "")
+    return _lms_page(server, request, status=502 if done["failed"] else 200, heading=heading, summary=summary,
+                     left_out=done["left_out"], failed=done["failed"], error=error,
                      back=f"/staff?assignment={assignment}")
 
 
 def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]:
-    """The LMS's active learners added to the course roster, then an account for everyone on it
-    who has none (as `checks roster import`); nobody's account or token is changed (audited)."""
+    """The LMS's active learners added to the course's synced roster (in its data folder: the
+    course's own roster file is input only), then an account for everyone on either who has none
+    (as `checks roster import`); nobody's account or token is changed (audited)."""
     from checks.lti.services import endpoint, import_roster
 
     registration = _registration(server)
     memberships = endpoint(registration, "memberships_url")
-    path = _course_roster(server).path
-    done = import_roster(registration.conf, registration.issuer, memberships, path)
-    issued, kept = roster.import_roster(server.storage, roster.read_roster(path))
-    course = pages.course(server)  # this process reads the grown roster at once (launches, gradebook)
-    server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=read_roster(path)))
+    course = pages.course(server)
+    own = read_roster(course.require_roster("the LMS's roster and grade passback").path)
+    done = import_roster(registration.conf, registration.issuer, memberships, course.synced_roster, known=own)
+    people = with_synced(own, course.synced_roster)
+    issued, kept = roster.import_roster(server.storage, roster.accounts(people))
+    # this process reads the grown roster at once (launches, gradebook)
+    server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=people))
     _audit(server, {"event": "roster", "added": done.added, "kept": done.kept, "skipped": done.skipped,
                     "accounts": [one.user.id for one in issued], "by": by})
     return done, issued, kept

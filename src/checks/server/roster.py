@@ -15,6 +15,7 @@ from pathlib import Path
 
 from checks.course import inert
 from checks.course.assignment import CourseError
+from checks.policy.roster import Roster
 from checks.policy.roster import read_roster as course_roster
 from checks.server.auth import new_token
 from checks.server.storage import ROLES, Storage, User
@@ -32,8 +33,14 @@ def read_roster(path: Path) -> list[User]:
     """The students of a roster CSV as server accounts, read as the course policy reads it
     (checks.policy.roster: the same columns, ids and refusals); CourseError for a role the
     server does not know."""
+    return accounts(course_roster(path))
+
+
+def accounts(roster: Roster) -> list[User]:
+    """The students of a course roster as server accounts (CourseError for a role the server does not know)."""
+    path = roster.path
     people = []
-    for student in course_roster(path).students.values():
+    for student in roster.students.values():
         if student.role not in ROLES:
             raise CourseError(f"{path}: the role of {student.student_id} must be one of {', '.join(ROLES)}, "
                               f"not {inert.visible(student.role)!r}")

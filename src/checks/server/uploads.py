@@ -109,6 +109,11 @@ def store(data: bytes, assignment: Assignment, data_dir: Path, submission_id: st
         except SubmissionError as error:  # without the temporary file's name, which is no one's business
             reason = str(error).removeprefix(f"{Path(temp).name}: ")
             raise UploadRefused(f"the grader could not read this submission: {reason}") from None
+        read = sum(len(content) for content in submission.files.values())
+        if len(submission.files) > max_files or read > unpacked_bytes:  # a zip inside the zip: the same bounds
+            raise UploadRefused(f"the zip inside the upload holds {len(submission.files)} files of "
+                                f"{read / 2**20:.1f} MiB; at most {max_files} files and {unpacked_bytes // 2**20} MiB "
+                                "are taken", 413)
         refuse_incomplete(assignment, submission, names)
         final = folder / f"{submission_id}.zip"
         os.replace(temp, final)
