@@ -207,6 +207,9 @@ def _parser() -> argparse.ArgumentParser:
                             "the output folder is still written here")
     grade.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
                        help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
+    grade.add_argument("--worker-wait", type=_positive_seconds, default=None, metavar="SECONDS",
+                       help="with --scheduler: how long the cluster may have no worker before what is not graded "
+                            "yet is a grader failure (default: 120)")
     grade.set_defaults(run=_grade)
 
     similar = _command(commands, "similarity", "rank pairs of submissions by shared code (evidence, not a verdict)",
@@ -377,6 +380,9 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
                            help="grade on this Dask scheduler's workers (the `cluster` extra)")
     serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
                            help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
+    serve_cmd.add_argument("--worker-wait", type=_positive_seconds, default=None, metavar="SECONDS",
+                           help="with --scheduler: how long the cluster may have no worker before a submission "
+                                "goes back to the queue (default: 120)")
     serve_cmd.set_defaults(run=_serve, without_course=True)
 
     roster = _command(commands, "roster", "import the class roster into a course server",
@@ -461,6 +467,17 @@ def _server_commands(commands: argparse._SubParsersAction, assignment_help: str)
     fetch.add_argument("--out", type=Path, metavar="DIR", default=None,
                        help="the folder to create (default: ./ASSIGNMENT)")
     fetch.set_defaults(run=_fetch, without_course=True)
+
+
+def _positive_seconds(text: str) -> float:
+    """--worker-wait: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -719,11 +736,12 @@ def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tup
         raise RuntimeError(f"--scheduler needs dask and distributed ({error}): "
                            "pip install -c constraints.txt -e '.[cluster]'") from None
     try:
-        client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file))
+        wait = {"worker_wait": args.worker_wait} if args.worker_wait else {}
+        client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file, **wait))
     except ClusterProblem as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
-    return DaskGrader(client, device=args.settings.device), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
+    return DaskGrader(client, device=args.settings.device, **wait), (f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), "
                                 "each with its own sandbox")
 
 
@@ -933,7 +951,7 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         make = None
         if args.scheduler or args.scheduler_file:
-            make = dask_grader(args.scheduler, args.scheduler_file, stack)
+            make = dask_grader(args.scheduler, args.scheduler_file, stack, worker_wait=args.worker_wait)
         isolation = None if make else args.settings.isolation  # chosen once: named, and checked by serve()
         for change in confinement.secure(config, isolation):  # refused before anything says it serves
             console.print(plain(change), soft_wrap=True)
