@@ -182,10 +182,11 @@ class DaskGrader:
         try:
             self.client.wait_for_workers(1, timeout=self.worker_wait)
         except TimeoutError:
+            listed = len(self.client.nthreads())
+            has = f"{listed} worker(s), none running (paused or closing)" if listed else "0 workers"
             raise NoWorkers(f"no Dask worker for {self.worker_wait:g} s; the scheduler at "
-                            f"{self.client.scheduler.address} has {len(self.client.nthreads())} workers "
-                            "(were they killed, or their machines lost? start `dask worker` and grade "
-                            "again)") from None
+                            f"{self.client.scheduler.address} has {has} (were they killed, or their machines "
+                            "lost? start `dask worker` and grade again)") from None
 
     def _register_plugin(self) -> None:
         """Once per cluster: workers that hold it keep their warm pools across runs."""
