@@ -55,10 +55,10 @@ class ClusterUnsafe(ClusterProblem):
 
 
 def connect(address: str | None = None, *, scheduler_file: Path | None = None,
-            timeout: float = CONNECT_TIMEOUT, worker_wait: float | None = None, check: bool = True) -> Client:
+            timeout: float = CONNECT_TIMEOUT, worker_wait: float = WORKER_WAIT, check: bool = True) -> Client:
     """A client of a running scheduler, by address (tls://host:port) or scheduler file, whose
     workers may grade strangers' code (`check`; ClusterUnsafe naming the first that may not).
-    `worker_wait`: how long a cluster without workers may take to get one (None: `timeout`)."""
+    `timeout`: to reach the scheduler; `worker_wait`: for a cluster without workers to get one."""
     where = address or f"the scheduler in {scheduler_file}"
     if scheduler_file is not None and not Path(scheduler_file).is_file():
         raise ClusterUnreachable(f"no scheduler file {scheduler_file} (written by `dask scheduler "
@@ -69,7 +69,6 @@ def connect(address: str | None = None, *, scheduler_file: Path | None = None,
     except (OSError, TimeoutError, ValueError) as error:
         raise ClusterUnreachable(f"cannot reach {where} within {timeout:g} s ({error}); is `dask scheduler` "
                                  "running there, and is its port open from here?") from None
-    worker_wait = timeout if worker_wait is None else worker_wait
     try:
         client.wait_for_workers(1, timeout=worker_wait)
     except TimeoutError:
