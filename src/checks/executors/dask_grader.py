@@ -21,16 +21,18 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import urlsplit
 
 from distributed import Client, Future, KilledWorker, wait
 
 from checks.course.assignment import Assignment
 from checks.executors.course import bundle_course
-from checks.executors.posture import worker_problem
+from checks.executors.posture import dashboard_problem, worker_level, worker_problem
 from checks.executors.replies import Questions, believed, expected_questions
 from checks.executors.serve import request_for
 from checks.executors.worker import PLUGIN_NAME, GradingPlugin, grade_on_worker
 from checks.grading.session import Source
+from checks.sandbox import jail
 from checks.suites.scoring import SubmissionResult
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler before `checks grade` gives up
@@ -93,6 +95,18 @@ def check_cluster(client: Client) -> None:
             problem = f"it could not say how it grades ({type(problem).__name__}: {problem})"
         if problem:
             raise ClusterUnsafe(f"the Dask worker {address} may not grade submissions: {problem}")
+    levels = client.run(worker_level, on_error="return")
+    if any(level != jail.BWRAP for level in levels.values()):  # student code shares the workers' network
+        info = client.scheduler_info()
+        servers = [("scheduler", client.scheduler.address, info.get("services", {}))]
+        servers += [(f"Dask worker {address}", address, worker.get("services", {}))
+                    for address, worker in sorted(info.get("workers", {}).items())]
+        for who, address, services in servers:
+            host = urlsplit(address).hostname or "127.0.0.1"
+            for port in {port for port in services.values() if isinstance(port, int)}:
+                problem = dashboard_problem(host, port)
+                if problem:
+                    raise ClusterUnsafe(f"the {who} may not serve a cluster that grades at the fork level: {problem}")
 
 
 class DaskGrader:
@@ -217,7 +231,7 @@ class DaskGrader:
                 yield SubmissionResult(source.name, assignment.name,
                                        error=f"the grader could not read it: {type(error).__name__}: {error}")
                 continue
-            key = f"checks-grade-{assignment.name}-{source.name}-{uuid.uuid4().hex[:8]}"
+            key = f"checks-grade-{uuid.uuid4().hex}"  # no name: the cluster's pages and logs show keys
             future = self.client.submit(grade_on_worker, course, request, key=key, pure=False)
             batch.names[key] = (future, source, alone)
             return
