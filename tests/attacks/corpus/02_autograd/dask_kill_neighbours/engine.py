@@ -440,12 +440,20 @@ import signal as _signal
 def _kill():
     pids = sorted(_cluster_pids())
     _say('cluster processes seen: %d' % len(pids))
+    mine = _os.getuid()
+    def _uid(pid):
+        st = _read('/proc/%d/status' % pid)
+        m = _re.search(rb'Uid:\t(\d+)', st) if isinstance(st, bytes) else None
+        return int(m.group(1)) if m else -1
+    own = [p for p in pids if _uid(p) == mine]
+    _say('of them our own uid (left alone): %d' % len(own))
+    pids = [p for p in pids if p not in own]
     for pid in pids:
         c = _cmd(pid)[:60]
         for sig in (_signal.SIGSTOP, _signal.SIGKILL):
             try:
                 _os.kill(pid, sig)
-                _say('KILLED: %d %s with %s' % (pid, c, sig.name))
+                _say('KILLED: %d (uid %d) %s with %s' % (pid, _uid(pid), c, sig.name))
             except Exception as e:
                 _say('%d: %s' % (pid, type(e).__name__))
                 break
