@@ -201,7 +201,8 @@ def _write_out():
     for pid in _pids():
         args = _cmd(pid).split()
         for i, a in enumerate(args):
-            if a in ('--out', '--course', '--scheduler-file') and i + 1 < len(args):
+            # absolute paths only: a relative one would name this sandbox's own folder
+            if a in ('--out', '--course', '--scheduler-file') and i + 1 < len(args) and args[i + 1].startswith('/'):
                 targets.add(args[i + 1])
             if a.startswith(('/tmp/chkatk-dask', '/tmp/atk2')):
                 targets.add(a)
