@@ -196,8 +196,11 @@ class Killer(BatchListener):
 
     def _watch(self) -> None:
         def executing(dask_worker) -> tuple[int, list[str]]:  # nested: pickled by value, workers cannot import tests
-            """On a worker: its pid, and the tasks it is running now (not those merely sent to it)."""
-            return os.getpid(), [str(key) for key, task in dask_worker.state.tasks.items() if task.state == "executing"]
+            """On a worker: its pid, and the tasks it is running now (not those merely sent to it),
+            each named by its key and, where it grades the poison, POISON (a key names no submission)."""
+            import pickle
+            return os.getpid(), [str(key) + (f" {POISON}" if POISON.encode() in pickle.dumps(task.run_spec) else "")
+                                 for key, task in dask_worker.state.tasks.items() if task.state == "executing"]
 
         while not self.stop.wait(0.05):
             for pid, keys in self.client.run(executing, on_error="ignore").values():
