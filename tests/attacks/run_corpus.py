@@ -553,9 +553,11 @@ def reexec_with_readable_python():
 class Cluster:
     """A local Dask cluster as operators.md and server-deploy.md deploy it, on 127.0.0.1, with its
     workers at the fork level (no bwrap on their PATH, CHECKS_ISOLATION=fork). mode 'tls': the
-    documented safe way (mutual TLS, keys 0600 root, the address in DASK_SCHEDULER_ADDRESS, the
-    dashboards on as `dask scheduler --port 8786` leaves them); 'tcp': the listed commands without
-    TLS; 'argv': TLS with the address on the workers' command line. The last two must be refused."""
+    documented safe way (mutual TLS, keys 0600 root, the address in DASK_SCHEDULER_ADDRESS, no
+    dashboard and the HTTP routes limited to health and metrics, as the compose file starts them);
+    'tcp': the listed commands without TLS; 'argv': TLS with the address on the workers' command
+    line; 'dash': TLS with the dashboards on, as `dask scheduler --port 8786` leaves them. The last
+    three must be refused."""
 
     def __init__(self, checks, mode='tls', workers=2):
         self.mode, self.procs = mode, []
@@ -589,11 +591,15 @@ class Cluster:
             for role in ('SCHEDULER', 'WORKER', 'CLIENT'):
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__CERT'] = os.path.join(keys, 'cert.pem')
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__KEY'] = os.path.join(keys, 'key.pem')
+        if mode != 'dash':
+            env.update(DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='["distributed.http.health", "distributed.http.scheduler.prometheus"]',
+                       DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='["distributed.http.health", "distributed.http.worker.prometheus"]')
         self.env = env
         self.key = _read(os.path.join(self.home, 'keys', 'key.pem')) if proto == 'tls' else ''
         dask = os.path.join(venv_bin, 'dask')
+        dashboard = [] if mode == 'dash' else ['--no-dashboard']
         self._start([dask, 'scheduler', '--protocol', proto, '--host', '127.0.0.1', '--port', str(SCHED_PORT),
-                     '--dashboard-address', f'127.0.0.1:{DASH_PORT}'], 'scheduler')
+                     '--dashboard-address', f'127.0.0.1:{DASH_PORT}', *dashboard], 'scheduler')
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -606,7 +612,7 @@ class Cluster:
             raise RuntimeError(f'the scheduler did not listen on {SCHED_PORT} (log: {self.tmp}/scheduler.log)')
         for i in range(workers):
             args = [dask, 'worker', '--nthreads', '1', '--host', '127.0.0.1',
-                    '--dashboard-address', f'127.0.0.1:{WORKER_DASH + i}',
+                    '--dashboard-address', f'127.0.0.1:{WORKER_DASH + i}', *dashboard,
                     '--local-directory', os.path.join(self.tmp, f'scratch{i}')]
             wenv = dict(env)
             if mode == 'argv' or mode == 'tcp':
@@ -673,7 +679,7 @@ def dask_main(args, checks, listener):
         if not args.keep:
             shutil.rmtree(cluster.tmp, ignore_errors=True)
     # configurations the docs say `checks grade --scheduler` refuses (exit status 2, nothing written)
-    for mode in ([] if args.only else ['tcp', 'argv']):
+    for mode in ([] if args.only else ['tcp', 'argv', 'dash']):
         c = Cluster(checks, mode)
         try:
             tmp = tempfile.mkdtemp(prefix=f'chkatk-dask-refuse-{mode}-')
