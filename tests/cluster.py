@@ -1,7 +1,7 @@
 """A real Dask cluster for the server's tests: `dask scheduler` and `dask worker` processes on
-127.0.0.1 (no nanny, one thread each, no dashboard), each worker on a known port so that a test
-can kill the one that is grading. Everything it started is stopped at the end, warm pools
-included (they die with their worker: executors/serve.py).
+127.0.0.1 (no nanny unless asked, one thread each, no dashboard), each worker on a known port so
+that a test can kill the one that is grading, or every worker and nanny at once. Everything it
+started is stopped at the end, warm pools included (they die with their worker: executors/serve.py).
 """
 
 from __future__ import annotations
@@ -34,6 +34,18 @@ class LocalDask:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
 
+    def kill_every_worker(self) -> None:
+        """SIGKILL every worker process, its nanny and what they started, at once: the cluster's
+        machines lost (a nanny left alive would start its worker again)."""
+        doomed = set()
+        for address in self.workers:
+            doomed |= {self.processes[address].pid} | descendants(self.processes[address].pid)
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for address in self.workers:
+            self.processes[address].wait(timeout=30)
+
 
 def _start(args: list[str], log: Path, environment: dict[str, str] | None = None) -> subprocess.Popen:
     environment = {**os.environ, **(environment or {}), "PYTHONPATH": str(SRC)}
@@ -45,10 +57,11 @@ def _start(args: list[str], log: Path, environment: dict[str, str] | None = None
 @contextlib.contextmanager
 def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
                worker_environment: dict[str, str] | None = None,
-               environment: dict[str, str] | None = None) -> Iterator[LocalDask]:
-    """A scheduler and `workers` single-threaded workers, ready (every worker joined) when yielded;
-    `worker_environment`: variables the workers get on top of this process's (a PATH without bwrap);
-    `environment`: variables every process gets (the cluster's Dask config)."""
+               environment: dict[str, str] | None = None, nanny: bool = False) -> Iterator[LocalDask]:
+    """A scheduler and `workers` single-threaded workers (0: the scheduler alone), ready (every
+    worker joined) when yielded; `worker_environment`: variables the workers get on top of this
+    process's (a PATH without bwrap); `environment`: variables every process gets (the cluster's
+    Dask config); `nanny`: each worker under a nanny, as `dask worker` starts them by default."""
     from distributed import Client
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -63,13 +76,14 @@ def local_dask(folder: Path, workers: int = 2, timeout: float = 120,
             address = f"tcp://127.0.0.1:{worker_port}"
             cluster.processes[address] = _start(
                 ["worker", cluster.scheduler, "--host", "127.0.0.1", "--worker-port", str(worker_port),
-                 "--nthreads", "1", "--no-nanny", "--no-dashboard", "--name", f"worker-{n}"],
+                 "--nthreads", "1", "--nanny" if nanny else "--no-nanny", "--no-dashboard", "--name", f"worker-{n}"],
                 folder / f"worker-{n}.log", {**(environment or {}), **(worker_environment or {})})
         deadline = time.monotonic() + timeout
         while True:
             try:
                 with Client(cluster.scheduler, timeout=5, set_as_default=False) as client:
-                    client.wait_for_workers(workers, timeout=max(1.0, deadline - time.monotonic()))
+                    if workers:
+                        client.wait_for_workers(workers, timeout=max(1.0, deadline - time.monotonic()))
                 break
             except (OSError, TimeoutError):
                 if time.monotonic() > deadline:

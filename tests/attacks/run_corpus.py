@@ -88,7 +88,26 @@ ATTACKS = {
     ('03_mlp', 'daemon_and_shm'): dict(cls='budget', checks=[('leftover', 'mem03'), ('leftover', 'daemon')]),
     ('03_mlp', 'network_and_dask'): dict(cls='network', checks=[('net_hit', None), ('leftover', 'dask')]),
     ('03_mlp', 'quiz_markup'): dict(cls='markup', checks=[('live_markup', None), ('term_escape', None), ('csv_formula', None)]),
+    # issue 49: the Dask path's control plane from inside the sandbox (dask=True: also run by --dask
+    # against a local TLS cluster at the fork level; elsewhere they find no cluster and report what they see)
+    ('01_tensors', 'dask_proc_recon'): dict(cls='cluster', dask=True,
+                                            checks=[('marker', r'ENVIRON_DASK: \S+|FD_TO_SCHEDULER: [^\n]{0,40}|CAPEFF_NONZERO: \S+')]),
+    ('01_tensors', 'dask_dashboard_probe'): dict(cls='cluster', dask=True, checks=[('marker', r'DASH_LEAK: [^\n|]{0,120}')]),
+    ('01_tensors', 'dask_key_hunt'): dict(cls='cluster', dask=True, checks=[('cluster_key', None), ('marker', r'MEMREAD: \S+')]),
+    ('02_autograd', 'dask_import_distributed'): dict(cls='cluster', dask=True,
+                                                     checks=[('marker', r'DISTRIBUTED_IMPORTED[^\n|]{0,60}|DASK_CLIENT_OK[^\n|]{0,60}'),
+                                                             ('leftover', 'dask')]),
+    ('02_autograd', 'dask_unix_forge'): dict(cls='cluster', dask=True,
+                                             checks=[('marker', r'UNIX_CONNECTED: [^\n|]{0,60}|CLEARTEXT_ANSWER: [^\n|]{0,60}')]),
+    ('02_autograd', 'dask_kill_neighbours'): dict(cls='cluster', dask=True, checks=[('marker', r'KILLED: [^\n|]{0,60}')]),
+    ('03_mlp', 'dask_starve'): dict(cls='cluster', dask=True, checks=[('leftover', 'daemon_any')]),
+    ('03_mlp', 'dask_persist'): dict(cls='cluster', dask=True, checks=[('host_files', 'persist')]),
+    ('03_mlp', 'zr_dask_persist_reader'): dict(cls='cluster', dask=True, checks=[('marker', r'PERSIST_FOUND: [^\n|]{0,80}')]),
+    ('03_mlp', 'dask_write_driver_out'): dict(cls='cluster', dask=True,
+                                              checks=[('marker', r'OUT_WRITABLE: \S+|COURSE_READ: [^\n|]{0,60}')]),
 }
+# also graded by --dask beside the attacks above: the earlier corpus's hunts for files and the network
+DASK_ALSO = {('01_tensors', 'fs_hunt'), ('03_mlp', 'network_and_dask')}
 # what each leftover tag looks like: System V keys, file names in the shared folders, command lines
 LEFTOVER = {
     'k01': dict(keys={0x43A70001}, files='chk_atk_k01', cmd='chk_atk_k01'),
@@ -97,7 +116,11 @@ LEFTOVER = {
     'state': dict(keys={0x43A70011}, files='chk_atk_state', cmd=None),
     'daemon': dict(keys=set(), files=None, cmd='time.sleep(100)'),
     'dask': dict(keys=set(), files='chk_atk_dask', cmd=None),
+    'daemon_any': dict(keys=set(), files=None, cmd='CHKATKDAEMON'),
 }
+# where dask_persist may leave files a later run could see (host side; walked, bounded)
+PERSIST_TOPS = ['/tmp', '/var/tmp', '/dev/shm', '/run', '/var/lock', '/var/cache', '/var/lib', '/opt', '/srv', '/home',
+                REPO, os.path.expanduser('~')]
 TERM_ESCAPES = [b'\x1b]52;', b'\x1b[2J', b'\x1b]8;;http://evil']
 
 
@@ -152,8 +175,26 @@ def attack_processes():
     return procs
 
 
+def persist_files(budget=8.0):
+    """Files dask_persist writes (chk_atk_persist*), wherever on the host it could write them."""
+    found, t0 = set(), time.time()
+    for top in PERSIST_TOPS:
+        for dirpath, dirs, files in os.walk(top):
+            if time.time() - t0 > budget:
+                return found
+            dirs[:] = [d for d in dirs if d not in ('.git', 'node_modules', 'site-packages') and not d.startswith('chkatk-')]
+            if dirpath.count('/') > 7:
+                dirs[:] = []
+            found.update(os.path.join(dirpath, f) for f in files if f.startswith('chk_atk_persist'))
+    import site
+    for d in (site.getusersitepackages(), *[p for p in sys.path if p]):
+        if os.path.exists(os.path.join(d, 'chk_atk_persist.pth')):
+            found.add(os.path.join(d, 'chk_atk_persist.pth'))
+    return found
+
+
 def snapshot():
-    return dict(ipc=ipc_objects(), files=shared_files(), procs=attack_processes())
+    return dict(ipc=ipc_objects(), files=shared_files(), procs=attack_processes(), persist=persist_files())
 
 
 def cleanup():
@@ -165,7 +206,7 @@ def cleanup():
             pass
     for kind, _key, ident in ipc_objects():
         subprocess.run(['ipcrm', f'-{kind}', ident], capture_output=True)
-    for p in shared_files():
+    for p in shared_files() | persist_files():
         try:
             shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
         except OSError:
@@ -263,8 +304,8 @@ def copy_submission(src, dest, assignment):
             shutil.copy(os.path.join(REPO, 'solutions', assignment, name), dest)
 
 
-def run_batch(checks, assignment, level, names, controls, listener, timeout, keep):
-    tmp = tempfile.mkdtemp(prefix=f'chkatk-{assignment}-{level}-')
+def run_batch(checks, assignment, level, names, controls, listener, timeout, keep, cluster=None, tag=''):
+    tmp = tempfile.mkdtemp(prefix=f'chkatk-{assignment}-{level}{tag}-')
     subs, out = os.path.join(tmp, 'subs'), os.path.join(tmp, 'out')
     os.makedirs(subs)
     paths, graded_as = [], {}
@@ -287,8 +328,13 @@ def run_batch(checks, assignment, level, names, controls, listener, timeout, kee
     before = snapshot()
     listener.hits.clear()
     cmd = [checks, 'grade', assignment, *paths, '--out', out, '--jobs', '1', '--isolation', level, '--course', REPO]
+    env = None
+    if cluster is not None:   # on the cluster: its workers choose the level; the course only root may read
+        cmd = [checks, 'grade', assignment, *paths, '--out', out, '--jobs', '2', '--course', cluster.course,
+               '--scheduler', cluster.address]
+        env = cluster.env
     t0 = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp, start_new_session=True, env=env)
     try:
         stdout, _ = proc.communicate(timeout=timeout)
         rc = proc.returncode
@@ -304,6 +350,7 @@ def run_batch(checks, assignment, level, names, controls, listener, timeout, kee
     after = snapshot()
     net_hits = list(listener.hits)
     new = dict(ipc=after['ipc'] - before['ipc'], files=after['files'] - before['files'],
+               persist=after['persist'] - before['persist'],
                procs={p: c for p, c in after['procs'].items() if p not in before['procs']})
     # dask marker file may be inside a private /tmp; only a host-visible one counts
     results = collect(out)
@@ -311,7 +358,7 @@ def run_batch(checks, assignment, level, names, controls, listener, timeout, kee
     if not keep:
         shutil.rmtree(tmp, ignore_errors=True)
     return dict(tmp=tmp, out=out, stdout=stdout, rc=rc, wall=wall, results=results, new=new,
-                net_hits=net_hits, graded_as=graded_as)
+                net_hits=net_hits, graded_as=graded_as, cluster_key=cluster.key if cluster is not None else None)
 
 
 def collect(out):
@@ -388,6 +435,16 @@ def check(kind, arg, assignment, name, me, batch, secrets_cache):
         if spec['cmd']:
             left += [f'pid {p}' for p, c in batch['new']['procs'].items() if spec['cmd'] in c]
         return ', '.join(sorted(left)[:4]) if left else ''
+    if kind == 'cluster_key':   # a run of the cluster's own private key in the feedback
+        key = batch.get('cluster_key') or ''
+        body = ''.join(key.splitlines()[1:-1])
+        text = feedback_text(me).replace('\\n', '').replace('\n', '')
+        runs = [body[i:i + 40] for i in range(0, max(0, len(body) - 40), 20)]
+        hit = next((r for r in runs if r in text), None)
+        return f'the cluster key read: {hit!r}' if hit else ''
+    if kind == 'host_files':
+        left = sorted(batch['new']['persist'])
+        return f'{len(left)} file(s) on the host, e.g. {left[:3]}' if left else ''
     if kind == 'term_escape':
         found = [e for e in TERM_ESCAPES if e in batch['stdout']]
         return f'{found} on the terminal' if found else ''
@@ -455,6 +512,223 @@ def check(kind, arg, assignment, name, me, batch, secrets_cache):
     raise ValueError(kind)
 
 
+# --------------------------------------------------------------------------- --dask
+SCHED_PORT, DASH_PORT, WORKER_DASH = 48786, 48787, 48790   # the corpus's own ports (attacks touch no others)
+
+
+def python_is_readable():
+    """Can another uid run this Python (every folder above it searchable by others)?"""
+    d = os.path.realpath(sys.executable)
+    while d != '/':
+        d = os.path.dirname(d)
+        if not os.stat(d).st_mode & 0o001:
+            return d
+    return None
+
+
+def reexec_with_readable_python():
+    """The docs' fork-level cluster needs a Python installation other uids can run (the submission
+    runs as a uid of its own). Where it sits under a folder only root enters (/root/.pyenv here),
+    run the whole --dask mode in a private mount namespace in which that folder shows only the
+    path to Python, searchable: what an operator's readable installation would be. Nothing outside
+    this process tree sees the change."""
+    closed = python_is_readable()
+    if closed is None or os.environ.get('CHKATK_DASK_NS') or os.geteuid() != 0 or not shutil.which('unshare'):
+        return
+    rel = os.path.relpath(os.path.realpath(sys.executable), closed).split(os.sep)[0]
+    view = tempfile.mkdtemp(prefix='chkatk-dask-view-')
+    os.chmod(view, 0o755)
+    os.mkdir(os.path.join(view, rel))
+    script = (f'mount --bind {closed}/{rel} {view}/{rel} && mount --rbind {view} {closed} && '
+              f'exec "$0" "$@"')
+    env = dict(os.environ, CHKATK_DASK_NS='1')
+    print(f'run_corpus: {closed} is closed to other uids: --dask runs in a mount namespace that opens {closed}/{rel}',
+          file=sys.stderr)
+    rc = subprocess.call(['unshare', '-m', '--propagation', 'private', 'sh', '-c', script,
+                          sys.executable, *sys.argv], env=env)
+    shutil.rmtree(view, ignore_errors=True)
+    sys.exit(rc)
+
+
+class Cluster:
+    """A local Dask cluster as operators.md and server-deploy.md deploy it, on 127.0.0.1, with its
+    workers at the fork level (no bwrap on their PATH, CHECKS_ISOLATION=fork). mode 'tls': the
+    documented safe way (mutual TLS, keys 0600 root, the address in DASK_SCHEDULER_ADDRESS, no
+    dashboard and the HTTP routes limited to health and metrics, as the compose file starts them);
+    'tcp': the listed commands without TLS; 'argv': TLS with the address on the workers' command
+    line; 'dash': TLS with the dashboards on, as `dask scheduler --port 8786` leaves them. The last
+    three must be refused."""
+
+    def __init__(self, checks, mode='tls', workers=2):
+        self.mode, self.procs = mode, []
+        self.tmp = tempfile.mkdtemp(prefix=f'chkatk-dask-{mode}-')
+        venv_bin = os.path.dirname(checks)
+        nobw = os.path.join(self.tmp, 'nobwrap')
+        os.mkdir(nobw)
+        for d in ('/usr/local/bin', '/usr/bin'):
+            for name in os.listdir(d):
+                if name != 'bwrap' and not os.path.exists(os.path.join(nobw, name)):
+                    os.symlink(os.path.join(d, name), os.path.join(nobw, name))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(('DASK_', 'CHECKS_'))}
+        env.update(PATH=f'{venv_bin}:{nobw}', CHECKS_ISOLATION='fork')
+        # the keys and the course where student code at the fork level sees the file system as it is
+        # (the compose file's /keys and /opt/checks/...; not /tmp, which each sandbox has of its own)
+        self.home = tempfile.mkdtemp(prefix='.chkatk-dask-', dir=REPO)
+        os.chmod(self.home, 0o755)
+        self.course = os.path.join(self.home, 'course')   # the course only the grader's user may read
+        os.mkdir(self.course, 0o700)
+        for sub in ('assignments', 'autograder', 'solutions'):
+            shutil.copytree(os.path.join(REPO, sub), os.path.join(self.course, sub),
+                            ignore=shutil.ignore_patterns('__pycache__', '.ipynb_checkpoints'))
+        proto = 'tcp' if mode == 'tcp' else 'tls'
+        self.address = f'{proto}://127.0.0.1:{SCHED_PORT}'
+        if proto == 'tls':
+            keys = os.path.join(self.home, 'keys')
+            subprocess.run([os.path.join(venv_bin, 'python'), '-m', 'checks.executors.cluster_keys', keys, '--owner', '0'],
+                           check=True, capture_output=True, env=env)
+            env.update(DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION='true',
+                       DASK_DISTRIBUTED__COMM__TLS__CA_FILE=os.path.join(keys, 'ca.pem'))
+            for role in ('SCHEDULER', 'WORKER', 'CLIENT'):
+                env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__CERT'] = os.path.join(keys, 'cert.pem')
+                env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__KEY'] = os.path.join(keys, 'key.pem')
+        if mode != 'dash':
+            env.update(DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='["distributed.http.health", "distributed.http.scheduler.prometheus"]',
+                       DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='["distributed.http.health", "distributed.http.worker.prometheus"]')
+        self.env = env
+        self.key = _read(os.path.join(self.home, 'keys', 'key.pem')) if proto == 'tls' else ''
+        dask = os.path.join(venv_bin, 'dask')
+        dashboard = [] if mode == 'dash' else ['--no-dashboard']
+        self._start([dask, 'scheduler', '--protocol', proto, '--host', '127.0.0.1', '--port', str(SCHED_PORT),
+                     '--dashboard-address', f'127.0.0.1:{DASH_PORT}', *dashboard], 'scheduler')
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', SCHED_PORT), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            self.stop()
+            raise RuntimeError(f'the scheduler did not listen on {SCHED_PORT} (log: {self.tmp}/scheduler.log)')
+        for i in range(workers):
+            args = [dask, 'worker', '--nthreads', '1', '--host', '127.0.0.1',
+                    '--dashboard-address', f'127.0.0.1:{WORKER_DASH + i}', *dashboard,
+                    '--local-directory', os.path.join(self.tmp, f'scratch{i}')]
+            wenv = dict(env)
+            if mode == 'argv' or mode == 'tcp':
+                args.insert(2, self.address)
+            else:
+                args[2:2] = ['--protocol', 'tls']
+                wenv['DASK_SCHEDULER_ADDRESS'] = self.address
+            self._start(args, f'worker{i}', wenv)
+        time.sleep(8)
+
+    def _start(self, args, name, env=None):
+        log = open(os.path.join(self.tmp, name + '.log'), 'wb')
+        self.procs.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env or self.env,
+                                           cwd=self.tmp, start_new_session=True))
+
+    def stop(self):
+        for p in reversed(self.procs):   # workers first, then the scheduler; each its own session
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        self.procs = []
+        shutil.rmtree(self.home, ignore_errors=True)   # the keys and the course copy: never left in the repository
+
+    def log_tail(self, name, n=400):
+        return _read(os.path.join(self.tmp, name + '.log'))[-n:]
+
+
+def dask_main(args, checks, listener):
+    """Issue 49: the corpus's Dask attacks against a real local cluster at the fork level; then a
+    LATER `checks grade` on the same cluster; then the configurations that must be refused."""
+    rows, secrets_cache = [], {}
+    busy = [p for p in (SCHED_PORT, DASH_PORT) if socket.socket().connect_ex(('127.0.0.1', p)) == 0]
+    if busy:
+        print(f'run_corpus: ports {busy} are in use: --dask needs them', file=sys.stderr)
+        return rows, 2
+    cluster = Cluster(checks, 'tls')
+    try:
+        for assignment in args.assignments:
+            names = sorted(n for (a, n) in ATTACKS if a == assignment and
+                           (ATTACKS[(a, n)].get('dask') or (a, n) in DASK_ALSO) and (not args.only or n in args.only))
+            if not names:
+                continue
+            batch = run_batch(checks, assignment, 'fork', names, [], listener, args.timeout, args.keep, cluster, '-dask')
+            rows += judge_batch(assignment, 'fork+dask', names, batch, secrets_cache, args.timeout)
+        # a LATER, separate run on the same cluster: what the first left for it
+        if '03_mlp' in args.assignments and (not args.only or 'zr_dask_persist_reader' in args.only):
+            batch = run_batch(checks, '03_mlp', 'fork', ['zr_dask_persist_reader'], [], listener, args.timeout,
+                              args.keep, cluster, '-dask-later')
+            for r in judge_batch('03_mlp', 'fork+dask', ['zr_dask_persist_reader'], batch, secrets_cache, args.timeout):
+                r['attack'] = r['attack'] + ' (later run)' if not r['attack'].startswith('(') else r['attack'] + ' (later run)'
+                rows.append(r)
+    finally:
+        cluster.stop()
+        if not args.keep:
+            shutil.rmtree(cluster.tmp, ignore_errors=True)
+    # configurations the docs say `checks grade --scheduler` refuses (exit status 2, nothing written)
+    for mode in ([] if args.only else ['tcp', 'argv', 'dash']):
+        c = Cluster(checks, mode)
+        try:
+            tmp = tempfile.mkdtemp(prefix=f'chkatk-dask-refuse-{mode}-')
+            honest = os.path.join(tmp, 'zz_honest')
+            honest_files('01_tensors', honest)
+            try:
+                p = subprocess.run([checks, 'grade', '01_tensors', honest, '--out', os.path.join(tmp, 'out'), '--course',
+                                    c.course, '--scheduler', c.address], capture_output=True, env=c.env, timeout=180)
+                rc, out = p.returncode, (p.stdout + p.stderr).decode('utf-8', 'replace')
+            except subprocess.TimeoutExpired:
+                rc, out = 'timeout', ''
+            wrote = os.path.exists(os.path.join(tmp, 'out', 'gradebook.sqlite'))
+            refused = rc == 2 and not wrote
+            line = next((ln for ln in out.splitlines() if ln.lower().startswith('error')), out.strip()[-200:])
+            rows.append(dict(assignment='(cluster)', attack=f'config_{mode}', cls='refusal', level='fork+dask', score='-',
+                             result='held' if refused else 'BROKE',
+                             why=(f'refused: {line}' if refused else f'graded on it (rc {rc}, gradebook written: {wrote})')))
+            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            c.stop()
+            if not args.keep:
+                shutil.rmtree(c.tmp, ignore_errors=True)
+    return rows, 0
+
+
+def judge_batch(assignment, level, group, batch, secrets_cache, timeout):
+    rows, blamed = [], False
+    for name in group:
+        score, reasons = judge(assignment, name, batch, secrets_cache)
+        result = 'BROKE' if reasons else 'held'
+        if batch['rc'] == 'timeout' and batch['results'].get(batch['graded_as'].get(name, name)) is None \
+                and not ATTACKS[(assignment, name)].get('path_only'):
+            if not blamed:
+                reasons.append(f'grading did not end within {timeout} s (first submission left without a row)')
+                result, blamed = 'BROKE', True
+            else:
+                result = 'not run'
+        rows.append(dict(assignment=assignment, attack=name, cls=ATTACKS[(assignment, name)]['cls'],
+                         level=level, score=score, result=result, why='; '.join(reasons)))
+    honest = batch['results'].get('zz_honest')
+    ok = honest is not None and honest.get('status') == 'graded' and abs((honest.get('score') or 0) - 100) < 1e-6
+    if not ok and batch['rc'] != 'timeout':   # a killed batch is already blamed on its attack
+        rows.append(dict(assignment=assignment, attack=f'(honest beside {group[0] if len(group) == 1 else "main"})',
+                         cls='neighbour', level=level,
+                         score='-' if honest is None else f"{honest.get('score') or 0:.1f}", result='BROKE',
+                         why='the honest reference lost points or its row: ' + str((honest or {}).get('error') or '')[:100]))
+    return rows
+
+
 # --------------------------------------------------------------------------- main
 def available_levels():
     levels = ['fork']
@@ -473,7 +747,13 @@ def main():
     ap.add_argument('--no-client', action='store_true', help='skip the hostile-server attack on the student client')
     ap.add_argument('--keep', action='store_true', help='keep the temp folders (printed)')
     ap.add_argument('--json', help='also write the rows to this file')
+    ap.add_argument('--dask', action='store_true',
+                    help='issue 49: the Dask attacks against a local TLS cluster at the fork level (started and '
+                         'stopped here, on 127.0.0.1:48786-48799), a later run on it, and the configurations '
+                         'that must be refused; instead of the per-level batches')
     args = ap.parse_args()
+    if args.dask:
+        reexec_with_readable_python()
     checks = find_checks()
     levels = args.levels or available_levels()
     on_disk = {(a, n) for a in ASSIGNMENTS for n in (os.listdir(os.path.join(CORPUS, a)) if os.path.isdir(os.path.join(CORPUS, a)) else [])}
@@ -488,6 +768,12 @@ def main():
         print(f'run_corpus: port {NET_PORT} busy: the network check cannot see hits', file=sys.stderr)
     rows, secrets_cache, broke_any = [], {}, False
     t_start = time.time()
+    if args.dask:
+        rows, rc = dask_main(args, checks, listener)
+        if rc:
+            return rc
+        broke_any = any(r['result'] == 'BROKE' for r in rows)
+        levels, args.no_client = [], True
     for level in levels:
         for assignment in args.assignments:
             names = sorted(n for (a, n) in ATTACKS if a == assignment and (not args.only or n in args.only))

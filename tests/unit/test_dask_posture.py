@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checks.executors.posture import WorkerPosture, problem
+from checks.executors.posture import CLUSTER_PAGES, WorkerPosture, dashboard_problem, problem
 from checks.sandbox import jail
 
 BWRAP = jail.Isolation(jail.BWRAP, False, "bwrap (unprivileged)")
@@ -82,3 +82,45 @@ def test_the_cluster_keys_are_written_once_with_a_key_only_its_owner_reads(tmp_p
     security = Security(tls_ca_file=keys["ca_file"], tls_worker_cert=keys["cert"], tls_worker_key=keys["key"],
                         require_encryption=True)
     assert security.get_connection_args("worker")["ssl_context"] is not None  # a TLS context distributed accepts
+
+
+# ---- the cluster's web pages (issue 49: a fork-level sandbox read the scheduler's dashboard)
+
+def _serving(pages: dict[str, int]):
+    """An HTTP server on 127.0.0.1 answering each path with its status (404 for the rest)."""
+    import http.server
+    import threading
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(pages.get(self.path, 404))
+            self.end_headers()
+            self.wfile.write(b"<html>workers</html>")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("path", CLUSTER_PAGES)
+def test_a_server_with_a_page_about_the_cluster_is_named(path):
+    server = _serving({path: 200, "/health": 200})
+    try:
+        found = dashboard_problem("127.0.0.1", server.server_address[1], timeout=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert found is not None and path in found and "--no-dashboard" in found
+
+
+def test_health_and_metrics_alone_or_nothing_listening_pass():
+    server = _serving({"/health": 200, "/metrics": 200})
+    try:
+        assert dashboard_problem("127.0.0.1", server.server_address[1], timeout=2) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert dashboard_problem("127.0.0.1", server.server_address[1], timeout=2) is None  # closed now

@@ -52,6 +52,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """--worker-wait: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text}")
+    return value
+
+
 def unquoted_glob(path: Path) -> list[Path]:
     """A pattern no shell expanded (`docker run IMAGE grade 01_tensors '/subs/*'`: the entrypoint has
     none) matches as the shell would; a path that exists, or a pattern matching nothing, stays as given."""

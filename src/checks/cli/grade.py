@@ -48,6 +48,9 @@ def add_commands(commands: argparse._SubParsersAction, assignment_help: str) -> 
                             "the output folder is still written here")
     grade.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
                        help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
+    grade.add_argument("--worker-wait", type=common.positive_seconds, default=None, metavar="SECONDS",
+                       help="with --scheduler: how long the cluster may have no worker before what is not graded "
+                            "yet is a grader failure (default: 120)")
     grade.set_defaults(run=_grade)
 
 
@@ -121,12 +124,13 @@ def _dask_grader(args: argparse.Namespace, cluster: contextlib.ExitStack) -> tup
         raise RuntimeError(f"--scheduler needs dask and distributed ({error}): "
                            "pip install -c constraints.txt -e '.[cluster]'") from None
     try:
-        client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file))
+        wait = {"worker_wait": args.worker_wait} if args.worker_wait else {}
+        client = cluster.enter_context(connect(args.scheduler, scheduler_file=args.scheduler_file, **wait))
     except ClusterProblem as error:
         raise RuntimeError(str(error)) from None
     workers = client.nthreads()
     where = f"on the Dask cluster at {client.scheduler.address}: {len(workers)} worker(s), each with its own sandbox"
-    return DaskGrader(client, device=args.settings.device), where
+    return DaskGrader(client, device=args.settings.device, **wait), where
 
 
 def _grade_line(name: str, summary: BatchSummary) -> str:

@@ -46,6 +46,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                            help="grade on this Dask scheduler's workers (the `cluster` extra)")
     serve_cmd.add_argument("--scheduler-file", type=Path, metavar="PATH", default=None,
                            help="the same, with the file `dask scheduler --scheduler-file PATH` wrote")
+    serve_cmd.add_argument("--worker-wait", type=common.positive_seconds, default=None, metavar="SECONDS",
+                           help="with --scheduler: how long the cluster may have no worker before a submission "
+                                "goes back to the queue (default: 120)")
     serve_cmd.set_defaults(run=_serve, without_course=True)
 
     roster = common.command(
@@ -119,7 +122,7 @@ def _serve(root: Path | None, args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         make = None
         if args.scheduler or args.scheduler_file:
-            make = dask_grader(args.scheduler, args.scheduler_file, stack)
+            make = dask_grader(args.scheduler, args.scheduler_file, stack, worker_wait=args.worker_wait)
         isolation = None if make else args.settings.isolation  # chosen once: named, and checked by serve()
         for change in confinement.secure(config, isolation):  # refused before anything says it serves
             common.console.print(plain(change), soft_wrap=True)

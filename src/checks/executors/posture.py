@@ -9,13 +9,19 @@ cannot read (a uid per submission, which cannot read every file), and no address
 scheduler on the command line of the worker or its parents (visible to every uid in /proc).
 Everything else is refused with the reason, by the driver before a run (`checks grade
 --scheduler`, `checks serve --scheduler`) and by each worker before it grades (one that joins
-later). The sandbox never imports distributed or dask at any level (sandbox/supervisor.py).
+later). The sandbox refuses to import distributed or dask at any level (sandbox/supervisor.py).
+
+At the fork level the cluster's web pages are the sandbox's to read too: the scheduler's
+dashboard and info pages (plain HTTP, on every interface) list the workers, the tasks and their
+logs. So a cluster with a worker at that level must serve none of them (`dashboard_problem`, which
+asks for them as student code would).
 
 Nothing here imports distributed: `worker_problem` reads a worker's attributes only.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import stat
 from dataclasses import dataclass
@@ -126,3 +132,32 @@ def worker_problem(dask_worker: Any) -> str | None:
     except Exception as error:  # noqa: BLE001 - an impossible level (CHECKS_ISOLATION=bwrap without bwrap)
         return f"its sandbox cannot start: {error}"
     return problem(posture_of(dask_worker, isolation))
+
+
+# pages of distributed's HTTP servers that tell about the cluster (its members, tasks and logs)
+CLUSTER_PAGES = ("/info/main/workers.html", "/json/identity.json", "/status", "/info/main/logs.html")
+
+
+def dashboard_problem(host: str, port: int, timeout: float = 3.0) -> str | None:
+    """None when the HTTP server at host:port serves none of CLUSTER_PAGES, else which it serves."""
+    for path in CLUSTER_PAGES:
+        connection = http.client.HTTPConnection(host, port, timeout=timeout)
+        try:
+            connection.request("GET", path)
+            if connection.getresponse().status == 200:
+                return (f"its web server at http://{host}:{port} serves {path} to anyone on the machine, student "
+                        "code at the fork level included (the cluster's members, tasks and logs): start it with "
+                        "--no-dashboard and distributed.scheduler.http.routes limited to distributed.http.health "
+                        "and distributed.http.scheduler.prometheus (docs/server-deploy.md)")
+        except (OSError, http.client.HTTPException):
+            continue  # nothing answers there: nothing to read
+        finally:
+            connection.close()
+    return None
+
+
+def worker_level(dask_worker: Any) -> str:
+    """On a worker: the level its pools grade at (jail.BWRAP or jail.FORK)."""
+    from checks.config.settings import Settings
+
+    return Settings.from_environment().isolation.kind

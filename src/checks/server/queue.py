@@ -28,7 +28,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from checks.course.assignment import Assignment
 from checks.course.submissions import Submission, read_submission
@@ -36,6 +36,9 @@ from checks.executors.serve import PoolFailed, WarmPool, claim_cpu, held_cpu, re
 from checks.grading.session import Source, named_files
 from checks.server.storage import Storage, SubmissionRow
 from checks.suites.scoring import SubmissionResult
+
+if TYPE_CHECKING:
+    from checks.executors.dask_grader import DaskGrader
 
 log = logging.getLogger("checks.server")
 MAX_ATTEMPTS = 3  # tries of a submission whose pool or grader died under it, before staff are told
@@ -109,7 +112,7 @@ class DaskPools:
 
     public = True
 
-    def __init__(self, grader: Callable) -> None:
+    def __init__(self, grader: "DaskGrader") -> None:
         self.grader = grader
 
     def warm(self, assignment: Assignment) -> None:
@@ -117,7 +120,14 @@ class DaskPools:
 
     def grade(self, assignment: Assignment, name: str, load: Callable[[], Submission], *,
               public: bool = False) -> tuple[dict | None, str]:
-        (result,) = list(self.grader(assignment, [Source(name, load)], public=public))
+        """PoolFailed where the cluster had no worker for the grader's worker_wait: like a pool that
+        died, the submission goes back to the queue (MAX_ATTEMPTS tries), then is a grader failure."""
+        from checks.executors.dask_grader import NoWorkers  # the `cluster` extra: only where Dask grades
+
+        try:
+            (result,) = list(self.grader.results(assignment, [Source(name, load)], public=public))
+        except NoWorkers as error:
+            raise PoolFailed(str(error)) from None
         if result.error and not result.questions:
             return None, result.error
         return result.to_dict(), ""

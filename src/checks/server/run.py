@@ -97,16 +97,19 @@ def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, jo
             storage.close()
 
 
-def dask_grader(scheduler: str | None, scheduler_file: Path | None, stack: contextlib.ExitStack) -> Callable[[], Grader]:
-    """Grading slots that send each submission to the Dask cluster (the `cluster` extra)."""
+def dask_grader(scheduler: str | None, scheduler_file: Path | None, stack: contextlib.ExitStack, *,
+                worker_wait: float | None = None) -> Callable[[], Grader]:
+    """Grading slots that send each submission to the Dask cluster (the `cluster` extra); `worker_wait`:
+    seconds the cluster may have no worker before a submission goes back to the queue (None: the default)."""
     try:
         from checks.executors.dask_grader import ClusterProblem, DaskGrader, connect
     except ImportError as error:
         raise CourseError(f"--scheduler needs dask and distributed ({error}): "
                           "pip install -c constraints.txt -e '.[cluster]'") from None
     try:  # refused where a worker's sandbox would let student code reach the cluster
-        client = stack.enter_context(connect(scheduler, scheduler_file=scheduler_file))
+        wait = {"worker_wait": worker_wait} if worker_wait else {}
+        client = stack.enter_context(connect(scheduler, scheduler_file=scheduler_file, **wait))
     except ClusterProblem as error:
         raise CourseError(str(error)) from None
-    grader = DaskGrader(client, in_flight=1)
+    grader = DaskGrader(client, in_flight=1, **wait)
     return lambda: DaskPools(grader)
