@@ -9,6 +9,8 @@ The grader imports this module too: the builders here (`make_loader`, `counting_
 batches. Student modules are imported inside the drivers only, never at module level.
 """
 
+from collections import OrderedDict
+
 import numpy as np
 import torch
 from torch import nn
@@ -292,17 +294,24 @@ class _RecordingLoss(nn.Module):
         return loss
 
 
+def course_mlp(d_in, d_hidden, d_out):
+    """The network train_epoch is trained on: flatten, fc1, ReLU, fc2, made of torch's own modules
+    (the parameters named as the course's MLP names them). Never the student's torch_mlp.py (a
+    mistake there would cost train_epoch too) nor the reference (its code would be in the sandbox)."""
+    return nn.Sequential(OrderedDict(flatten=nn.Flatten(), fc1=nn.Linear(d_in, d_hidden), relu=nn.ReLU(),
+                                     fc2=nn.Linear(d_hidden, d_out)))
+
+
 def train_epoch_run(sizes, state, X, Y, batch_size, shuffle_seed, lr, momentum, device):
-    """training.train_epoch on the reference MLP with a torch.optim.SGD that records its calls.
+    """training.train_epoch on course_mlp with a torch.optim.SGD that records its calls.
 
     Returns what train_epoch returned, the parameters after every optimizer step, and the order
     of events (zero_grad, forward:<device>, loss, backward, step) for the feedback.
     """
-    import torch_mlp  # the reference MLP: this question is graded with use_reference
     import training
 
     _tf32_off()
-    model = torch_mlp.MLP(*sizes)
+    model = course_mlp(*sizes)
     model.load_state_dict(_tensors(state, torch.float32))
     model.to(device)
     events = []

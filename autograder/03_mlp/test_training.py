@@ -1,8 +1,9 @@
 """Hidden checks for training.py: SGD against torch.optim.SGD, steps_per_epoch against
 DataLoader, train_epoch against the canonical loop, evaluate against a direct computation.
 
-train_epoch is graded with the reference MLP (use_reference) and a torch.optim.SGD built in the
-sandbox, so only the loop itself is on trial; evaluate is graded on a probe model from
+train_epoch is graded with an MLP made of torch's own modules (drivers.course_mlp: neither the
+student's torch_mlp.py nor the reference, whose code would be in the sandbox) and a torch.optim.SGD
+built in the sandbox, so only the loop itself is on trial; evaluate is graded on a probe model from
 drivers.py that records the mode and grad mode of every forward.
 
 Inputs are drawn, and PyTorch's answers computed, when the suite is collected: once for every
@@ -351,7 +352,7 @@ def _run_epoch(student, device, batching, momentum):
     return got, REFERENCE_EPOCHS(batching, momentum, device=device), call
 
 
-@question("training.train_epoch", points=6, use_reference=("torch_mlp.py",), kinks=("a ragged last batch",))
+@question("training.train_epoch", points=6, kinks=("a ragged last batch",))
 @covers({"a ragged last batch": lambda batching, **_: BATCHINGS[batching][0] % BATCHINGS[batching][1] != 0,
          "shuffled": lambda batching, **_: BATCHINGS[batching][2] is not None,
          "momentum": lambda momentum, **_: momentum > 0})
@@ -371,7 +372,7 @@ def test_train_epoch_parameters(student, device, momentum, batching):
             expect_close(mine[key], value, rtol=rtol, atol=atol, what="entries", diagnose=lambda _: mistake)
 
 
-@question("training.train_epoch", points=4, use_reference=("torch_mlp.py",))
+@question("training.train_epoch", points=4)
 @pytest.mark.parametrize("device", VALUE_DEVICES)
 @pytest.mark.parametrize("batching", sorted(BATCHINGS))
 def test_train_epoch_loss(student, device, batching):

@@ -537,6 +537,28 @@ def test_a_reference_never_enters_the_sandbox(make_course, level):
         assert result.question(qid).passed, result.question(qid).feedback
 
 
+def test_a_reference_that_defines_a_class_is_refused_as_the_suites_error(make_course):
+    """A class cannot be answered from outside the sandbox: the question says so, as the suite's
+    error (never the student's), instead of a stand-in without it."""
+    root = make_course({
+        "autograder/cls/assignment.toml": 'files = ["model.py"]\n',
+        "autograder/cls/test_cls.py": """
+            from checks.suite import question, expect_equal
+
+            @question("model.uses", points=100, use_reference=("model.py",))
+            def test_uses(student):
+                expect_equal(student.model.size(), 3)
+        """,
+        "solutions/cls/model.py": "class Net:\n    pass\n\n\ndef size():\n    return 3\n",
+        "assignments/cls/.keep": "",
+        "subs/s/model.py": "def size():\n    return 3\n",
+    })
+    [result] = grade_sources(load_assignment(root, "cls"), [Source.from_path(root / "subs/s")], jobs=1)
+    feedback = result.question("model.uses").feedback
+    assert not result.question("model.uses").passed
+    assert "grader error" in feedback and "defines Net" in feedback, feedback
+
+
 FILLER = '''
 import os, time
 

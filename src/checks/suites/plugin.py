@@ -180,7 +180,15 @@ class ChecksPlugin:
             return None
         for name in given:
             if name not in self._references:
-                self._references[name] = _reference_module(name, self.assignment.reference_files((name,))[name])
+                module = _reference_module(name, self.assignment.reference_files((name,))[name])
+                classes = [attribute for attribute, value in vars(module).items() if not attribute.startswith("_")
+                           and isinstance(value, type) and value.__module__ == module.__name__]
+                if classes:
+                    raise CourseError(f"use_reference={given!r}: the reference {name} defines {', '.join(classes)}, "
+                                      "and a class cannot be answered from outside the sandbox (its stand-in "
+                                      "offers functions of plain data only); build what the question needs from "
+                                      "public parts in a driver (docs/authoring.md)")
+                self._references[name] = module
         return StandIns({name.removesuffix(".py"): self._references[name] for name in given})
 
     def _references_given(self, options: dict[str, Any]) -> tuple[str, ...]:
