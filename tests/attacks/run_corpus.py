@@ -554,7 +554,7 @@ class Cluster:
     """A local Dask cluster as operators.md and server-deploy.md deploy it, on 127.0.0.1, with its
     workers at the fork level (no bwrap on their PATH, CHECKS_ISOLATION=fork). mode 'tls': the
     documented safe way (mutual TLS, keys 0600 root, the address in DASK_SCHEDULER_ADDRESS, no
-    dashboard and the HTTP routes limited to health and metrics, as the compose file starts them);
+    dashboard and the HTTP routes limited to the health check, as the compose file starts them);
     'tcp': the listed commands without TLS; 'argv': TLS with the address on the workers' command
     line; 'dash': TLS with the dashboards on, as `dask scheduler --port 8786` leaves them. The last
     three must be refused."""
@@ -592,8 +592,8 @@ class Cluster:
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__CERT'] = os.path.join(keys, 'cert.pem')
                 env[f'DASK_DISTRIBUTED__COMM__TLS__{role}__KEY'] = os.path.join(keys, 'key.pem')
         if mode != 'dash':
-            env.update(DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='["distributed.http.health", "distributed.http.scheduler.prometheus"]',
-                       DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='["distributed.http.health", "distributed.http.worker.prometheus"]')
+            env.update(DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='["distributed.http.health"]',
+                       DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='["distributed.http.health"]')
         self.env = env
         self.key = _read(os.path.join(self.home, 'keys', 'key.pem')) if proto == 'tls' else ''
         dask = os.path.join(venv_bin, 'dask')

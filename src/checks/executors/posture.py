@@ -135,7 +135,7 @@ def worker_problem(dask_worker: Any) -> str | None:
 
 
 # pages of distributed's HTTP servers that tell about the cluster (its members, tasks and logs)
-CLUSTER_PAGES = ("/info/main/workers.html", "/json/identity.json", "/status", "/info/main/logs.html")
+CLUSTER_PAGES = ("/info/main/workers.html", "/json/identity.json", "/status", "/info/main/logs.html", "/metrics")
 
 
 def dashboard_problem(host: str, port: int, timeout: float = 3.0) -> str | None:
@@ -147,8 +147,8 @@ def dashboard_problem(host: str, port: int, timeout: float = 3.0) -> str | None:
             if connection.getresponse().status == 200:
                 return (f"its web server at http://{host}:{port} serves {path} to anyone on the machine, student "
                         "code at the fork level included (the cluster's members, tasks and logs): start it with "
-                        "--no-dashboard and distributed.scheduler.http.routes limited to distributed.http.health "
-                        "and distributed.http.scheduler.prometheus (docs/server-deploy.md)")
+                        "--no-dashboard and distributed.scheduler.http.routes (and .worker.http.routes) limited to "
+                        "distributed.http.health (docs/server-deploy.md)")
         except (OSError, http.client.HTTPException):
             continue  # nothing answers there: nothing to read
         finally:
