@@ -92,7 +92,8 @@ ATTACKS = {
     # against a local TLS cluster at the fork level; elsewhere they find no cluster and report what they see)
     ('01_tensors', 'dask_proc_recon'): dict(cls='cluster', dask=True,
                                             checks=[('marker', r'ENVIRON_DASK: \S+|FD_TO_SCHEDULER: [^\n]{0,40}|CAPEFF_NONZERO: \S+')]),
-    ('01_tensors', 'dask_dashboard_probe'): dict(cls='cluster', dask=True, checks=[('marker', r'DASH_LEAK: [^\n|]{0,120}')]),
+    # a page that names a member, a task or a submission (a health check or the list of routes names none)
+    ('01_tensors', 'dask_dashboard_probe'): dict(cls='cluster', dask=True, checks=[('marker', r"DASH_LEAK: \d+\S* 200 (\d+ bytes )?\['")]),
     ('01_tensors', 'dask_key_hunt'): dict(cls='cluster', dask=True, checks=[('cluster_key', None), ('marker', r'MEMREAD: \S+')]),
     ('02_autograd', 'dask_import_distributed'): dict(cls='cluster', dask=True,
                                                      checks=[('marker', r'DISTRIBUTED_IMPORTED[^\n|]{0,60}|DASK_CLIENT_OK[^\n|]{0,60}'),
