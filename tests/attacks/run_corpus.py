@@ -95,8 +95,10 @@ ATTACKS = {
     # a page that names a member, a task or a submission (a health check or the list of routes names none)
     ('01_tensors', 'dask_dashboard_probe'): dict(cls='cluster', dask=True, checks=[('marker', r"DASH_LEAK: \d+\S* 200 (\d+ bytes )?\['")]),
     ('01_tensors', 'dask_key_hunt'): dict(cls='cluster', dask=True, checks=[('cluster_key', None), ('marker', r'MEMREAD: \S+')]),
+    # at fork the package loads from disk once the import blocker is gone (trust-boundary.md says so):
+    # what must hold is that it joins nothing
     ('02_autograd', 'dask_import_distributed'): dict(cls='cluster', dask=True,
-                                                     checks=[('marker', r'DISTRIBUTED_IMPORTED[^\n|]{0,60}|DASK_CLIENT_OK[^\n|]{0,60}'),
+                                                     checks=[('marker', r'DASK_CLIENT_OK[^\n|]{0,60}'),
                                                              ('leftover', 'dask')]),
     ('02_autograd', 'dask_unix_forge'): dict(cls='cluster', dask=True,
                                              checks=[('marker', r'UNIX_CONNECTED: [^\n|]{0,60}|CLEARTEXT_ANSWER: [^\n|]{0,60}')]),
