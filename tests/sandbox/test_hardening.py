@@ -537,6 +537,53 @@ def test_a_reference_never_enters_the_sandbox(make_course, level):
         assert result.question(qid).passed, result.question(qid).feedback
 
 
+def test_the_graders_answers_to_stand_ins_are_the_calls_time_and_costly_ones_are_refused(make_course):
+    """What the grader spends answering a stand-in's calls counts in the call's time limit (a call
+    that keeps it answering is stopped, the student's timeout), and a call whose answer would cost
+    much (inputs that broadcast to 10^8 values) is refused before it is computed (issue 43)."""
+    root = make_course({
+        "autograder/ask/assignment.toml": 'files = ["asker.py", "helper.py"]\n',
+        "autograder/ask/test_ask.py": """
+            from checks.suite import question, expect_equal
+
+            @question("asker.many", points=50, use_reference=("helper.py",), timeout=3)
+            def test_many(student):
+                expect_equal(student.asker.many(), "done")
+
+            @question("asker.huge", points=50, use_reference=("helper.py",))
+            def test_huge(student):
+                expect_equal(student.asker.huge(), "refused")
+        """,
+        "solutions/ask/helper.py": "import time\n\n\ndef slow(*arrays):\n    time.sleep(0.2)\n    return 1\n",
+        "assignments/ask/.keep": "",
+        "subs/s/helper.py": "",
+        "subs/s/asker.py": """
+import numpy as np
+
+
+def many():
+    import helper
+    for _ in range(100):  # 20 s of the grader's time, asked for in one call of 3
+        helper.slow()
+    return "done"
+
+
+def huge():
+    import helper
+    try:
+        helper.slow(np.ones((1, 1, 100, 1000)), np.ones((1000, 1, 1, 1)), np.ones((1, 1000, 1, 1)))
+    except ValueError as error:
+        return "refused" if "at most" in str(error) else str(error)
+    return "answered"
+""",
+    })
+    [result] = grade_sources(load_assignment(root, "ask"), [Source.from_path(root / "subs/s")], jobs=1)
+    many = result.question("asker.many")
+    assert not many.passed and "did not finish" in many.feedback and "grader error" not in many.feedback, many.feedback
+    assert result.question("asker.huge").passed, result.question("asker.huge").feedback
+    assert result.seconds < 30, result.seconds
+
+
 def test_a_reference_that_defines_a_class_is_refused_as_the_suites_error(make_course):
     """A class cannot be answered from outside the sandbox: the question says so, as the suite's
     error (never the student's), instead of a stand-in without it."""

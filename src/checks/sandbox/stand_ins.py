@@ -18,9 +18,12 @@ from typing import Any
 
 from checks.sandbox import codec
 
-# elements in all the arrays of one call: the checks that use stand-ins pass small arrays, and the
-# grader's work for an answer must stay small whatever a student sends
-MAX_ELEMENTS = 1 << 20
+# The checks that use stand-ins pass small arrays, and the grader's work for an answer must stay
+# small whatever a student sends: what an answer may cost is bounded before it is computed (the
+# values given, any shape or count among them, what they broadcast to, and the outer product of
+# any two, which bounds a matmul's), and what it took is counted in the reply's time (supervisor.py)
+MAX_ELEMENTS = 1 << 16  # values in all the arrays of a call; each number given; an array they broadcast to
+MAX_PAIR = 1 << 22  # the sizes of any two arrays of a call, multiplied
 MESSAGE_CHARS = 500
 
 
@@ -47,10 +50,10 @@ class StandIns:
             args, kwargs = _arguments(codec.decode(payload))
         except codec.UnsupportedType as error:
             return _raised("TypeError", f"{module}.{name}() was given {error}")
-        size = _elements(args) + _elements(list(kwargs.values()))
-        if size > MAX_ELEMENTS:
-            return _raised("ValueError", f"{module}.{name}() was given {size:,} values; the checks that answer "
-                                         f"{module} take at most {MAX_ELEMENTS:,} in one call")
+        too_much = _too_much([*args, *kwargs.values()])
+        if too_much:
+            return _raised("ValueError", f"{module}.{name}() was given {too_much}; the checks that answer "
+                                         f"{module} take small inputs")
         try:
             return {"value": getattr(self.modules[module], name)(*args, **kwargs)}
         except Exception as error:  # noqa: BLE001 - the reference's refusal of these inputs is the answer
@@ -64,19 +67,47 @@ def _arguments(decoded: Any) -> tuple[list, dict]:
     return decoded[0], decoded[1]
 
 
-def _elements(values: list) -> int:
-    """Values in all the arrays among `values` (nested in lists, tuples and dicts)."""
-    total, stack = 0, list(values)
+def _too_much(values: list) -> str:
+    """What makes a call too costly to answer ("" where nothing does): see MAX_ELEMENTS, MAX_PAIR."""
+    shapes, numbers, stack = [], [], list(values)
     while stack:
         value = stack.pop()
         shape = getattr(value, "shape", None)
         if type(shape) is tuple:
-            total += math.prod(shape)
+            shapes.append(shape)
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
+            if type(value) is tuple and value and all(type(item) is int for item in value):
+                numbers.append(abs(math.prod(value)))  # a shape, or an index that could be one
         elif isinstance(value, dict):
             stack.extend(value.values())
-    return total
+        elif type(value) is int:
+            numbers.append(abs(value))
+        elif type(value) is slice:
+            numbers += [abs(part) for part in (value.start, value.stop, value.step) if type(part) is int]
+    sizes = sorted((math.prod(shape) for shape in shapes), reverse=True)
+    if sum(sizes) > MAX_ELEMENTS:
+        return f"{sum(sizes):,} values (at most {MAX_ELEMENTS:,})"
+    if numbers and max(numbers) > MAX_ELEMENTS:
+        return f"the number {max(numbers):,} (at most {MAX_ELEMENTS:,})"
+    if len(sizes) > 1 and sizes[0] * sizes[1] > MAX_PAIR:
+        return f"arrays of {sizes[0]:,} and {sizes[1]:,} values (their product at most {MAX_PAIR:,})"
+    broadcast = _broadcast_size(shapes)
+    if broadcast > MAX_ELEMENTS:
+        return f"arrays that broadcast to {broadcast:,} values (at most {MAX_ELEMENTS:,})"
+    return ""
+
+
+def _broadcast_size(shapes: list[tuple]) -> int:
+    """The size of what these shapes broadcast to, each dim the largest given (NumPy's rule where
+    they agree; an upper bound where they do not, which the reference refuses anyway)."""
+    width = max((len(shape) for shape in shapes), default=0)
+    dims = [1] * width
+    for shape in shapes:
+        for k, size in enumerate(shape):
+            at = width - len(shape) + k
+            dims[at] = max(dims[at], size)
+    return math.prod(dims)
 
 
 def _builtin_name(error: BaseException) -> str:

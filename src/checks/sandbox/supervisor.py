@@ -209,6 +209,8 @@ class Worker:
                 if header.get("status") != "asks":
                     break
                 self._answer(header, self.reader.frame(MAX_PAYLOAD_BYTES, deadline), deadline)
+                if time.monotonic() > deadline:  # the answers are the call's time too: never past its limit
+                    raise socket.timeout()
             payload = None
             if header.get("status") == "returned":
                 payload = self.reader.frame(MAX_PAYLOAD_BYTES, deadline)
