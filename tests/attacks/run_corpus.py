@@ -79,7 +79,7 @@ ATTACKS = {
                                               grade_name="=2+5+cmd|' calc'!A0 CHKATKCSV"),
     ('02_autograd', 'pytest_outcomes'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None), ('skipped', None)]),
     # 02's stand-in rules (issue 43, attack3): the reference answered by the grader
-    ('02_autograd', 'standin_introspect'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'STANDIN<<[\s\S]{0,8000}?(argsort|add\.at)')]),
+    ('02_autograd', 'standin_introspect'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'STANDIN<<(?!\' \+)(?:(?!at engine\.py)[\s\S]){0,8000}?(argsort|add\.at)')]),
     ('02_autograd', 'table_unseal'): dict(cls='forge', checks=[('above_control', 'no_backward')]),
     ('02_autograd', 'oracle_writer'): dict(cls='kernel', checks=[('leftover', 'oracle02')]),
     ('02_autograd', 'zr_oracle_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),

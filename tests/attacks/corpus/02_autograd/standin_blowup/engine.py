@@ -352,7 +352,7 @@ def zero_grad(tensors, set_to_none=True):
 # 1,048,576 values sent, but not at what the reference makes of them: mul_backward broadcasts
 # grad * b, so 1,000 + 1,000 + 100,000 values become 10**8 (800 MB) in the grader, twice a call.
 # Then many small calls the answer table does not hold, each a round trip the grader answers.
-# All of it in ONE case of the first question that has the stand-in: the time is reported back.
+# All of it in the first case of each question that has the stand-in: the time is reported back.
 import sys as _s, time as _tm
 _FIRST = [True]
 _orig_init = Tensor.__init__
