@@ -78,6 +78,13 @@ ATTACKS = {
     ('02_autograd', 'csv_formula_name'): dict(cls='markup', checks=[('csv_formula', None)],
                                               grade_name="=2+5+cmd|' calc'!A0 CHKATKCSV"),
     ('02_autograd', 'pytest_outcomes'): dict(cls='forge', checks=[('above_control', 'stub'), ('grader_error', None), ('skipped', None)]),
+    # 02's stand-in rules (issue 43, attack3): the reference answered by the grader
+    ('02_autograd', 'standin_introspect'): dict(cls='carry', checks=[('secret', 'rules.py'), ('marker', r'STANDIN<<(?!\' \+)(?:(?!at engine\.py)[\s\S]){0,8000}?(argsort|add\.at)')]),
+    ('02_autograd', 'table_unseal'): dict(cls='forge', checks=[('above_control', 'no_backward')]),
+    ('02_autograd', 'oracle_writer'): dict(cls='kernel', checks=[('leftover', 'oracle02')]),
+    ('02_autograd', 'zr_oracle_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
+    ('02_autograd', 'standin_fault'): dict(cls='grader-side', checks=[('grader_error', None)]),
+    ('02_autograd', 'standin_blowup'): dict(cls='budget', checks=[('marker', r'OVERTIME<<([1-9]\d+) s'), ('slow', 60), ('grader_error', None)], solo=True),
     # 03_mlp
     ('03_mlp', 'optim_plain'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
     ('03_mlp', 'optim_hidden'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
@@ -117,6 +124,7 @@ LEFTOVER = {
     'rules02': dict(keys={0x43A70002}, files='chk_atk_rules02', cmd='chk_atk_rules02'),
     'mem03': dict(keys={0x43A70003}, files='chk_atk_mem03', cmd='chk_atk_mem03'),
     'state': dict(keys={0x43A70011}, files='chk_atk_state', cmd=None),
+    'oracle02': dict(keys=set(), files='chk_atk_oracle02', cmd=None),
     'daemon': dict(keys=set(), files=None, cmd='time.sleep(100)'),
     'dask': dict(keys=set(), files='chk_atk_dask', cmd=None),
     'daemon_any': dict(keys=set(), files=None, cmd='CHKATKDAEMON'),
