@@ -84,7 +84,11 @@ ATTACKS = {
     ('02_autograd', 'oracle_writer'): dict(cls='kernel', checks=[('leftover', 'oracle02')]),
     ('02_autograd', 'zr_oracle_reader'): dict(cls='kernel', checks=[('above_control', 'stub')]),
     ('02_autograd', 'standin_fault'): dict(cls='grader-side', checks=[('grader_error', None)]),
-    ('02_autograd', 'standin_blowup'): dict(cls='budget', checks=[('marker', r'OVERTIME<<([1-9]\d+) s'), ('slow', 60), ('grader_error', None)], solo=True),
+    # the grader's answers are the student's time now: a call may use its 10 s and each question its
+    # budget, as slow code of its own would (the attack takes about 2 minutes so); what must hold is
+    # that no call runs past its limit unstopped and that nothing is the grader's error
+    ('02_autograd', 'standin_blowup'): dict(cls='budget', checks=[('marker', r'OVERTIME<<([1-9]\d+) s'), ('grader_error', None)],
+                                            solo=True, timeout=400),
     # 03_mlp
     ('03_mlp', 'optim_plain'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
     ('03_mlp', 'optim_hidden'): dict(cls='forge', checks=[('question_above', ('training.SGD', 0))]),
@@ -795,7 +799,7 @@ def main():
             for n in names:
                 if ATTACKS[(assignment, n)].get('solo'):
                     wanted = sorted({arg for kind, arg in ATTACKS[(assignment, n)]['checks'] if kind == 'above_control'})
-                    groups.append(([n], wanted, args.solo_timeout))
+                    groups.append(([n], wanted, max(args.solo_timeout, ATTACKS[(assignment, n)].get('timeout', 0))))
             for group, controls, timeout in groups:
                 if not group:
                     continue
