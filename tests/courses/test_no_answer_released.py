@@ -140,7 +140,7 @@ def _python_sources(files: dict[str, bytes]) -> dict[str, str]:
     return sources
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_the_release_computes_no_softmax_cross_entropy(name):
     assignment = load_assignment(REPO, name)
     found = {file: hits for file, source in _python_sources(_folder(assignment.release_dir)).items()

@@ -1,6 +1,7 @@
 import functools
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -165,3 +166,16 @@ def test_only_numeric_and_bool_dtypes_cross_even_at_the_right_size(dtype, data):
     for tag in ("a", "s"):
         with pytest.raises(UnsupportedType, match="dtype"):
             decode(codec.pack({tag: {"dtype": dtype, "shape": [1] if tag == "a" else [], "at": 0}}, [data]))
+
+
+def test_a_numpy_or_torch_in_sys_modules_that_is_not_the_package_breaks_no_encoding(monkeypatch):
+    """At bwrap a withheld package's folder is empty: code that removes the import blocker imports
+    it as a namespace package, and a student may plant a module of that name. Encoding stays the
+    codec's (a value or UnsupportedType), never an AttributeError that kills the worker."""
+    import types
+
+    for name in ("numpy", "torch"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    assert codec.decode(codec.encode([False, 1.5, ("a", None)])) == [False, 1.5, ("a", None)]
+    with pytest.raises(codec.UnsupportedType):
+        codec.encode(object())

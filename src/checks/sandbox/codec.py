@@ -107,8 +107,8 @@ def refuse_too_large(value: Any) -> None:
     text and array data. Its work is bounded by the limits, not by the value (a tuple of millions
     is refused from its len). Only exact lists, tuples and dicts are looked into, by len and
     iteration, C code no submission can replace; anything else is `_to_json`'s to refuse or take."""
-    np = sys.modules.get("numpy")
-    torch = sys.modules.get("torch")
+    ndarray = getattr(_loaded("numpy", "ndarray"), "ndarray", None)
+    tensor = getattr(_loaded("torch", "Tensor"), "Tensor", None)
     count, size, stack = 1, 0, [(value, 0)]  # values seen (as decode counts them), bytes, to look into
     while stack:
         node, depth = stack.pop()
@@ -129,10 +129,10 @@ def refuse_too_large(value: Any) -> None:
                 stack.extend((item, depth + 1) for item in node)
         elif kind is str:
             size += len(node)
-        elif np is not None and kind is np.ndarray:
+        elif ndarray is not None and kind is ndarray:
             size += node.nbytes
-        elif torch is not None and kind is torch.Tensor:
-            size += torch.Tensor.numel(node) * torch.Tensor.element_size(node)
+        elif tensor is not None and kind is tensor:
+            size += tensor.numel(node) * tensor.element_size(node)
         if size > MAX_PAYLOAD_BYTES:
             raise TooLarge(f"{size / 2**20:.1f} MiB of text and array data (at most {MAX_PAYLOAD_BYTES // 2**20} MiB "
                            "can come back)")
@@ -181,7 +181,7 @@ def _to_json(value: Any, depth: int, buffers: _Buffers) -> Any:
         if not all(type(key) is str for key in value):
             raise UnsupportedType("a dict with keys that are not str")
         return {"d": {key: _to_json(item, depth + 1, buffers) for key, item in value.items()}}
-    np = sys.modules.get("numpy")  # not loaded: the value holds no array of it
+    np = _loaded("numpy", "ndarray")  # not loaded: the value holds no array of it
     if np is not None and isinstance(value, np.generic) and kind.__module__ == "numpy":
         return {"s": _array_json(np.asarray(value), buffers)}
     if np is not None and kind is np.ndarray:
@@ -213,8 +213,16 @@ def _tensor_bytes_json(tensor: Any, buffers: _Buffers) -> dict:
     return {"dtype": name, "shape": list(contiguous.shape), "at": buffers.add(data)}
 
 
+def _loaded(name: str, attribute: str) -> Any:
+    """The module `name` where it is loaded and is what it says (it has `attribute`), else None: a
+    "numpy" in sys.modules may be an empty folder imported as a namespace package (the jail hides
+    a withheld package's files) or a student's module of that name."""
+    module = sys.modules.get(name)
+    return module if hasattr(module, attribute) else None
+
+
 def _tensor_json(value: Any, buffers: _Buffers) -> dict | None:
-    torch = sys.modules.get("torch")
+    torch = _loaded("torch", "Tensor")
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     tensor = torch.Tensor.detach(value)

@@ -104,9 +104,9 @@ def _broadcast_size(shapes: list[tuple]) -> int:
     width = max((len(shape) for shape in shapes), default=0)
     dims = [1] * width
     for shape in shapes:
-        for k, size in enumerate(shape):
-            at = width - len(shape) + k
-            dims[at] = max(dims[at], size)
+        offset = width - len(shape)
+        for position, size in enumerate(shape, start=offset):
+            dims[position] = max(dims[position], size)
     return math.prod(dims)
 
 
