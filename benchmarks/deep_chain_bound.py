@@ -40,7 +40,7 @@ def chain_seconds(drivers: types.ModuleType, test_engine: types.ModuleType, leng
         runs = []
         for _ in range(repeats):
             started = time.process_time()
-            for x_data, w_data, ops, _ in test_engine.DEEP_CHAINS.values():
+            for x_data, w_data, ops, *_ in test_engine.DEEP_CHAINS.values():
                 drivers.deep_chain(x_data, w_data, ops[:length])
             runs.append(time.process_time() - started)
         figures[length] = statistics.median(runs)
