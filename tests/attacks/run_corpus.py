@@ -309,14 +309,20 @@ def honest_files(assignment, dest):
 
 
 def copy_submission(src, dest, assignment):
-    """The attack's own files, and the reference's for each file its FROM_REFERENCE lists: the
-    corpus keeps only what an attack changes, not copies of solutions/."""
+    """The attack's own files, the reference's for each file its FROM_REFERENCE lists, and for each
+    NAME.appended the reference's NAME with that text after it (an attack that starts from working
+    code): the corpus keeps only what an attack changes, not copies of solutions/."""
     shutil.copytree(src, dest, symlinks=True,
-                    ignore=shutil.ignore_patterns('ATTACK.md', 'FROM_REFERENCE', '__pycache__'))
+                    ignore=shutil.ignore_patterns('ATTACK.md', 'FROM_REFERENCE', '*.appended', '__pycache__'))
     listed = os.path.join(src, 'FROM_REFERENCE')
     if os.path.isfile(listed):
         for name in open(listed).read().split():
             shutil.copy(os.path.join(REPO, 'solutions', assignment, name), dest)
+    for appended in glob.glob(os.path.join(src, '*.appended')):
+        name = os.path.basename(appended)[:-len('.appended')]
+        with open(os.path.join(REPO, 'solutions', assignment, name), 'rb') as carrier, \
+                open(appended, 'rb') as attack, open(os.path.join(dest, name), 'wb') as written:
+            written.write(carrier.read() + attack.read())
 
 
 def run_batch(checks, assignment, level, names, controls, listener, timeout, keep, cluster=None, tag=''):
