@@ -308,21 +308,28 @@ def honest_files(assignment, dest):
             shutil.copy(path, dest)
 
 
+# where an attack's carrier files come from: the reference (solutions/) or the stubs a student
+# starts from (assignments/); the list of those it leaves as they are, and the suffix of a tail
+CARRIERS = {'solutions': ('FROM_REFERENCE', '.appended'), 'assignments': ('FROM_STUB', '.stub_appended')}
+
+
 def copy_submission(src, dest, assignment):
-    """The attack's own files, the reference's for each file its FROM_REFERENCE lists, and for each
-    NAME.appended the reference's NAME with that text after it (an attack that starts from working
-    code): the corpus keeps only what an attack changes, not copies of solutions/."""
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=shutil.ignore_patterns('ATTACK.md', 'FROM_REFERENCE', '*.appended', '__pycache__'))
-    listed = os.path.join(src, 'FROM_REFERENCE')
-    if os.path.isfile(listed):
-        for name in open(listed).read().split():
-            shutil.copy(os.path.join(REPO, 'solutions', assignment, name), dest)
-    for appended in glob.glob(os.path.join(src, '*.appended')):
-        name = os.path.basename(appended)[:-len('.appended')]
-        with open(os.path.join(REPO, 'solutions', assignment, name), 'rb') as carrier, \
-                open(appended, 'rb') as attack, open(os.path.join(dest, name), 'wb') as written:
-            written.write(carrier.read() + attack.read())
+    """The attack's own files; for each carrier (CARRIERS), its files the attack's list names as
+    they are, and for each NAME plus the carrier's suffix, the carrier's NAME with that text after
+    it: the corpus keeps only what an attack changes, not copies of solutions/ or the stubs."""
+    kept = [name for pair in CARRIERS.values() for name in (pair[0], '*' + pair[1])]
+    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns('ATTACK.md', '__pycache__', *kept))
+    for folder, (listing, suffix) in CARRIERS.items():
+        carrier = os.path.join(REPO, folder, assignment)
+        listed = os.path.join(src, listing)
+        if os.path.isfile(listed):
+            for name in open(listed).read().split():
+                shutil.copy(os.path.join(carrier, name), dest)
+        for tail in glob.glob(os.path.join(src, '*' + suffix)):
+            name = os.path.basename(tail)[:-len(suffix)]
+            with open(os.path.join(carrier, name), 'rb') as start, open(tail, 'rb') as attack, \
+                    open(os.path.join(dest, name), 'wb') as written:
+                written.write(start.read() + attack.read())
 
 
 def run_batch(checks, assignment, level, names, controls, listener, timeout, keep, cluster=None, tag=''):
