@@ -1,6 +1,7 @@
 """LTI Advantage services, called with the tool's own credentials (a client assertion signed with
 its key, exchanged for a scoped access token): Names and Role Provisioning (the class list: its new
-learners kept in the course's data folder, beside its own roster, which is input only) and Assignment and Grade Services (a line item per assignment, a score per student).
+learners kept in the course's data folder, beside its own roster, which is input only) and
+Assignment and Grade Services (a line item per assignment, a score per student).
 
 Scores come from a gradebook, `checks grade`'s output folder (`checks lti post`) or the course
 server's own (its staff page): the final score (raw, less the late penalty, plus manual
