@@ -49,7 +49,7 @@ def class_folder(make_course, slow: int) -> tuple[Path, list[Path]]:
 
 
 def grade_command(root: Path, out: Path, scheduler: str, *paths: Path) -> list[str]:
-    return [sys.executable, "-m", "checks.cli", "--course", str(root), "grade", "toy", *map(str, paths),
+    return [sys.executable, "-m", "checks", "--course", str(root), "grade", "toy", *map(str, paths),
             "--out", str(out), "--scheduler", scheduler, "--worker-wait", str(WAIT)]
 
 
