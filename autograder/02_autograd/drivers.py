@@ -456,18 +456,20 @@ def answer_key(name, grad, arguments):
 _NUMBERS = (int, float, np.number)
 
 
-def sealed(key, data=None):
-    """An answer computed ahead, as it travels: looked up by a hash of its call (answer_key), its
-    bytes XORed with a pad drawn from the call too. So the table answers only a caller that makes
-    that very call, upstream gradient included, as the grader would: its values cannot be searched
-    for a node's gradient without walking the graph. Returns (lookup id, data sealed or opened)."""
-    lookup = hashlib.blake2b(key, digest_size=16, person=b"checks-id").digest()
-    if data is None:
-        return lookup, None
+def lookup_id(key):
+    """Where an answer computed ahead is filed: a hash of its call (answer_key)."""
+    return hashlib.blake2b(key, digest_size=16, person=b"checks-id").digest()
+
+
+def sealed(key, data):
+    """An answer's bytes XORed with a pad drawn from its call (answer_key), both to seal and to
+    open it: the table answers only a caller that makes that very call, upstream gradient
+    included, as the grader would; its values cannot be searched for a node's gradient without
+    walking the graph."""
     size = len(data)
     pad = (hashlib.blake2b(key, digest_size=size, person=b"checks-pad").digest() if size <= 64
            else hashlib.shake_256(b"checks-pad|" + key).digest(size))
-    return lookup, (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
+    return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
 
 
 def _answered_here(answers):
@@ -481,11 +483,11 @@ def _answered_here(answers):
             key = answer_key(name, args[0], args[1:])
         except Exception:  # noqa: BLE001 - arguments that are not arrays: asked for as usual
             return NotImplemented
-        found = answers.get(sealed(key)[0])
+        found = answers.get(lookup_id(key))
         if found is None:
             return NotImplemented
         places, data = found
-        opened = np.frombuffer(bytearray(sealed(key, data)[1]), dtype=np.float64)  # writable, as a rule's own
+        opened = np.frombuffer(bytearray(sealed(key, data)), dtype=np.float64)  # writable, as a rule's own
         return tuple(opened[start:end].reshape(shape) for shape, start, end in places)
     return here
 
