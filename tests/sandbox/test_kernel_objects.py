@@ -229,3 +229,31 @@ def test_a_question_finds_the_submission_folders_as_laid_out(make_course, level)
                              isolation=jail.choose(level))
     for name in ("state.listing", "state.litter", "state.again"):
         assert result.question(name).passed, (name, result.question(name).feedback)
+
+
+def test_kill_uid_finds_every_process_of_the_uid_and_spares_a_spawn_where_there_is_none(monkeypatch):
+    """kill_uid asks /proc first: a uid with a process (a dying one included) is killed as before;
+    one with none spawns nothing (it cost two setpriv processes a submission)."""
+    import subprocess
+
+    from checks.sandbox import supervisor
+
+    assert supervisor.runs_as(os.getuid())
+    if os.geteuid() != 0:
+        pytest.skip("starting a process as another uid needs root")
+    uid = 64000 + os.getpid() % 1000
+    assert not supervisor.runs_as(uid)
+    spawned = []
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: spawned.append(args))
+    supervisor.kill_uid(uid)
+    assert spawned == []
+    monkeypatch.undo()
+    sleeper = subprocess.Popen(["sleep", "60"], user=uid, group=uid, extra_groups=[], cwd="/")
+    try:
+        assert supervisor.runs_as(uid)
+        supervisor.kill_uid(uid)
+        assert sleeper.wait(timeout=10) == -9
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not supervisor.runs_as(uid)

@@ -26,7 +26,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Collection, Iterable, Iterator
 
 from checks import __version__
 from checks.config.errors import UsageError
@@ -441,6 +441,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     with _stop_if_unwritable(out_dir):
         run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
     listener.started(plan)
+    written: set[str] = set()  # whose reports this run wrote, from the record it made
     try:
         if todo:
             sources = [Source.from_found(p.source, named_files(assignment), name=p.name) for p in todo]
@@ -458,6 +459,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
                         write_submission_reports(out_dir, result, grader_version=record.grader_version,
                                                  graded_at=record.graded_at)
                     summary.graded.append(result)
+                    written.add(result.name)
                     listener.graded(result, len(summary.graded), len(todo))
             finally:
                 getattr(results, "close", lambda: None)()  # a generator: stop its children now
@@ -479,8 +481,9 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
             found = {p.name: p.source for p in plan}
             summary.applied = apply_policy(course, assignment.name, gradebook,
                                            submission_times(times, found, course), now=now)
+            written.clear()  # the policy may have changed any record
         summary.records = gradebook.load()
-        publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded())
+        publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded(), current=written)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -498,12 +501,15 @@ def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
 
 
 def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment,
-            superseded: tuple[Run | None, list[Superseded]] = (None, [])) -> None:
+            superseded: tuple[Run | None, list[Superseded]] = (None, []),
+            current: Collection[str] = ()) -> None:
     """Render every file of the output folder from the gradebook, rewriting only what differs:
-    `superseded` (Gradebook.superseded) is what the latest regrade replaced."""
+    `superseded` (Gradebook.superseded) is what the latest regrade replaced; `current`: the
+    submissions whose own reports were just written from these very records (not rendered again)."""
     for record in records:
-        write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
-                                 graded_at=record.graded_at)
+        if record.result.name not in current:
+            write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
+                                     graded_at=record.graded_at)
     results = [record.result for record in records]
     remove_stale_temp_files(out_dir)
     write_if_changed(out_dir / GRADEBOOK_FILE, gradebook_csv(results))

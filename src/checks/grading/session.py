@@ -274,7 +274,7 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     if plugin.budget.submission_ran_out:
         result.warnings.append(f"The submission used up its time budget of {plugin.budget.submission_seconds:g} s "
                                "(time limit): the checks not yet run when it ran out score 0.")
-    broken = _does_not_compile(submission.files, assignment.files)
+    broken = _does_not_compile(submission.files, assignment.files, known_to_compile=plugin.compiled)
     if broken:
         result.warnings += [f"{name} does not compile: {why}. Nothing in it can run, so every check that uses it "
                             "fails: fix this first." for name, why in broken.items()]
@@ -298,11 +298,13 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     return result
 
 
-def _does_not_compile(files: dict[str, bytes], names: Iterable[str]) -> dict[str, str]:
-    """The student's Python files (of `names`) that do not compile, each with why, in one line."""
+def _does_not_compile(files: dict[str, bytes], names: Iterable[str],
+                      known_to_compile: Callable[[str, bytes], bool] = lambda name, source: False) -> dict[str, str]:
+    """The student's Python files (of `names`) that do not compile, each with why, in one line;
+    `known_to_compile`: whether the grader compiled one already (for its workers)."""
     broken = {}
     for name in names:
-        if not name.endswith(".py") or name not in files:
+        if not name.endswith(".py") or name not in files or known_to_compile(name, files[name]):
             continue
         try:
             compile(files[name], name, "exec", dont_inherit=True)

@@ -308,7 +308,7 @@ def _array_from_json(body: dict, buffers: memoryview) -> "np.ndarray":
         raise UnsupportedType(f"an array of dtype {str(name)[:40]!r}")
     if type(at) is not int or not _is_shape(shape):
         raise UnsupportedType("malformed array")
-    if math.prod(size for size in shape if size) * dtype.itemsize > np.iinfo(np.intp).max:
+    if math.prod(size for size in shape if size) * dtype.itemsize > sys.maxsize:  # np.intp's largest
         raise UnsupportedType("malformed array (a shape too large to exist, even empty)")
     size = math.prod(shape) * dtype.itemsize
     if not 0 <= at <= len(buffers) - size:

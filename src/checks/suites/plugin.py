@@ -63,6 +63,11 @@ class ChecksPlugin:
         self.workers.watch_memory(MemoryWatch(self.limits.submission_memory_bytes, self.uid,
                                               lambda: set(self.workers.pids)))
 
+    def compiled(self, name: str, source: bytes) -> bool:
+        """Whether the grader already compiled this file for a worker, and it compiled: then
+        nobody needs to compile it again to find out (milliseconds a file)."""
+        return self._bytecode.get((name, source)) is not None
+
     def end_submission(self) -> None:
         self.workers.stop_watching()
         self._stop_processes()  # no process of a submission outlives its grading
