@@ -1,4 +1,9 @@
-from checks.suites.scoring import CaseResult, score_cases
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from checks.suites.scoring import Adjustment, CaseResult, QuestionResult, SubmissionResult, score_cases
 
 
 def case(test, passed, points=10.0, all_or_nothing=False, message="", qid="q.one"):
@@ -60,3 +65,36 @@ def test_different_faults_or_different_values_after_a_scenario_stay_apart():
                         case("t", False, message="After a: a.grad is None; expected its gradient."),
                         case("t", False, message="After b: b.grad is None; expected its gradient.")])
     assert "same way" not in q.feedback and len(q.feedback.splitlines()) == 1 + 4 + 2
+
+
+_text = st.text(max_size=8)
+_questions = st.builds(
+    QuestionResult, qid=_text, score=st.floats(0, 10), max_score=st.floats(0, 10), feedback=_text,
+    passed_cases=st.integers(0, 5), total_cases=st.integers(0, 5), not_started=st.booleans(),
+    parts=st.lists(st.fixed_dictionaries({"points": st.floats(0, 5), "all_or_nothing": st.booleans(),
+                                          "passed": st.lists(st.booleans(), max_size=4)}), max_size=3),
+    diagnoses=st.none() | st.lists(_text, max_size=3))
+_results = st.builds(
+    SubmissionResult, name=_text, assignment=_text, questions=st.lists(_questions, max_size=4),
+    devices=st.lists(_text, max_size=2), sandbox=_text, sandbox_uid=st.none() | st.integers(0, 2**31),
+    seconds=st.floats(0, 100), warnings=st.lists(_text, max_size=3), error=_text, refused=_text, student_id=_text,
+    submitted_at=_text, adjustments=st.lists(st.builds(Adjustment, _text, st.floats(-5, 5), _text, _text, _text),
+                                             max_size=2))
+
+
+@given(_results)
+def test_a_result_as_a_dict_is_what_asdict_gives_copied_and_reads_back_the_same(result):
+    """to_dict is written out for speed: it must give dataclasses.asdict's dict, share no list or
+    dict with the result (the server keeps and changes what it gets), and read back equal."""
+    data = result.to_dict()
+    assert data == dataclasses.asdict(result)
+    assert SubmissionResult.from_dict(data) == result
+    for question in data["questions"]:
+        question["parts"].append({"changed": True})
+        for part in question["parts"][:-1]:
+            part["passed"].append(None)
+        if question["diagnoses"] is not None:
+            question["diagnoses"].append("changed")
+    data["warnings"].append("changed")
+    data["devices"].append("changed")
+    assert result.to_dict() == dataclasses.asdict(result)  # the result itself is unchanged

@@ -26,7 +26,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Collection, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 
 from checks import __version__
 from checks.config.errors import UsageError
@@ -441,7 +441,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     with _stop_if_unwritable(out_dir):
         run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
     listener.started(plan)
-    written: set[str] = set()  # whose reports this run wrote, from the record it made
+    written: dict[str, str] = {}  # the feedback text of each submission this run wrote (publish renders less)
     try:
         if todo:
             sources = [Source.from_found(p.source, named_files(assignment), name=p.name) for p in todo]
@@ -456,10 +456,9 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
                                     run_id, suite)
                     with _stop_if_unwritable(out_dir):
                         gradebook.record(record)  # the commit point: from here on it is graded
-                        write_submission_reports(out_dir, result, grader_version=record.grader_version,
-                                                 graded_at=record.graded_at)
+                        written[result.name] = write_submission_reports(
+                            out_dir, result, grader_version=record.grader_version, graded_at=record.graded_at)
                     summary.graded.append(result)
-                    written.add(result.name)
                     listener.graded(result, len(summary.graded), len(todo))
             finally:
                 getattr(results, "close", lambda: None)()  # a generator: stop its children now
@@ -481,9 +480,8 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
             found = {p.name: p.source for p in plan}
             summary.applied = apply_policy(course, assignment.name, gradebook,
                                            submission_times(times, found, course), now=now)
-            written.clear()  # the policy may have changed any record
         summary.records = gradebook.load()
-        publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded(), current=written)
+        publish(out_dir, summary.records, assignment=assignment, superseded=gradebook.superseded(), written=written)
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -502,14 +500,13 @@ def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
 
 def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment,
             superseded: tuple[Run | None, list[Superseded]] = (None, []),
-            current: Collection[str] = ()) -> None:
+            written: Mapping[str, str] | None = None) -> None:
     """Render every file of the output folder from the gradebook, rewriting only what differs:
-    `superseded` (Gradebook.superseded) is what the latest regrade replaced; `current`: the
-    submissions whose own reports were just written from these very records (not rendered again)."""
+    `superseded` (Gradebook.superseded) is what the latest regrade replaced; `written`: the
+    feedback text of each submission whose reports this run wrote (write_submission_reports)."""
     for record in records:
-        if record.result.name not in current:
-            write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
-                                     graded_at=record.graded_at)
+        write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
+                                 graded_at=record.graded_at, page_of=(written or {}).get(record.result.name))
     results = [record.result for record in records]
     remove_stale_temp_files(out_dir)
     write_if_changed(out_dir / GRADEBOOK_FILE, gradebook_csv(results))

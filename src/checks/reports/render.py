@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import html
 import io
 import json
@@ -19,7 +20,7 @@ import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import TYPE_CHECKING, Collection, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -30,6 +31,9 @@ from checks.course import inert
 from checks.reports.gradebook import DB_FILE, Gradebook, GradebookError, lock_folder, refuse_unless_regular
 from checks.suites.quiz import AnswerForm
 from checks.suites.scoring import Adjustment, SubmissionResult
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 RESULTS_FILE = "results.json"
 FEEDBACK_FILE = "feedback.md"
@@ -201,23 +205,34 @@ _FEEDBACK_PAGE = """<!DOCTYPE html>
 def feedback_html(markdown: str, *, title: str) -> str:
     """feedback.md as a page of its own: rendered with raw HTML off (student text stays text), no
     script, nothing fetched."""
-    from markdown_it import MarkdownIt  # here: `checks test` prints tables from this module, and no page
+    return _FEEDBACK_PAGE.format(title=html.escape(inert.visible(title, keep="")),
+                                 body=_markdown_renderer().render(markdown))
 
-    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return _FEEDBACK_PAGE.format(title=html.escape(inert.visible(title, keep="")), body=renderer.render(markdown))
+
+@functools.lru_cache(maxsize=1)
+def _markdown_renderer() -> "MarkdownIt":
+    """Made once (its rules are compiled as it is made), and only where a page is written: `checks
+    test` prints tables from this module, and no page."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_version: str = __version__,
-                             graded_at: str | None = None) -> None:
-    """DIR/<name>/feedback.md, feedback.html and results.json, each rewritten only when its content changed."""
+                             graded_at: str | None = None, page_of: str | None = None) -> str:
+    """DIR/<name>/feedback.md, feedback.html and results.json, each rewritten only when its content
+    changed; the feedback text. `page_of`: the feedback text this process wrote feedback.html from
+    moments ago (the same run): where the text is the same, the page is not rendered again."""
     folder = out_dir / result.name
     remove_stale_temp_files(folder)
     feedback = feedback_markdown(result, grader_version=grader_version, graded_at=graded_at)
     write_if_changed(folder / FEEDBACK_FILE, feedback)
-    write_if_changed(folder / FEEDBACK_HTML_FILE,
-                     feedback_html(feedback, title=f"{result.assignment}: feedback for {result.name}"))
+    if feedback != page_of or not (folder / FEEDBACK_HTML_FILE).is_file():
+        write_if_changed(folder / FEEDBACK_HTML_FILE,
+                         feedback_html(feedback, title=f"{result.assignment}: feedback for {result.name}"))
     write_if_changed(folder / RESULTS_FILE, json.dumps(gradescope_results(result, grader_version=grader_version,
                                                                           graded_at=graded_at), indent=2) + "\n")
+    return feedback
 
 
 # ---------------------------------------------------------------- the whole batch
