@@ -443,17 +443,22 @@ def answer_key(name, grad, arguments):
     matmul and PyTorch's may differ in a float64's last bits, and the answer for values that close
     is as good (a call whose values differ more is asked of the grader)."""
     parts = [name.encode()]
-    for value in (grad, *arguments):
+    for value in (grad, *arguments):  # thousands of calls a deep chain: written for speed
         kind = type(value)
-        if kind is np.ndarray or kind is float or (kind is not bool and isinstance(value, _NUMBERS)):
-            array = np.asarray(value, dtype=np.float32)
-            parts += [str(array.shape).encode(), array.tobytes()]
+        if kind is np.ndarray:
+            array = value.astype(_FLOAT32)
+        elif kind is float or (kind is not bool and isinstance(value, _NUMBERS)):
+            array = np.asarray(value, dtype=_FLOAT32)
         else:
             parts.append(b"=" + repr(value).encode())
+            continue
+        parts.append(repr(array.shape).encode())
+        parts.append(array.tobytes())
     return b"|".join(parts)
 
 
 _NUMBERS = (int, float, np.number)
+_FLOAT32 = np.dtype(np.float32)
 
 
 def lookup_id(key):

@@ -16,7 +16,7 @@ import signal
 import threading
 from typing import Callable
 
-from checks.sandbox.supervisor import kill_uid
+from checks.sandbox.supervisor import kill_uid, read_status
 
 POLL_SECONDS = 0.1
 KIB = 1024
@@ -78,7 +78,7 @@ class MemoryWatch:
             wanted, key = {str(pid).encode() for pid in self.sessions()}, b"NSsid"
         found = {}
         for name in os.listdir("/proc"):
-            if name.isdigit() and _first_value(status := _status_bytes(int(name)), key) in wanted:
+            if name.isdigit() and _first_value(status := read_status(name), key) in wanted:
                 found[int(name)] = status
         return found
 
@@ -91,14 +91,6 @@ class MemoryWatch:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-
-
-def _status_bytes(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            return status.read()
-    except OSError:
-        return b""
 
 
 def _first_value(status: bytes, key: bytes) -> bytes | None:
@@ -124,7 +116,7 @@ def _private_kib(pid: int) -> int:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
             lines = rollup.read().decode(errors="replace").splitlines()
     except OSError:
-        return _kib(_status_bytes(pid), b"RssAnon")
+        return _kib(read_status(pid), b"RssAnon")
     total = 0
     for line in lines:
         key, _, rest = line.partition(":")

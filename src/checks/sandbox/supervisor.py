@@ -532,15 +532,32 @@ def runs_as(uid: int) -> bool:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/status", "rb") as status:
-                text = status.read()
-        except OSError:  # gone already
-            continue
+        text = read_status(name)
         start = text.find(b"\nUid:")
         if start >= 0 and wanted in text[start + 5:text.find(b"\n", start + 1)].split()[:3]:
             return True
     return False
+
+
+def read_status(pid: int | str) -> bytes:
+    """/proc/PID/status (b"" once the process is gone), read without a file object: the memory
+    watch reads every process's ten times a second, and open()'s buffered reader was 40% of it."""
+    try:
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        chunks = [os.read(fd, STATUS_READ)]
+        while len(chunks[-1]) == STATUS_READ:  # never seen (a status is some 1.5 KB), but never cut
+            chunks.append(os.read(fd, STATUS_READ))
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+STATUS_READ = 16384
 
 
 @functools.lru_cache(maxsize=None)
