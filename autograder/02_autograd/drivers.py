@@ -493,7 +493,7 @@ def _answered_here(answers):
             return NotImplemented
         places, data = found
         opened = np.frombuffer(bytearray(sealed(key, data)), dtype=np.float64)  # writable, as a rule's own
-        return tuple(opened[start:end].reshape(shape) for shape, start, end in places)
+        return tuple([opened[start:end].reshape(shape) for shape, start, end in places])  # a list: half the cost
     return here
 
 

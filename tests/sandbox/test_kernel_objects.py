@@ -257,3 +257,32 @@ def test_kill_uid_finds_every_process_of_the_uid_and_spares_a_spawn_where_there_
         sleeper.kill()
         sleeper.wait()
     assert not supervisor.runs_as(uid)
+
+
+def test_a_process_already_dying_needs_no_kill():
+    """runs_as leaves out a process with SIGKILL pending or a zombie (what the workers just
+    killed leave for a moment), and counts one alive."""
+    import signal
+    import subprocess
+
+    from checks.sandbox import supervisor
+
+    if os.geteuid() != 0:
+        pytest.skip("starting a process as another uid needs root")
+    uid = 65000 + os.getpid() % 500
+    stopped = subprocess.Popen(["sleep", "60"], user=uid, group=uid, extra_groups=[], cwd="/")
+    try:
+        assert supervisor.runs_as(uid)
+        os.kill(stopped.pid, signal.SIGSTOP)  # a stopped process keeps SIGKILL pending for a moment
+        assert supervisor.runs_as(uid)
+        os.kill(stopped.pid, signal.SIGKILL)
+        # a zombie now (not yet waited for): dying, not alive
+        assert supervisor._dying(supervisor.read_status(stopped.pid)) or not supervisor.read_status(stopped.pid)
+        assert not supervisor.runs_as(uid)
+    finally:
+        stopped.kill()
+        stopped.wait()
+    pending = b"Name:\tx\nState:\tS (sleeping)\nUid:\t1\t1\t1\t1\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n"
+    assert supervisor._dying(pending)
+    assert not supervisor._dying(pending.replace(b"0000000000000100", b"0000000000000000"))
+    assert supervisor._dying(b"Name:\tx\nState:\tZ (zombie)\n")

@@ -521,22 +521,48 @@ def kill_uid(uid: int) -> None:
 
 
 def runs_as(uid: int) -> bool:
-    """Whether a process runs as `uid` (its real, effective or saved uid), dying ones included:
-    a scan of /proc costs a millisecond where spawning setpriv to kill none cost several, twice
-    a submission. True where /proc cannot tell."""
+    """Whether a process runs as `uid` (its real, effective or saved uid) that is not dying
+    already (a zombie, or SIGKILL pending: the workers just killed): a scan of /proc costs a
+    millisecond where spawning setpriv to kill nothing cost several, twice a submission. True
+    where /proc cannot tell."""
     wanted = str(uid).encode()
     try:
         names = os.listdir("/proc")
     except OSError:
         return True
     for name in names:
-        if not name.isdigit():
-            continue
-        text = read_status(name)
-        start = text.find(b"\nUid:")
-        if start >= 0 and wanted in text[start + 5:text.find(b"\n", start + 1)].split()[:3]:
-            return True
+        if name.isdigit():
+            status = read_status(name)
+            uids = _status_field(status, b"Uid")
+            if uids is not None and wanted in uids.split()[:3] and not _dying(status):
+                return True
     return False
+
+
+def _status_field(status: bytes, key: bytes) -> bytes | None:
+    """The text of a /proc/PID/status field (`key`, without its colon), or None."""
+    start = status.find(b"\n" + key + b":")
+    if start < 0:
+        return None
+    end = status.find(b"\n", start + 1)
+    return status[start + len(key) + 2:end if end >= 0 else len(status)]
+
+
+def _dying(status: bytes) -> bool:
+    """A zombie, or a process with SIGKILL pending (it can run no more of its own code)."""
+    state = (_status_field(status, b"State") or b"").strip()
+    if state[:1] in (b"Z", b"X"):
+        return True
+    for key in (b"ShdPnd", b"SigPnd"):
+        try:
+            if int((_status_field(status, key) or b"0").strip(), 16) & SIGKILL_BIT:
+                return True
+        except ValueError:
+            pass
+    return False
+
+
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
 
 
 def read_status(pid: int | str) -> bytes:
