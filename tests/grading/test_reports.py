@@ -269,3 +269,24 @@ def test_the_report_lists_each_submissions_warnings_as_written():
     row = re.search(r'<tr>\s*<td><a href="ann/feedback.html">ann</a>.*?</tr>', submissions, re.S).group(0)
     assert '<a href="#warnings">2</a>' in row  # counted in the submissions table, linked to the list
     assert 'id="warnings"' not in render_report("demo", made)  # no warnings, no section
+
+
+def test_a_feedback_page_is_rendered_again_only_when_its_text_changed(tmp_path, monkeypatch):
+    """publish's shortcut: the page a run just wrote is not rendered again from the same text, but
+    is from changed text (a late penalty the policy added) and where the page is gone."""
+    from checks.reports import render as render_module
+
+    rendered = []
+    real = render_module.feedback_html
+    monkeypatch.setattr(render_module, "feedback_html",
+                        lambda *args, **kwargs: rendered.append(1) or real(*args, **kwargs))
+    first = render_module.write_submission_reports(tmp_path, result("ada"))
+    assert render_module.write_submission_reports(tmp_path, result("ada"), page_of=first) == first
+    assert len(rendered) == 1
+    changed = result("ada", warnings=["A late penalty of 10 points."])
+    render_module.write_submission_reports(tmp_path, changed, page_of=first)
+    assert len(rendered) == 2 and "late penalty" in (tmp_path / "ada" / "feedback.html").read_text()
+    (tmp_path / "ada" / "feedback.html").unlink()
+    render_module.write_submission_reports(tmp_path, changed, page_of=render_module.write_submission_reports(
+        tmp_path, changed))
+    assert (tmp_path / "ada" / "feedback.html").is_file()

@@ -282,7 +282,8 @@ def test_a_process_already_dying_needs_no_kill():
     finally:
         stopped.kill()
         stopped.wait()
-    pending = b"Name:\tx\nState:\tS (sleeping)\nUid:\t1\t1\t1\t1\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n"
+    pending = (b"Name:\tx\nState:\tS (sleeping)\nUid:\t1\t1\t1\t1\n"
+               b"SigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n")
     assert supervisor._dying(pending)
     assert not supervisor._dying(pending.replace(b"0000000000000100", b"0000000000000000"))
     assert supervisor._dying(b"Name:\tx\nState:\tZ (zombie)\n")

@@ -441,7 +441,7 @@ def _grade_locked(assignment: Assignment, paths: list[Path | Found], out_dir: Pa
     with _stop_if_unwritable(out_dir):
         run_id = gradebook.start_run(__version__, jobs=jobs, regrade=regrade, submissions=len(plan), to_grade=len(todo))
     listener.started(plan)
-    written: dict[str, str] = {}  # the feedback text of each submission this run wrote (publish renders less)
+    written: dict[str, bytes] = {}  # each submission's reports this run wrote (publish renders less)
     try:
         if todo:
             sources = [Source.from_found(p.source, named_files(assignment), name=p.name) for p in todo]
@@ -500,10 +500,10 @@ def _stop_if_unwritable(out_dir: Path) -> Iterator[None]:
 
 def publish(out_dir: Path, records: list[Graded], *, assignment: Assignment,
             superseded: tuple[Run | None, list[Superseded]] = (None, []),
-            written: Mapping[str, str] | None = None) -> None:
+            written: Mapping[str, bytes] | None = None) -> None:
     """Render every file of the output folder from the gradebook, rewriting only what differs:
-    `superseded` (Gradebook.superseded) is what the latest regrade replaced; `written`: the
-    feedback text of each submission whose reports this run wrote (write_submission_reports)."""
+    `superseded` (Gradebook.superseded) is what the latest regrade replaced; `written`: what
+    write_submission_reports returned for each submission whose reports this run wrote."""
     for record in records:
         write_submission_reports(out_dir, record.result, grader_version=record.grader_version,
                                  graded_at=record.graded_at, page_of=(written or {}).get(record.result.name))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import hashlib
 import html
 import io
 import json
@@ -219,20 +220,22 @@ def _markdown_renderer() -> "MarkdownIt":
 
 
 def write_submission_reports(out_dir: Path, result: SubmissionResult, *, grader_version: str = __version__,
-                             graded_at: str | None = None, page_of: str | None = None) -> str:
+                             graded_at: str | None = None, page_of: bytes | None = None) -> bytes:
     """DIR/<name>/feedback.md, feedback.html and results.json, each rewritten only when its content
-    changed; the feedback text. `page_of`: the feedback text this process wrote feedback.html from
-    moments ago (the same run): where the text is the same, the page is not rendered again."""
+    changed; a digest of the feedback text. `page_of`: the digest this call returned when it wrote
+    feedback.html moments ago (the same run): where the text is the same, the page is not
+    rendered again (Markdown to HTML is most of the cost of a submission's reports)."""
     folder = out_dir / result.name
     remove_stale_temp_files(folder)
     feedback = feedback_markdown(result, grader_version=grader_version, graded_at=graded_at)
     write_if_changed(folder / FEEDBACK_FILE, feedback)
-    if feedback != page_of or not (folder / FEEDBACK_HTML_FILE).is_file():
+    digest = hashlib.blake2b(feedback.encode(errors="surrogatepass"), digest_size=16).digest()
+    if digest != page_of or not (folder / FEEDBACK_HTML_FILE).is_file():
         write_if_changed(folder / FEEDBACK_HTML_FILE,
                          feedback_html(feedback, title=f"{result.assignment}: feedback for {result.name}"))
     write_if_changed(folder / RESULTS_FILE, json.dumps(gradescope_results(result, grader_version=grader_version,
                                                                           graded_at=graded_at), indent=2) + "\n")
-    return feedback
+    return digest
 
 
 # ---------------------------------------------------------------- the whole batch
