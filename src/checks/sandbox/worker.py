@@ -18,7 +18,6 @@ import collections
 import contextlib
 import ctypes
 import functools
-import gc
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -334,7 +333,6 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
     whose requests come on a new socket sent to the grader with the reply. EOF (the grader is
     done): exit."""
     _adopt_orphans()
-    gc.freeze()  # what the keeper made (its files, its config): a question's first gc leaves it untouched, shared
     keeper = os.getpid()
     handed: socket.socket | None = None  # the grader's end of the next question's socket
     while True:
