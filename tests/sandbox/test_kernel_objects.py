@@ -273,7 +273,7 @@ def test_a_process_already_dying_needs_no_kill():
     stopped = subprocess.Popen(["sleep", "60"], user=uid, group=uid, extra_groups=[], cwd="/")
     try:
         assert supervisor.runs_as(uid)
-        os.kill(stopped.pid, signal.SIGSTOP)  # a stopped process keeps SIGKILL pending for a moment
+        os.kill(stopped.pid, signal.SIGSTOP)  # stopped is not dying: still one to kill
         assert supervisor.runs_as(uid)
         os.kill(stopped.pid, signal.SIGKILL)
         # a zombie now (not yet waited for): dying, not alive

@@ -16,7 +16,7 @@ import signal
 import threading
 from typing import Callable
 
-from checks.sandbox.supervisor import kill_uid, read_status
+from checks.sandbox.supervisor import kill_uid, processes_where, read_status, status_field
 
 POLL_SECONDS = 0.1
 KIB = 1024
@@ -76,11 +76,7 @@ class MemoryWatch:
             wanted, key = {str(self.uid).encode()}, b"Uid"
         else:
             wanted, key = {str(pid).encode() for pid in self.sessions()}, b"NSsid"
-        found = {}
-        for name in os.listdir("/proc"):
-            if name.isdigit() and _first_value(status := read_status(name), key) in wanted:
-                found[int(name)] = status
-        return found
+        return processes_where(lambda status: _first_value(status, key) in wanted) or {}
 
     def _kill(self, pids: list[int]) -> None:
         if self.uid is not None:
@@ -95,10 +91,7 @@ class MemoryWatch:
 
 def _first_value(status: bytes, key: bytes) -> bytes | None:
     """The first word of the `key:` line of a /proc/PID/status (its real uid for Uid), or None."""
-    start = status.find(b"\n" + key + b":\t")
-    if start < 0:
-        return None
-    words = status[start + len(key) + 3:status.find(b"\n", start + 1)].split()
+    words = (status_field(status, key) or b"").split()
     return words[0] if words else None
 
 

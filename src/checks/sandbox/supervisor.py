@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Container
+from typing import Callable, Container
 
 from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
@@ -526,21 +526,24 @@ def runs_as(uid: int) -> bool:
     millisecond where spawning setpriv to kill nothing cost several, twice a submission. True
     where /proc cannot tell."""
     wanted = str(uid).encode()
+    found = processes_where(lambda status: wanted in (status_field(status, b"Uid") or b"").split()[:3]
+                            and not _dying(status))
+    return found is None or bool(found)
+
+
+def processes_where(matches: Callable[[bytes], bool]) -> dict[int, bytes] | None:
+    """Every process whose /proc/PID/status `matches`, with that status (None where /proc cannot
+    be listed): the memory watch's scan, ten times a second, and the uid sweep's."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return True
-    for name in names:
-        if name.isdigit():
-            status = read_status(name)
-            uids = _status_field(status, b"Uid")
-            if uids is not None and wanted in uids.split()[:3] and not _dying(status):
-                return True
-    return False
+        return None
+    return {int(name): status for name in names if name.isdigit() and matches(status := read_status(name))}
 
 
-def _status_field(status: bytes, key: bytes) -> bytes | None:
-    """The text of a /proc/PID/status field (`key`, without its colon), or None."""
+def status_field(status: bytes, key: bytes) -> bytes | None:
+    """The text of a /proc/PID/status field (`key`, without its colon), or None. A process's name
+    cannot forge a line: the kernel escapes a newline in it."""
     start = status.find(b"\n" + key + b":")
     if start < 0:
         return None
@@ -550,12 +553,11 @@ def _status_field(status: bytes, key: bytes) -> bytes | None:
 
 def _dying(status: bytes) -> bool:
     """A zombie, or a process with SIGKILL pending (it can run no more of its own code)."""
-    state = (_status_field(status, b"State") or b"").strip()
-    if state[:1] in (b"Z", b"X"):
+    if (status_field(status, b"State") or b"").strip()[:1] in (b"Z", b"X"):
         return True
     for key in (b"ShdPnd", b"SigPnd"):
         try:
-            if int((_status_field(status, key) or b"0").strip(), 16) & SIGKILL_BIT:
+            if int((status_field(status, key) or b"0").strip(), 16) & SIGKILL_BIT:
                 return True
         except ValueError:
             pass
@@ -563,6 +565,7 @@ def _dying(status: bytes) -> bool:
 
 
 SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+STATUS_READ = 16384  # a status is some 1.5 KB: one read
 
 
 def read_status(pid: int | str) -> bytes:
@@ -574,16 +577,13 @@ def read_status(pid: int | str) -> bytes:
         return b""
     try:
         chunks = [os.read(fd, STATUS_READ)]
-        while len(chunks[-1]) == STATUS_READ:  # never seen (a status is some 1.5 KB), but never cut
+        while len(chunks[-1]) == STATUS_READ:  # never seen, but never cut
             chunks.append(os.read(fd, STATUS_READ))
         return b"".join(chunks)
     except OSError:
         return b""
     finally:
         os.close(fd)
-
-
-STATUS_READ = 16384
 
 
 @functools.lru_cache(maxsize=None)
