@@ -213,6 +213,28 @@ def test_a_recursive_backward_that_raised_the_limit_through_a_kept_reference_los
     assert "recursion limit" in question.feedback
 
 
+# The same, reading each tensor's grad_fn through object.__getattribute__, which the leaves' probe
+# (a subclass's __getattribute__) never sees: the evidence of depth is taken in the student's own
+# process, and no kernel mechanism sees Python frames (docs/trust-boundary.md, What is not defended).
+def _recursive_engine_past_the_probe() -> dict[str, bytes]:
+    files = _recursive_engine()
+    text = files["engine.py"].decode()
+    for old in ("if tensor.grad_fn is not None:\n                for parent in tensor.grad_fn.parents:",):
+        assert old in text
+        text = text.replace(old, "if object.__getattribute__(tensor, 'grad_fn') is not None:\n"
+                                 "                for parent in object.__getattribute__(tensor, 'grad_fn').parents:")
+    return {**files, "engine.py": text.encode()}
+
+
+@pytest.mark.xfail(strict=True, reason="known: the recursion evidence is measured where student code runs "
+                                       "(docs/trust-boundary.md, What is not defended)")
+def test_a_recursive_backward_that_reads_the_graph_past_the_leaves_probe_loses_deep_chain():
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("recursive", _recursive_engine_past_the_probe())], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
+    question = result.question("engine.deep_chain")
+    assert question.score == 0, question.feedback
+
+
 def test_the_reference_engine_keeps_deep_chain():
     files = read_submission(AUTOGRAD.solution_dir).files
     (result,) = grade_sources(AUTOGRAD, [Source.from_files("reference", files)], jobs=1,

@@ -191,9 +191,7 @@ def test_fetch_streams_a_large_entry_to_disk_within_bounded_memory(hostile, tmp_
 
     server, env = hostile
     server.replies[DISTRIBUTION] = (200, "application/zip", release({"01_tensors/README.md": 3 * 2**20,
-                                                                     "01_tensors/data.bin": 300 * 2**20,
-                                                                     "01_tensors/../../escape.txt": 10,
-                                                                     "elsewhere.txt": 10}))
+                                                                     "01_tensors/data.bin": 300 * 2**20}))
     out = tmp_path / "mine"
     done = subprocess.run([sys.executable, "-m", "checks", "fetch", "01_tensors", "--out", str(out)],
                           capture_output=True, text=True, timeout=300, preexec_fn=limited_memory(200),
@@ -201,7 +199,18 @@ def test_fetch_streams_a_large_entry_to_disk_within_bounded_memory(hostile, tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     assert (out / "data.bin").stat().st_size == 300 * 2**20 and (out / "README.md").stat().st_size == 3 * 2**20
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "data.bin"]
-    assert not (tmp_path / "escape.txt").exists()
+
+
+@pytest.mark.parametrize("name", ["01_tensors/../../escape.txt", "01_tensors/../escape.txt", "/01_tensors/escape.txt",
+                                  "01_tensors/..\\escape.txt", "elsewhere.txt", "01_tensorsX/escape.txt",
+                                  "01_tensors//etc/escape.txt", "01_tensors/a/../../escape.txt"])
+def test_fetch_refuses_a_release_with_an_entry_outside_its_folder_and_writes_nothing(hostile, tmp_path, name):
+    server, env = hostile
+    server.replies[DISTRIBUTION] = (200, "application/zip", release({"01_tensors/README.md": 10, name: 10}))
+    out = tmp_path / "work" / "mine"
+    error = one_line_error(checks("fetch", "01_tensors", "--out", str(out), env=env))
+    assert "outside 01_tensors/" in error and "nothing written" in error, error
+    assert not out.exists() and not list(tmp_path.rglob("escape.txt"))
 
 
 @pytest.mark.parametrize("reply, says", [

@@ -254,8 +254,9 @@ def fetch(assignment: str, credentials: Credentials | None = None) -> bytes:
 def unpack_release(data: bytes, assignment: str, out: Path) -> int:
     """Write the entries of a release zip under `assignment/` into the new folder `out`, each
     streamed, within MAX_RELEASE_ENTRIES and MAX_RELEASE_UNPACKED (counted as inflated, whatever
-    the zip's directory says); entries outside the folder are skipped. The number of files
-    written; ServerError (and `out` removed) for a zip that is not one or breaks a cap."""
+    the zip's directory says). The number of files written; ServerError (and `out` removed, or
+    never made) for a zip that is not one, breaks a cap, or holds an entry that would land
+    outside `out`: a release is taken whole or not at all."""
     prefix = f"{assignment}/"
     written = total = 0
     try:
@@ -263,12 +264,9 @@ def unpack_release(data: bytes, assignment: str, out: Path) -> int:
             entries = archive.infolist()
             if len(entries) > MAX_RELEASE_ENTRIES:
                 raise ServerError(f"the release has {len(entries)} entries, over {MAX_RELEASE_ENTRIES}: refused")
+            files = [(info, _release_path(info.filename, prefix)) for info in entries if not info.is_dir()]
             out.mkdir(parents=True)
-            for info in entries:
-                relative = PurePosixPath(info.filename.removeprefix(prefix))
-                if (info.is_dir() or not info.filename.startswith(prefix) or relative.is_absolute()
-                        or ".." in relative.parts or "\\" in info.filename or not relative.parts):
-                    continue
+            for info, relative in files:
                 target = out.joinpath(*relative.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(info) as source, open(target, "xb") as sink:
@@ -286,3 +284,14 @@ def unpack_release(data: bytes, assignment: str, out: Path) -> int:
         raise ServerError(f"the release the server sent is not a zip that can be unpacked "
                           f"({type(error).__name__}: {str(error)[:200]})") from None
     return written
+
+
+def _release_path(name: str, prefix: str) -> PurePosixPath:
+    """Where a release entry goes below the assignment's folder; ServerError for one that is not
+    under `prefix` or would climb out of it (absolute, `..`, a backslash): nothing is written."""
+    relative = PurePosixPath(name.removeprefix(prefix))
+    if (not name.startswith(prefix) or relative.is_absolute() or ".." in relative.parts or "\\" in name
+            or not relative.parts):
+        raise ServerError(f"the release holds an entry outside {prefix}: {name[:200]!r}: refused, "
+                          "nothing written")
+    return relative
