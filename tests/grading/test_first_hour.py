@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from serving import REFERENCE, REPO, checks
 
 
@@ -105,3 +107,29 @@ def test_checks_submit_and_pack_say_what_to_do_with_a_zip(tmp_path):
         done = checks(command, "01_tensors", str(mine), cwd=copy, env={"COLUMNS": "300"})
         said = " ".join((done.stdout + done.stderr).split())
         assert done.returncode != 0 and "holds only work.zip: unzip it there" in said, (command, said)
+
+
+def test_a_students_command_finds_its_assignment_and_folder_through_the_library(tmp_path, monkeypatch):
+    """grading/student_target.py decides what `checks test`, `pack` and `submit` are about; the
+    CLI only prints it. Outside any course: the copy names itself, a missing path and a copy of
+    another assignment are refused with what to do instead."""
+    from checks.course.assignment import CourseError
+    from checks.grading.student_target import read_student_words, student_target
+
+    copy = tmp_path / "mine"
+    shutil.copytree(REPO / "assignments" / "01_tensors", copy)
+    monkeypatch.chdir(copy)
+    request = read_student_words(None, ["strides.numel"], "test")
+    assert (request.assignment, request.path, request.questions) == ("01_tensors", None, ("strides.numel",))
+    assignment, path = student_target(None, request, "test")
+    assert assignment.name == "01_tensors" and path == copy.resolve()
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(CourseError, match="name the assignment: `checks pack ASSIGNMENT`"):
+        read_student_words(None, [], "pack")
+    with pytest.raises(CourseError, match="does not exist"):
+        student_target(None, read_student_words(None, ["01_tensors", "./nope"], "test"), "test")
+    with pytest.raises(CourseError, match="is a copy of 01_tensors, not of 02_autograd: here, use `checks submit 01_tensors`"):
+        student_target(None, read_student_words(None, ["02_autograd", str(copy)], "submit"), "submit")

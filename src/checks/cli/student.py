@@ -15,11 +15,11 @@ from rich.text import Text
 
 from checks import __version__
 from checks.cli import common
-from checks.course.assignment import (Assignment, CourseError, find_assignment_copy, find_course_root,
-                                     list_assignments, load_assignment, load_copy, read_marker)
-from checks.course.selection import check_questions, read_test_words
+from checks.course.assignment import Assignment, CourseError
+from checks.course.selection import check_questions
 from checks.course.submissions import NOTEBOOK_SUFFIX, SubmissionError, read_submission
 from checks.grading.session import Source, named_files
+from checks.grading.student_target import read_student_words, student_target
 from checks.reports.render import adjustment_line, plain, print_failures, question_table
 from checks.suites.quiz import QUIZ_FILE, AnswerForm
 from checks.suites.scoring import SubmissionResult
@@ -108,65 +108,12 @@ def add_server_commands(commands: argparse._SubParsersAction, assignment_help: s
     fetch.set_defaults(run=_fetch, without_course=True)
 
 
-def _read_words(root: Path | None, args: argparse.Namespace) -> tuple[str, ...]:
-    """[ASSIGNMENT] [PATH] [QUESTION...] as `%checks test` reads them too (course/selection.py), into
-    args.assignment and args.path; the questions asked for. Without a name, the assignment is the
-    one the copy at PATH, or around the current folder, is a copy of."""
-    from checks.grading.public import public_questions
-
-    copy_here = find_assignment_copy(Path.cwd())
-    known = list_assignments(root) if root is not None else []
-    known += [p.name for p in (root / "assignments").iterdir() if p.is_dir()] if root and (root / "assignments").is_dir() else []
-    known += [read_marker(copy_here)["assignment"]] if copy_here is not None else []
-    here = public_questions(load_copy(copy_here)) or [] if copy_here is not None else None
-    request = read_test_words(args.words, sorted(set(known)), questions_here=here)
-    args.path = request.path
-    args.assignment = request.assignment
-    if args.assignment is None:
-        start = request.path if request.path is not None else Path.cwd()
-        found = find_assignment_copy(start if start.is_dir() else start.parent) if start.exists() else None
-        if found is None:
-            names = f" (here: {', '.join(sorted(set(known)))})" if known else ""
-            raise CourseError(f"name the assignment: `checks {args.run_name} ASSIGNMENT`{names}; in a copy of an "
-                              "assignment folder, `checks " + args.run_name + "` alone checks that copy")
-        args.assignment = read_marker(found)["assignment"]
-    return request.questions
-
-
-def _student_assignment(root: Path | None, args: argparse.Namespace) -> tuple[Assignment, Path]:
-    """The assignment and the folder to check or pack: PATH; else the copy of this assignment the
-    current folder is in; else the course's release. Without a course, a copy describes itself."""
-    if args.path is not None and not args.path.exists():
-        raise CourseError(f"{args.path} does not exist")
-    start = args.path if args.path is not None else Path.cwd()
-    found = find_assignment_copy(start if start.is_dir() else start.parent)
-    copy = found if found is not None and read_marker(found)["assignment"] == args.assignment else None
-    if root is not None:
-        assignment = load_assignment(root, args.assignment)
-    elif copy is not None:
-        assignment = load_copy(copy)
-    elif found is not None:
-        other = read_marker(found)["assignment"]
-        raise CourseError(f"{found} is a copy of {other}, not of {args.assignment}: here, use `checks "
-                          f"{args.run_name} {other}`; for {args.assignment}, work in a copy of it or name the "
-                          "course with --course DIR")
-    elif (here := find_assignment_copy(Path.cwd())) is not None:
-        other = read_marker(here)["assignment"]
-        if other != args.assignment:
-            raise CourseError(f"{here} is a copy of {other}, not of {args.assignment}: for {args.assignment}, work in "
-                              "a copy of it or name the course with --course DIR")
-        assignment = load_copy(here)  # in a copy (`checks fetch`): it describes the assignment PATH is checked for
-    else:
-        find_course_root()  # raises: no course, and no copy of an assignment here
-        raise CourseError(f"no copy of {args.assignment} found")
-    return assignment, (args.path or copy or assignment.release_dir).resolve()
-
-
 def _test(root: Path | None, args: argparse.Namespace) -> int:
     from checks.grading.public import public_questions, run_public_checks
 
-    questions = _read_words(root, args)
-    assignment, path = _student_assignment(root, args)
+    request = read_student_words(root, args.words, args.run_name)
+    questions = request.questions
+    assignment, path = student_target(root, request, args.run_name)
     if not assignment.public_tests_dir.is_dir():
         raise CourseError(f"{assignment.name} has no public tests in {assignment.public_tests_dir}")
     if questions and (known := public_questions(assignment)) is not None:
@@ -220,11 +167,11 @@ def _show(result: SubmissionResult, quiz: list[AnswerForm]) -> None:
 def _pack(root: Path | None, args: argparse.Namespace) -> int:
     from checks.pack import pack, submission_file_names
 
-    questions = _read_words(root, args)
-    if questions:
-        raise CourseError(f"`checks pack` packs the whole assignment; {', '.join(questions)} is neither "
+    request = read_student_words(root, args.words, args.run_name)
+    if request.questions:
+        raise CourseError(f"`checks pack` packs the whole assignment; {', '.join(request.questions)} is neither "
                           "an assignment nor a folder here")
-    assignment, folder = _student_assignment(root, args)
+    assignment, folder = student_target(root, request, args.run_name)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder: `checks pack` packs the folder you worked in")
     out = (args.out or Path(f"{assignment.name}.zip")).resolve()
@@ -284,9 +231,10 @@ def _submit(root: Path | None, args: argparse.Namespace) -> int:
             common.console.print(Text("error: ", style="red") + plain(str(error)), soft_wrap=True)
             return 1
         return _show_reply(reply, credentials.url)
-    if _read_words(root, args):
+    request = read_student_words(root, args.words, args.run_name)
+    if request.questions:
         raise CourseError("`checks submit` submits the whole assignment: name the assignment and your folder only")
-    assignment, folder = _student_assignment(root, args)
+    assignment, folder = student_target(root, request, args.run_name)
     if not folder.is_dir():
         raise CourseError(f"{folder} is not a folder: `checks submit` packs the folder you worked in"
                           + (" (a zip: unzip it and submit the folder, or upload the zip on the course's page)"
