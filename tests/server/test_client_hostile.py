@@ -227,3 +227,17 @@ def test_fetch_refuses_what_is_over_its_caps_or_not_a_zip_and_leaves_nothing(hos
     out = tmp_path / "mine"
     assert says in one_line_error(checks("fetch", "01_tensors", "--out", str(out), env=env))
     assert not out.exists()
+
+
+def test_unpacking_a_release_onto_a_folder_that_is_there_leaves_the_folder_alone(tmp_path):
+    """The command checks first; the library refuses too, and never removes what it did not make,
+    whether the release is good or refused."""
+    from checks.server.client import ServerError, unpack_release
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "work.py").write_text("mine")
+    for data in (release({"01_tensors/README.md": 10}), release({"01_tensors/../escape.txt": 10}), b"not a zip"):
+        with pytest.raises(ServerError):
+            unpack_release(data, "01_tensors", out)
+        assert (out / "work.py").read_text() == "mine"

@@ -256,16 +256,21 @@ def unpack_release(data: bytes, assignment: str, out: Path) -> int:
     streamed, within MAX_RELEASE_ENTRIES and MAX_RELEASE_UNPACKED (counted as inflated, whatever
     the zip's directory says). The number of files written; ServerError (and `out` removed, or
     never made) for a zip that is not one, breaks a cap, or holds an entry that would land
-    outside `out`: a release is taken whole or not at all."""
+    outside `out`: a release is taken whole or not at all. A folder already at `out` is refused
+    and left as it was."""
     prefix = f"{assignment}/"
     written = total = 0
+    made = False  # only a folder made here is removed on a refusal, never one that was there
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
             if len(entries) > MAX_RELEASE_ENTRIES:
                 raise ServerError(f"the release has {len(entries)} entries, over {MAX_RELEASE_ENTRIES}: refused")
             files = [(info, _release_path(info.filename, prefix)) for info in entries if not info.is_dir()]
+            if out.exists():
+                raise ServerError(f"{out} exists: a release is unpacked into a new folder only")
             out.mkdir(parents=True)
+            made = True
             for info, relative in files:
                 target = out.joinpath(*relative.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -277,10 +282,12 @@ def unpack_release(data: bytes, assignment: str, out: Path) -> int:
                         sink.write(chunk)
                 written += 1
     except ServerError:
-        shutil.rmtree(out, ignore_errors=True)
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError, ValueError) as error:
-        shutil.rmtree(out, ignore_errors=True)
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
         raise ServerError(f"the release the server sent is not a zip that can be unpacked "
                           f"({type(error).__name__}: {str(error)[:200]})") from None
     return written
