@@ -73,7 +73,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
     settings = args.settings
     isolation = settings.isolation  # chosen here, once: for the header, and to refuse an impossible level early
     given = [p for pattern in args.submissions for p in common.unquoted_glob(pattern)]
-    skipped: list[str] = []  # entries of a folder of submissions that are nobody's: each said, never dropped quietly
+    skipped: list[str] = []  # entries that are nobody's, or read as one student's: each said, never dropped quietly
     paths = expand_submission_paths(given, assignment.name, skipped)
     check_out_dir(args.out, [*given, *paths])  # a class folder given, too: its next run would grade the output
     with contextlib.ExitStack() as cluster:
@@ -87,7 +87,7 @@ def _grade(root: Path, args: argparse.Namespace) -> int:
         header = plain(f"checks {__version__}: grading {len(paths)} submission(s) of {assignment.name} "
                        f"into {args.out} ({where}; device: {settings.device})")
         for line in skipped:
-            common.console.print(plain(f"skipped {line}"), soft_wrap=True)
+            common.console.print(plain(line), soft_wrap=True)
         try:  # the header is printed once the run holds the folder: a second run's error comes first
             summary = grade_to_folder(assignment, paths, args.out, jobs=args.jobs, regrade=args.regrade,
                                       listener=GradeProgress(common.console, header=header), grader=grader,

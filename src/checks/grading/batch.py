@@ -157,19 +157,29 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None,
 
     Hidden entries (a name that starts with a dot) count when telling a folder of submissions from
     one submission, so that one cannot make its neighbours one student's; they are not graded.
-    `skipped`: a line is added for every entry of a folder of submissions that is not graded, saying why."""
+
+    Names come only from what the grader was given, never from inside a student's work: a class
+    folder or a bulk download is read as one only where it is the one path given, and each of its
+    entries is one student's (a student's folder or zip that holds folders, or files named as an
+    LMS names them, cannot stand for other students). Among several paths (`submissions/*`), each
+    is one student's, or an LMS's entry given one by one.
+    `skipped`: a line to show is added for every entry of a folder of submissions that is not
+    graded, and for every path that looks like several students but is graded as one, saying why."""
     check_submission_paths(paths)
     found: list[Found] = []
     one_by_one: dict[Path, list[tuple[Path, lms.LmsName]]] = {}  # LMS-named files or folders, by folder
     notes = skipped if skipped is not None else []
-    for path in paths:
-        if (path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()):
-            continue  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
+    given = [path for path in paths
+             if not ((path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()))]
+    for path in given:  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
         named = lms.lms_name(path.name, folder=path.is_dir())
         if named is not None and (path.is_dir() or path.is_file()):
             one_by_one.setdefault(path.parent, []).append((path, named))
             continue
-        found += _student(path, assignment, class_folder=True, skipped=notes)
+        if len(given) == 1:
+            found += _student(path, assignment, class_folder=True, skipped=notes)
+        else:
+            found += _one_student(path, assignment, notes)
     for folder, given in one_by_one.items():
         found += _lms_students(folder, [(path.name, named) for path, named in given])
     return found
@@ -214,13 +224,28 @@ def _student(path: Path, assignment: str | None, *, class_folder: bool = False,
     inside, hidden, others = _submission_like(path, assignment)
     if class_folder and len(inside) + len(hidden) >= 2:
         if skipped is not None:
-            skipped += [f"{entry}: not graded; its name starts with a dot, which hides it (rename it to grade it)"
-                        for entry in hidden]
-            skipped += [f"{entry}: not graded; {why}" for entry, why in others]
-        return [found for child in inside for found in _student(child, assignment)]
+            skipped += [f"skipped {entry}: not graded; its name starts with a dot, which hides it (rename it to "
+                        "grade it)" for entry in hidden]
+            skipped += [f"skipped {entry}: not graded; {why}" for entry, why in others]
+        return [found for child in inside for found in _one_student(child, assignment, skipped)]
     if len(inside) == 1 and inside[0].is_file():
         return _download(inside[0]) or [Found(inside[0], Found(path).name)]
     return [Found(path)]
+
+
+def _one_student(path: Path, assignment: str | None, skipped: list[str] | None) -> list[Found]:
+    """The submission at `path`, one student's whatever it holds, under the name of `path`: a
+    folder that wraps the student's work in one zip or notebook is read there. One that looks
+    like several students (folders of work, files named as an LMS names them) is noted in
+    `skipped`: its content is the student's, and cannot name anyone."""
+    inside, hidden, _ = _submission_like(path, assignment)
+    wrapped = inside[0] if len(inside) == 1 and inside[0].is_file() else None
+    looks_like_several = _download(wrapped or path) is not None or (wrapped is None and len(inside) + len(hidden) >= 2)
+    if skipped is not None and looks_like_several:
+        skipped.append(f"{path}: graded as one student's submission, though it looks like several (a folder of "
+                       "submissions or an LMS download): what a submission holds cannot name other students; "
+                       "to grade a class folder or a download, give it alone")
+    return [Found(wrapped, Found(path).name)] if wrapped is not None else [Found(path)]
 
 
 def _download(path: Path) -> list[Found] | None:
