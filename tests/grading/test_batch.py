@@ -93,8 +93,13 @@ def test_a_folder_of_submissions_stands_for_each_of_them(tmp_path):
         archive.writestr("bob/work.py", "x = 1")
     (subs / "notes.txt").write_text("not a submission")
     single = submit(tmp_path, "carol")
-    assert [f.path for f in expand_submission_paths([subs, single])] == [subs / "alice", subs / "bob.zip", single]
+    assert [f.path for f in expand_submission_paths([subs])] == [subs / "alice", subs / "bob.zip"]
     assert [f.path for f in expand_submission_paths([subs / "alice"])] == [subs / "alice"]  # .py files: one submission
+    # given beside another path, a folder of submissions is one student's (what a student's folder
+    # holds cannot name others: test_class_folders.py), and a line says it looked like several
+    notes: list[str] = []
+    assert [f.path for f in expand_submission_paths([subs, single], skipped=notes)] == [subs, single]
+    assert len(notes) == 1 and "looks like several" in notes[0] and "give it alone" in notes[0]
 
 
 def test_names_that_clash_are_graded_apart_with_a_warning_and_a_path_given_twice_is_refused(tmp_path, assignment):
