@@ -371,4 +371,5 @@ def evaluate_run(sizes, state, X, Y, batch_size, start_training, device, trap=Fa
     returned = training.evaluate(model, make_loader(X, Y, batch_size), torch.device(device))
     if isinstance(returned, torch.Tensor):
         returned = {"tensor": _array(returned)}
-    return {"returned": returned, "calls": model.calls, "training_after": model.training}
+    return {"returned": returned, "calls": model.calls, "training_after": model.training,
+            "layers_training_after": [module.training for module in model.modules() if module is not model]}

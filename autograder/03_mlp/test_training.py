@@ -500,3 +500,8 @@ def test_evaluate_restores_mode(student, device, start_training):
         mode = "train" if got["training_after"] else "eval"
         fail(f"{call} left the model in {mode} mode; it must restore the mode it had "
              "(remember model.training, then model.train(that) at the end).")
+    layers = got.get("layers_training_after")
+    if not isinstance(layers, list) or any(mode is not start_training for mode in layers):
+        mode = "eval" if start_training else "train"
+        fail(f"{call} set model.training back, but left the model's layers in {mode} mode: setting the flag "
+             "changes that one module only. model.train(that) sets the mode of every layer, as model.eval() did.")
