@@ -270,6 +270,32 @@ def test_bytecode_a_student_sends_is_dropped_for_the_graders_own():
     assert compiled[forged] != b"forged"
 
 
+def test_a_file_that_does_not_compile_is_compiled_once_by_the_grader(monkeypatch):
+    """Found by a fresh attacker: a file made to be slow to compile (a 300,000-term sum takes
+    seconds, then fails) was compiled by the grader for the workers and again to say why it does
+    not compile: grader time no budget counts. The first compile's verdict is kept and reused."""
+    import builtins
+
+    from checks.grading.session import _does_not_compile
+
+    files = {"slow.py": b"X = 1\ndef (\n", "fine.py": b"Y = 2\n"}
+    compiles = []
+    real = builtins.compile
+    monkeypatch.setattr(builtins, "compile", lambda *args, **kwargs: compiles.append(args[1]) or real(*args, **kwargs))
+    cache: dict = {}
+    with_bytecode(files, cache)
+    with_bytecode(files, cache)  # the next question's worker: nothing compiled again
+    assert sorted(compiles) == ["fine.py", "slow.py"]
+    assert cache["slow.py", files["slow.py"]].startswith("invalid syntax at line 2")
+
+    def known(name, source):
+        found = cache.get((name, source))
+        return found if found is None or isinstance(found, str) else True
+
+    assert _does_not_compile(files, ["slow.py", "fine.py"], known) == {"slow.py": cache["slow.py", files["slow.py"]]}
+    assert sorted(compiles) == ["fine.py", "slow.py"]  # the verdict came from the cache
+
+
 MODULE_FACTS = """
 import importlib, importlib.util, sys
 

@@ -24,7 +24,7 @@ from checks.course.answer_cells import import_nbformat
 from checks.sandbox.jail import Isolation
 from checks.grading.pool import ChildFailed, run_forked, stream_forked
 from checks.suites.quiz import QUIZ_FILE, grade_quiz
-from checks.sandbox.supervisor import Limits, Zygote, prepare_parent
+from checks.sandbox.supervisor import Limits, Zygote, prepare_parent, why_not_compiled
 from checks.suites.scoring import CaseResult, QuestionResult, SubmissionResult, score_cases
 from checks.course.submissions import (NOTEBOOK_SUFFIX, Found, Submission, SubmissionError, missing_files, read_found,
                                        read_submission, submission_name)
@@ -274,7 +274,7 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     if plugin.budget.submission_ran_out:
         result.warnings.append(f"The submission used up its time budget of {plugin.budget.submission_seconds:g} s "
                                "(time limit): the checks not yet run when it ran out score 0.")
-    broken = _does_not_compile(submission.files, assignment.files, known_to_compile=plugin.compiled)
+    broken = _does_not_compile(submission.files, assignment.files, known=plugin.compiled)
     if broken:
         result.warnings += [f"{name} does not compile: {why}. Nothing in it can run, so every check that uses it "
                             "fails: fix this first." for name, why in broken.items()]
@@ -299,20 +299,21 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
 
 
 def _does_not_compile(files: dict[str, bytes], names: Iterable[str],
-                      known_to_compile: Callable[[str, bytes], bool] = lambda name, source: False) -> dict[str, str]:
+                      known: Callable[[str, bytes], bool | str | None] = lambda name, source: None) -> dict[str, str]:
     """The student's Python files (of `names`) that do not compile, each with why, in one line;
-    `known_to_compile`: whether the grader compiled one already (for its workers)."""
+    `known`: what the grader found compiling one already for its workers (ChecksPlugin.compiled)."""
     broken = {}
     for name in names:
-        if not name.endswith(".py") or name not in files or known_to_compile(name, files[name]):
+        if not name.endswith(".py") or name not in files:
             continue
-        try:
-            compile(files[name], name, "exec", dont_inherit=True)
-        except SyntaxError as error:
-            line = (error.text or "").strip()
-            broken[name] = f"{error.msg} at line {error.lineno}" + (f": `{line[:80]}`" if line else "")
-        except (ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
-            broken[name] = f"{type(error).__name__}: {error}"[:200]
+        found = known(name, files[name])
+        if found is None:
+            try:
+                compile(files[name], name, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as error:  # null bytes, absurd nesting
+                found = why_not_compiled(error)
+        if isinstance(found, str):
+            broken[name] = found
     return broken
 
 

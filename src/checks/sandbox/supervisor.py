@@ -111,10 +111,11 @@ class WorkerConfig:
                 "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
-def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | None],
+def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | str],
                   modules: Container[str] | None = None) -> dict[str, bytes]:
     """`files` plus the bytecode of each .py file, where import looks for it: the workers of a
-    submission then skip compiling (milliseconds a file). `cache` holds what was compiled before.
+    submission then skip compiling (milliseconds a file). `cache` holds what was compiled before:
+    its bytecode, or why it does not compile (why_not_compiled), so that no file is compiled twice.
     `modules`: only the files of these top-level modules (the others, such as a student's copy of
     the public tests, are compiled by a worker that imports them, if one does).
 
@@ -131,14 +132,25 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
         if (name, source) not in cache:
             try:
                 code = compile(source, name, "exec", dont_inherit=True)
-            except Exception:  # noqa: BLE001 - SyntaxError, null bytes, RecursionError, MemoryError
-                cache[name, source] = None
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+                cache[name, source] = why_not_compiled(error)
+            except Exception as error:  # noqa: BLE001 - whatever else the compiler raises: the file's, not ours
+                cache[name, source] = f"{type(error).__name__}: {error}"[:200]
             else:
                 cache[name, source] = (importlib.util.MAGIC_NUMBER + CHECKED_HASH_PYC
                                        + importlib.util.source_hash(source) + marshal.dumps(code))
-        if cache[name, source] is not None:
+        if isinstance(cache[name, source], bytes):
             compiled[importlib.util.cache_from_source(name)] = cache[name, source]
     return {**files, **compiled}
+
+
+def why_not_compiled(error: SyntaxError | ValueError | RecursionError | MemoryError) -> str:
+    """Why a file does not compile, in one line (said in its feedback): where, for a syntax error;
+    null bytes or absurd nesting otherwise."""
+    if isinstance(error, SyntaxError):
+        line = (error.text or "").strip()
+        return f"{error.msg} at line {error.lineno}" + (f": `{line[:80]}`" if line else "")
+    return f"{type(error).__name__}: {error}"[:200]
 
 
 def _own_cpus() -> set[int]:

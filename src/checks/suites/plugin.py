@@ -41,7 +41,7 @@ class ChecksPlugin:
         self._student: Student | None = None  # the running test's
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
-        self._shared_bytecode: dict[tuple[str, bytes], bytes | None] = {}  # see pytest_collection_finish
+        self._shared_bytecode: dict[tuple[str, bytes], bytes | str] = {}  # see pytest_collection_finish
         self._suite_position: dict[pytest.Item, int] = {}  # each test's place in the suite, as written
         self._collected_options: dict[pytest.Item, dict[str, Any]] = {}  # each test's @question, read once
         self._references: dict[str, types.ModuleType] = {}  # the reference modules stand-ins answer from
@@ -51,7 +51,7 @@ class ChecksPlugin:
         """Grade these files from now on: in a grading process forked from a collected session."""
         self.files = files
         # compiled once, for every sandbox of the submission; what every submission shares, before
-        self._bytecode: dict[tuple[str, bytes], bytes | None] = dict(self._shared_bytecode)
+        self._bytecode: dict[tuple[str, bytes], bytes | str] = dict(self._shared_bytecode)
         self.cases: list[CaseResult] = []
         self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
@@ -63,10 +63,12 @@ class ChecksPlugin:
         self.workers.watch_memory(MemoryWatch(self.limits.submission_memory_bytes, self.uid,
                                               lambda: set(self.workers.pids)))
 
-    def compiled(self, name: str, source: bytes) -> bool:
-        """Whether the grader already compiled this file for a worker, and it compiled: then
-        nobody needs to compile it again to find out (milliseconds a file)."""
-        return self._bytecode.get((name, source)) is not None
+    def compiled(self, name: str, source: bytes) -> bool | str | None:
+        """What the grader found compiling this file for a worker: True (it compiles), why it does
+        not, or None where it did not compile it. Nobody compiles it again to find out (milliseconds
+        a file, and seconds for a file made to be slow to compile)."""
+        found = self._bytecode.get((name, source))
+        return found if found is None or isinstance(found, str) else True
 
     def end_submission(self) -> None:
         self.workers.stop_watching()
