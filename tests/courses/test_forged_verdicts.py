@@ -219,10 +219,10 @@ def test_a_recursive_backward_that_raised_the_limit_through_a_kept_reference_los
 def _recursive_engine_past_the_probe() -> dict[str, bytes]:
     files = _recursive_engine()
     text = files["engine.py"].decode()
-    for old in ("if tensor.grad_fn is not None:\n                for parent in tensor.grad_fn.parents:",):
-        assert old in text
-        text = text.replace(old, "if object.__getattribute__(tensor, 'grad_fn') is not None:\n"
-                                 "                for parent in object.__getattribute__(tensor, 'grad_fn').parents:")
+    read = "if tensor.grad_fn is not None:\n                for parent in tensor.grad_fn.parents:"
+    assert read in text
+    text = text.replace(read, "if object.__getattribute__(tensor, 'grad_fn') is not None:\n"
+                              "                for parent in object.__getattribute__(tensor, 'grad_fn').parents:")
     return {**files, "engine.py": text.encode()}
 
 

@@ -169,14 +169,14 @@ def expand_submission_paths(paths: list[Path], assignment: str | None = None,
     found: list[Found] = []
     one_by_one: dict[Path, list[tuple[Path, lms.LmsName]]] = {}  # LMS-named files or folders, by folder
     notes = skipped if skipped is not None else []
-    given = [path for path in paths
-             if not ((path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()))]
-    for path in given:  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
+    submitted = [path for path in paths  # `canvas/*` names .DS_Store and __MACOSX/ too: nobody's submission
+                 if not ((path.name in JUNK_FILES and path.is_file()) or (is_skipped_dir(path.name) and path.is_dir()))]
+    for path in submitted:
         named = lms.lms_name(path.name, folder=path.is_dir())
         if named is not None and (path.is_dir() or path.is_file()):
             one_by_one.setdefault(path.parent, []).append((path, named))
             continue
-        if len(given) == 1:
+        if len(submitted) == 1:
             found += _student(path, assignment, class_folder=True, skipped=notes)
         else:
             found += _one_student(path, assignment, notes)

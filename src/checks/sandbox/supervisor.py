@@ -132,10 +132,8 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
         if (name, source) not in cache:
             try:
                 code = compile(source, name, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            except Exception as error:  # noqa: BLE001 - SyntaxError, null bytes, RecursionError, MemoryError: the file's
                 cache[name, source] = why_not_compiled(error)
-            except Exception as error:  # noqa: BLE001 - whatever else the compiler raises: the file's, not ours
-                cache[name, source] = f"{type(error).__name__}: {error}"[:200]
             else:
                 cache[name, source] = (importlib.util.MAGIC_NUMBER + CHECKED_HASH_PYC
                                        + importlib.util.source_hash(source) + marshal.dumps(code))
@@ -144,9 +142,9 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
     return {**files, **compiled}
 
 
-def why_not_compiled(error: SyntaxError | ValueError | RecursionError | MemoryError) -> str:
+def why_not_compiled(error: Exception) -> str:
     """Why a file does not compile, in one line (said in its feedback): where, for a syntax error;
-    null bytes or absurd nesting otherwise."""
+    the error (null bytes, absurd nesting) otherwise."""
     if isinstance(error, SyntaxError):
         line = (error.text or "").strip()
         return f"{error.msg} at line {error.lineno}" + (f": `{line[:80]}`" if line else "")
