@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -85,16 +86,19 @@ def serving_processes() -> list[psutil.Process]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     """Two single-threaded worker processes; a task that loses its worker is given up at once
     (then graded again alone by the driver): few kills, so that no nanny gives up restarting hers.
-    Their sandbox must have no network (bwrap): a plain cluster at the fork level is refused (issue 49)."""
+    Their sandbox must have no network (bwrap): a plain cluster at the fork level is refused (issue 49).
+    Once it is closed, no course it unpacked is left, the killed workers' included."""
     if jail.bwrap_problem() is not None:
         pytest.skip(f"grading on a plain Dask cluster needs the bwrap sandbox, which cannot run here: "
                     f"{jail.bwrap_problem()} (tests/grading/test_dask_boundary.py shows the refusal)")
+    scratch = tmp_path_factory.mktemp("dask-scratch")
+    temp_before = set(Path(tempfile.gettempdir()).glob("checks-*"))
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                         dashboard_address=None, silence_logs=50)
+                                         dashboard_address=None, silence_logs=50, local_directory=str(scratch))
     try:
         with connect(local.scheduler_address) as client:
             yield local, client
@@ -107,6 +111,10 @@ def cluster():
         for process in left:
             process.kill()
         assert not left, f"warm pools outlived the cluster: {left}"
+        courses = [path for path in scratch.rglob("checks-courses-*") if path.is_dir()]
+        assert not courses, f"courses the workers unpacked outlived the cluster: {courses}"
+        new_in_temp = sorted(set(Path(tempfile.gettempdir()).glob("checks-dask-*")) - temp_before)
+        assert not new_in_temp, f"the workers left folders in the system temp folder: {new_in_temp}"
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,9 @@ class GradingPlugin(WorkerPlugin):
         self._worker = worker
         self._problem: str | None = None
         self._checked = False  # the posture is read once, at the first task (it probes bubblewrap)
-        self._dir = Path(tempfile.mkdtemp(prefix="checks-dask-"))
+        # in the Dask worker's own folder: a worker killed before its teardown leaves the course
+        # there, which the next worker started on that folder purges (distributed's WorkSpace)
+        self._dir = Path(tempfile.mkdtemp(prefix="checks-courses-", dir=worker.local_directory))
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
         self._lock = threading.Lock()
         self._idle: dict[tuple[str, str, bool], list[WarmPool]] = {}  # (bundle digest, device, public) -> idle pools
