@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources
-from checks.sandbox.supervisor import with_bytecode
+from checks.sandbox.supervisor import NotCompiled, with_bytecode
 
 REFERENCE = {
     "good.py": "def add(a, b):\n    return a + b\n\n\ndef label():\n    return 'reference'\n",
@@ -266,8 +269,9 @@ def test_bytecode_a_student_sends_is_dropped_for_the_graders_own():
     files = {"strides.py": b"X = 1\n", "broken.py": b"def (\n", forged: b"forged",
              importlib.util.cache_from_source("broken.py"): b"forged too"}
     compiled = with_bytecode(files, {})
-    assert set(compiled) == {"strides.py", "broken.py", forged}
+    assert set(compiled) == {"strides.py", "broken.py", forged, importlib.util.cache_from_source("broken.py")}
     assert compiled[forged] != b"forged"
+    assert compiled[importlib.util.cache_from_source("broken.py")] != b"forged too"  # the grader's: it raises
 
 
 def test_a_file_that_does_not_compile_is_compiled_once_by_the_grader(monkeypatch):
@@ -281,19 +285,51 @@ def test_a_file_that_does_not_compile_is_compiled_once_by_the_grader(monkeypatch
     files = {"slow.py": b"X = 1\ndef (\n", "fine.py": b"Y = 2\n"}
     compiles = []
     real = builtins.compile
-    monkeypatch.setattr(builtins, "compile", lambda *args, **kwargs: compiles.append(args[1]) or real(*args, **kwargs))
+    sources = {source: name for name, source in files.items()}
+    monkeypatch.setattr(builtins, "compile",
+                        lambda *args, **kwargs: compiles.append(sources.get(args[0])) or real(*args, **kwargs))
     cache: dict = {}
     with_bytecode(files, cache)
     with_bytecode(files, cache)  # the next question's worker: nothing compiled again
-    assert sorted(compiles) == ["fine.py", "slow.py"]
-    assert cache["slow.py", files["slow.py"]].startswith("invalid syntax at line 2")
+    assert sorted(filter(None, compiles)) == ["fine.py", "slow.py"]
+    verdict = cache["slow.py", files["slow.py"]]
+    assert isinstance(verdict, NotCompiled) and verdict.reason.startswith("invalid syntax at line 2")
 
     def known(name, source):
         found = cache.get((name, source))
-        return found if found is None or isinstance(found, str) else True
+        return found.reason if isinstance(found, NotCompiled) else found and True
 
-    assert _does_not_compile(files, ["slow.py", "fine.py"], known) == {"slow.py": cache["slow.py", files["slow.py"]]}
-    assert sorted(compiles) == ["fine.py", "slow.py"]  # the verdict came from the cache
+    assert _does_not_compile(files, ["slow.py", "fine.py"], known) == {"slow.py": verdict.reason}
+    assert sorted(filter(None, compiles)) == ["fine.py", "slow.py"]  # the verdict came from the cache
+
+
+@pytest.mark.parametrize("source, line", [(b"X = 1\ndef (\n", 2), (b"x = 1\x00\n", 1), (b"y = (" * 200 + b"\n", 1),
+                                          (b"A = 1\n" * 5000 + b"  indented = 2\n", 5001)])
+def test_a_question_imports_a_file_that_does_not_compile_without_compiling_it(tmp_path, source, line):
+    """The bytecode a worker is given for a file that does not compile raises SyntaxError, saying
+    why, from the line where compiling failed: each question imports that instead of compiling
+    the file again (found by a fresh attacker: a file made slow to compile cost seconds in every
+    question that imported it)."""
+    folder = tmp_path / "home"
+    for name, data in with_bytecode({"broken.py": source}, {}).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    code = textwrap.dedent("""
+        import builtins, sys, traceback
+        compiled = []
+        real = builtins.compile
+        builtins.compile = lambda *args, **kwargs: compiled.append(args[1]) or real(*args, **kwargs)
+        sys.path.insert(0, sys.argv[1])
+        try:
+            import broken
+        except SyntaxError as error:
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            print(repr(str(error)), frame.lineno, frame.filename.endswith("broken.py"), compiled)
+    """)
+    done = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=60)
+    message, got_line, in_file, compiled = done.stdout.rsplit(" ", 3)
+    assert message[1:].startswith("broken.py does not compile: "), done.stdout + done.stderr
+    assert (int(got_line), in_file, compiled.strip()) == (line, "True", "[]")
 
 
 MODULE_FACTS = """

@@ -32,8 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from dataclasses import dataclass, field
-from typing import Callable, Container
+from typing import Callable, Container, NamedTuple
 
 from checks.sandbox import jail, zygote
 from checks.sandbox.codec import MAX_PAYLOAD_BYTES
@@ -111,17 +112,28 @@ class WorkerConfig:
                 "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
-def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | str],
+class NotCompiled(NamedTuple):
+    """What the grader keeps of a file that does not compile: why, in one line (its feedback says
+    so), and bytecode that raises SyntaxError saying it at the line that fails. A worker imports
+    that instead of compiling the file again in every question: seconds each time, for a file
+    made to be slow to compile."""
+
+    reason: str
+    bytecode: bytes
+
+
+def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes | NotCompiled],
                   modules: Container[str] | None = None) -> dict[str, bytes]:
     """`files` plus the bytecode of each .py file, where import looks for it: the workers of a
     submission then skip compiling (milliseconds a file). `cache` holds what was compiled before:
-    its bytecode, or why it does not compile (why_not_compiled), so that no file is compiled twice.
+    its bytecode, or NotCompiled, so that no file is compiled twice.
     `modules`: only the files of these top-level modules (the others, such as a student's copy of
     the public tests, are compiled by a worker that imports them, if one does).
 
-    Compiling runs none of the code, and a file that does not compile is left to fail where the
-    student's code runs. Bytecode in `files` (a __pycache__ the student sent) is dropped: a worker
-    trusts what it is given to be the bytecode of the source beside it.
+    Compiling runs none of the code. A file that does not compile is given bytecode that fails
+    its import the same way, where the student's code imports it. Bytecode in `files` (a
+    __pycache__ the student sent) is dropped: a worker trusts what it is given to be the bytecode
+    of the source beside it.
     """
     # bytecode is the grader's alone: a worker imports it without reading the source again
     files = {name: data for name, data in files.items() if "__pycache__" not in name.split("/")}
@@ -133,12 +145,14 @@ def with_bytecode(files: dict[str, bytes], cache: dict[tuple[str, bytes], bytes 
             try:
                 code = compile(source, name, "exec", dont_inherit=True)
             except Exception as error:  # noqa: BLE001 - SyntaxError, null bytes, RecursionError, MemoryError: the file's
-                cache[name, source] = why_not_compiled(error)
+                code, why = _raising(name, error), why_not_compiled(error)
             else:
-                cache[name, source] = (importlib.util.MAGIC_NUMBER + CHECKED_HASH_PYC
-                                       + importlib.util.source_hash(source) + marshal.dumps(code))
-        if isinstance(cache[name, source], bytes):
-            compiled[importlib.util.cache_from_source(name)] = cache[name, source]
+                why = None
+            bytecode = (importlib.util.MAGIC_NUMBER + CHECKED_HASH_PYC + importlib.util.source_hash(source)
+                        + marshal.dumps(code))
+            cache[name, source] = bytecode if why is None else NotCompiled(why, bytecode)
+        found = cache[name, source]
+        compiled[importlib.util.cache_from_source(name)] = found if isinstance(found, bytes) else found.bytecode
     return {**files, **compiled}
 
 
@@ -149,6 +163,15 @@ def why_not_compiled(error: Exception) -> str:
         line = (error.text or "").strip()
         return f"{error.msg} at line {error.lineno}" + (f": `{line[:80]}`" if line else "")
     return f"{type(error).__name__}: {error}"[:200]
+
+
+def _raising(name: str, error: Exception) -> types.CodeType:
+    """A module's code that raises SyntaxError, saying why `name` does not compile, from the line
+    where compiling it failed (the first, where no line is known)."""
+    line = error.lineno if isinstance(error, SyntaxError) and isinstance(error.lineno, int) else 1
+    message = f"{name} does not compile: {why_not_compiled(error)}"
+    return compile(f"raise SyntaxError({message!r})\n", name, "exec", dont_inherit=True).replace(
+        co_firstlineno=max(1, line))
 
 
 def _own_cpus() -> set[int]:

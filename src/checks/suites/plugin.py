@@ -19,7 +19,8 @@ from checks.course.assignment import Assignment, CourseError
 from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.jail import SANDBOX_UID_BASE
 from checks.sandbox.stand_ins import StandIns
-from checks.sandbox.supervisor import Limits, SandboxUnavailable, WorkerConfig, Zygote, kill_uid, with_bytecode
+from checks.sandbox.supervisor import (Limits, NotCompiled, SandboxUnavailable, WorkerConfig, Zygote, kill_uid,
+                                      with_bytecode)
 from checks.suites import api
 from checks.suites.budgets import TimeBudget
 from checks.suites.scoring import CaseResult
@@ -41,7 +42,7 @@ class ChecksPlugin:
         self._student: Student | None = None  # the running test's
         self.workers = SubmissionWorkers(zygote, hand_on=not assignment.fresh_worker_per_question)
         self._items_seen: dict[pytest.Item, tuple[dict[str, Any], str]] = {}
-        self._shared_bytecode: dict[tuple[str, bytes], bytes | str] = {}  # see pytest_collection_finish
+        self._shared_bytecode: dict[tuple[str, bytes], bytes | NotCompiled] = {}  # see pytest_collection_finish
         self._suite_position: dict[pytest.Item, int] = {}  # each test's place in the suite, as written
         self._collected_options: dict[pytest.Item, dict[str, Any]] = {}  # each test's @question, read once
         self._references: dict[str, types.ModuleType] = {}  # the reference modules stand-ins answer from
@@ -51,7 +52,7 @@ class ChecksPlugin:
         """Grade these files from now on: in a grading process forked from a collected session."""
         self.files = files
         # compiled once, for every sandbox of the submission; what every submission shares, before
-        self._bytecode: dict[tuple[str, bytes], bytes | str] = dict(self._shared_bytecode)
+        self._bytecode: dict[tuple[str, bytes], bytes | NotCompiled] = dict(self._shared_bytecode)
         self.cases: list[CaseResult] = []
         self.sandbox_failures: list[str] = []  # no worker could be had: the submission is not graded
         self.devices: set[str] = set()
@@ -68,7 +69,9 @@ class ChecksPlugin:
         not, or None where it did not compile it. Nobody compiles it again to find out (milliseconds
         a file, and seconds for a file made to be slow to compile)."""
         found = self._bytecode.get((name, source))
-        return found if found is None or isinstance(found, str) else True
+        if found is None:
+            return None
+        return found.reason if isinstance(found, NotCompiled) else True
 
     def end_submission(self) -> None:
         self.workers.stop_watching()
