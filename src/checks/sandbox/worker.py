@@ -48,6 +48,9 @@ from checks.sandbox.framing import RETURNED_QUIETLY, RETURNED_QUIETLY_HEADER, Fr
 
 OUTPUT_EXCERPT_BYTES = 2000
 IPC_RMID = 0
+# shmctl's SHM_INFO, msgctl's MSG_INFO and semctl's SEM_INFO: the command, and which int of the
+# struct it fills counts the namespace's objects of that kind (used_ids, msgpool, semusz)
+IPC_COUNTS = {"shm": (14, 0), "msg": (12, 0), "sem": (19, 7)}
 # Every random generator the student's code can reach starts each question from this seed, so that
 # a submission draws the same numbers, and gets the same score and feedback, each time it is graded
 # (torch seeds itself from the OS at import, Python's random on every fork, NumPy's on its import).
@@ -623,6 +626,8 @@ class _KernelObjects:
                   "msg": lambda object_id: libc.msgctl(object_id, IPC_RMID, None),
                   "sem": lambda object_id: libc.semctl(object_id, 0, IPC_RMID)}
         for kind, remove_one in remove.items():
+            if _count_in_namespace(kind) == 0:
+                continue  # nothing of that kind anybody's: no table to read (a question's boundary, every time)
             try:
                 with open(f"/proc/sysvipc/{kind}") as table:
                     header, *rows = [line.split() for line in table]
@@ -633,6 +638,19 @@ class _KernelObjects:
                 if self.own_namespace or str(self.uid) in (fields.get("uid"), fields.get("cuid")):
                     with contextlib.suppress(ValueError, IndexError):
                         remove_one(int(row[1]))
+
+
+def _count_in_namespace(kind: str) -> int | None:
+    """How many System V objects of `kind` ("shm", "msg", "sem") the IPC namespace holds, whoever
+    made them, asked of the kernel in one call (IPC_COUNTS); None where it does not say."""
+    command, field = IPC_COUNTS[kind]
+    counts = (ctypes.c_int * 16)()
+    libc = _libc()
+    try:
+        answer = libc.semctl(0, 0, command, counts) if kind == "sem" else getattr(libc, f"{kind}ctl")(0, command, counts)
+    except (AttributeError, ctypes.ArgumentError):  # not Linux
+        return None
+    return counts[field] if answer >= 0 else None
 
 
 def _own_ipc_namespace(shm_bytes: int) -> bool:
