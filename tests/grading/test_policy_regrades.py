@@ -13,6 +13,7 @@ import pytest
 
 from checks import cli
 from checks.course.assignment import CourseError
+from checks.grading.adjust import check_regrade_requests
 from checks.policy.config import load_course
 from checks.policy.regrades import (Manual, answer, applied, manual_adjustments, new_request, read_request_file,
                                     record_request, threads, write_request)
@@ -54,6 +55,18 @@ def test_a_request_file_round_trips_and_a_forged_one_is_refused(make_course, tmp
         record_request(course, new_request("toy", "s9", "good.add", "please", now=NOW), by="tina", now=NOW)
     assert record_request(course, request, by="tina", now=NOW)
     assert not record_request(course, request, by="tina", now=NOW)  # collected twice: recorded once
+
+
+def test_regrade_requests_handed_in_are_checked_against_the_assignments_questions(make_course):
+    """The check `checks regrade collect` makes, called as the library: every request is read
+    against the hidden suite's questions and the quiz's before any is recorded."""
+    course = load_course(make_course({**COURSE, "autograder/toy/assignment.toml": 'files = ["good.py"]\n'
+                                                  '[quiz.why]\nanswer = 1\npoints = 1\n'}))
+    known = [new_request("toy", "s1", qid, "look again", now=NOW) for qid in ("good.add", "quiz.why")]
+    check_regrade_requests(course, known)
+    with pytest.raises(CourseError, match=r"toy has no question 'good.nope' \(known: good.add, quiz.why\)"):
+        check_regrade_requests(course, [*known, new_request("toy", "s1", "good.nope", "look again", now=NOW)])
+    check_regrade_requests(course, [new_request("elsewhere", "s1", "a.b", "not this course's", now=NOW)])
 
 
 def test_answers_are_audited_and_the_latest_counts(make_course):

@@ -1,6 +1,7 @@
 import pytest
 
-from checks.authoring.build import BuildError, build
+from checks.authoring.build import BuildError, build, require_current_release
+from checks.course.assignment import CourseError, load_assignment
 from checks.course.release import blank_quiz, strip_solutions
 
 SOURCE = '''\
@@ -58,3 +59,18 @@ def test_build_writes_the_release_and_check_detects_drift(make_course):
         "assignments/a1/extra.py: not generated from solutions/a1", "assignments/a1/m.py: out of date"]
     build(root, ["a1"])
     assert not (root / "assignments/a1/extra.py").exists()
+
+
+def test_an_export_for_students_is_refused_while_the_release_is_out_of_date(make_course):
+    """`checks export student` asks this first: a release edited by hand, or built from an older
+    solution, would reach students as it is."""
+    root = make_course({"solutions/a1/m.py": SOURCE, "solutions/a1/quiz.toml": "x = 1\n",
+                        "autograder/a1/assignment.toml": 'files = ["m.py"]\n'})
+    build(root, ["a1"])
+    assignment = load_assignment(root, "a1")
+    require_current_release(assignment)
+    (root / "assignments/a1/m.py").write_text("edited\n")
+    with pytest.raises(CourseError, match=r"out of date with .*solutions/a1: run `checks build a1` first"):
+        require_current_release(assignment)
+    build(root, ["a1"])
+    require_current_release(assignment)

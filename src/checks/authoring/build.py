@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from checks.course.assignment import MARKER_FILE, Assignment, QuizItem, load_assignment, marker_text
+from checks.course.assignment import MARKER_FILE, Assignment, CourseError, QuizItem, load_assignment, marker_text
 from checks.course.release import IGNORED, quiz_notes, stub_files
 from checks.course.solution_regions import RegionError
 from checks.course.stubs import stub_functions
@@ -102,6 +102,15 @@ def _readme_with_points(root: Path, assignment: Assignment) -> str | None:
         return None
     made = with_points_table(text, assignment_points(assignment))
     return None if made == text else made
+
+
+def require_current_release(assignment: Assignment) -> None:
+    """CourseError while `assignment`'s release differs from what `checks build` makes of its
+    solution (an export for students would hand them an old release); nothing to compare where
+    the course has no solution."""
+    if assignment.solution_dir.is_dir() and build(assignment.root, [assignment.name], check=True):
+        raise CourseError(f"{assignment.release_dir} is out of date with {assignment.solution_dir}: run "
+                          f"`checks build {assignment.name}` first (students would get an old release)")
 
 
 def build(root: Path, names: list[str], *, check: bool = False) -> list[str]:

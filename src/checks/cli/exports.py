@@ -85,12 +85,10 @@ def _export(root: Path | None, args: argparse.Namespace) -> int:
 
 
 def _export_student(assignment: Assignment, args: argparse.Namespace) -> int:
-    from checks.authoring.build import build
+    from checks.authoring.build import require_current_release
     from checks.exports.student import export_student
 
-    if assignment.solution_dir.is_dir() and build(assignment.root, [assignment.name], check=True):
-        raise CourseError(f"{assignment.release_dir} is out of date with {assignment.solution_dir}: run "
-                          f"`checks build {assignment.name}` first (students would get an old release)")
+    require_current_release(assignment)
     export = export_student(assignment, args.out)
     common.console.print(plain(f"wrote {export.folder} and {export.zip_path}: {len(export.files)} files, the release "
                                f"of {assignment.name}, a wheel of checks, setup_env.py and its pins"), soft_wrap=True)

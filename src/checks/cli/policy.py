@@ -128,24 +128,15 @@ def _regrade_request(root: Path | None, args: argparse.Namespace) -> int:
 
 
 def _regrade(root: Path, args: argparse.Namespace) -> int:
-    from checks.course.assignment import load_assignment
+    from checks.grading.adjust import check_regrade_requests
     from checks.policy import regrades
-    from checks.suites.questions import declared_questions
 
     course = common.load_course(root, args)
     if args.action == "collect":
         if not args.words:
             raise CourseError("`checks regrade collect FILE...`: the request files students handed in")
         requests = [regrades.read_request_file(Path(word)) for word in args.words]  # all checked first
-        for request in requests:
-            assignment = load_assignment(course.root, request.assignment) if request.assignment in course.policies \
-                else None
-            known = declared_questions(assignment.autograder_dir) if assignment else None
-            if known and assignment is not None:  # a suite whose ids are not all literal: not checked
-                known += [item.qid for item in assignment.quiz]
-                if request.question not in known:
-                    raise CourseError(f"regrade request {request.id}: {request.assignment} has no question "
-                                      f"{request.question!r} (known: {', '.join(known)})")
+        check_regrade_requests(course, requests)
         who = staff_name(args.by)
         for request in requests:
             new = regrades.record_request(course, request, by=who, now=now())

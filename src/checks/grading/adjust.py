@@ -2,6 +2,9 @@
 submission's time, its late penalty (after extension and grace days) and the manual adjustments
 of answered regrade requests, kept apart from the raw score with their reasons.
 
+Regrade requests handed in as files are checked here before staff record them
+(check_regrade_requests): each names a question its assignment has.
+
 Run at the end of every `checks grade`, also when it grades nothing (a re-run after an extension
 or an answer): the adjustments are made again, from scratch, from the policy, the recorded times
 and the course's records, so they are always what the policy says now. The days each student was
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from checks.course.assignment import CourseError, load_assignment
 from checks.course.submissions import Found
 from checks.policy import grace
 from checks.policy.config import Course
@@ -24,6 +28,7 @@ from checks.policy.regrades import manual_adjustments
 from checks.policy.times import SubmissionTimes
 from checks.reports.gradebook import Graded, Gradebook
 from checks.reports.render import POLICY
+from checks.suites.questions import declared_questions
 from checks.suites.scoring import LATE, MANUAL, Adjustment
 
 UTC = timezone.utc
@@ -36,6 +41,23 @@ class Applied:
     late: list[str] = field(default_factory=list)  # submissions charged a penalty
     unknown_time: list[str] = field(default_factory=list)  # a due date, but no time for them
     unmatched: list[str] = field(default_factory=list)  # not on the roster (no extension, grace or regrade)
+
+
+def check_regrade_requests(course: Course, requests: list[regrades.Request]) -> None:
+    """CourseError for the first request that names a question its assignment does not have: the
+    hidden suite's (read from its source) or the quiz's. An assignment without a policy in the
+    course, or whose suite's ids are not all literal in its source, is not checked."""
+    for request in requests:
+        if request.assignment not in course.policies:
+            continue
+        assignment = load_assignment(course.root, request.assignment)
+        known = declared_questions(assignment.autograder_dir)
+        if not known:
+            continue
+        known += [item.qid for item in assignment.quiz]
+        if request.question not in known:
+            raise CourseError(f"regrade request {request.id}: {request.assignment} has no question "
+                              f"{request.question!r} (known: {', '.join(known)})")
 
 
 def submission_times(times: SubmissionTimes | None, found: dict[str, Found], course: Course) -> dict[str, str | None]:
