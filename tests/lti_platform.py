@@ -94,6 +94,7 @@ class Platform:
         self.single_lineitem: str | None = None
         self.score_failures: dict[str, int | str] = {}
         self.slow_seconds = 4.0
+        self.context = "course-1"  # the LMS course the next launch comes from: another's services are under /<it>/
 
     def link(self, path: str, page: int, total: int) -> dict[str, str]:
         """The Link header of page `page` of `total` (none on the last): the next page's URL has a
@@ -124,8 +125,13 @@ class Platform:
         return table + (f'memberships_url = "{self.url}/nrps"\nlineitems_url = "{self.url}/lineitems"\n'
                         if endpoints else "")
 
+    def services_url(self) -> str:
+        """Where the services of the LMS course the next launch comes from are (self.context)."""
+        return self.url if self.context == "course-1" else f"{self.url}/{self.context}"
+
     def id_token(self, nonce: str, user: str) -> str:
         now = int(time.time())
+        services = self.services_url()
         member = next((m for m in self.members if m["user_id"] == user), {"name": "", "email": "", "roles": []})
         claims = {
             "iss": self.issuer, "aud": self.audience or CLIENT_ID, "sub": user, "iat": now - 5,
@@ -136,11 +142,11 @@ class Platform:
             "https://purl.imsglobal.org/spec/lti/claim/target_link_uri": self.launch_urls[0],
             "https://purl.imsglobal.org/spec/lti/claim/resource_link": {"id": "rl-1", "title": "01_tensors"},
             "https://purl.imsglobal.org/spec/lti/claim/roles": member["roles"],
-            "https://purl.imsglobal.org/spec/lti/claim/context": {"id": "course-1", "title": "Tensors"},
+            "https://purl.imsglobal.org/spec/lti/claim/context": {"id": self.context, "title": "Tensors"},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
-                "context_memberships_url": f"{self.url}/nrps", "service_versions": ["2.0"]},
+                "context_memberships_url": f"{services}/nrps", "service_versions": ["2.0"]},
             "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": (
-                {"scope": AGS_SCOPES, "lineitems": f"{self.url}/lineitems"} if self.single_lineitem is None else
+                {"scope": AGS_SCOPES, "lineitems": f"{services}/lineitems"} if self.single_lineitem is None else
                 {"scope": [AGS_SCOPES[2]], "lineitem": self.single_lineitem}),
         }
         key = self.other_private if self.sign_with_other_key else self.private

@@ -20,7 +20,8 @@ from checks import cli  # noqa: E402
 from checks.course.assignment import CourseError  # noqa: E402
 from checks.lti.config import load_registration, read_lti  # noqa: E402
 from checks.lti.keys import key_path, tool_key  # noqa: E402
-from checks.lti.launch import LtiError, keep_endpoints, launch, login, store_for  # noqa: E402
+from checks.lti.launch import (ENDPOINTS_KEY, LtiError, keep_endpoints, kept_endpoints, launch, login,  # noqa: E402
+                               store_for)
 from checks.lti.services import AGS_SCOPES, ags_endpoint, import_roster, post_scores  # noqa: E402
 from checks.policy.roster import read_roster  # noqa: E402
 from checks.reports.gradebook import DB_FILE, Graded, Gradebook  # noqa: E402
@@ -278,7 +279,7 @@ def test_a_launch_that_names_only_its_own_line_item_can_be_posted_to(course):
     fields, cookies = browse(folder, platform)
     done = launch(load_registration(folder).conf, fields, cookies, store_for(folder))
     assert "lineitems" not in done.ags and done.ags["lineitem"] == item
-    keep_endpoints(store_for(folder), done)
+    keep_endpoints(store_for(folder), done, by="tom")
     (folder / "course.toml").write_text((folder / "course.toml").read_text().replace(
         f'lineitems_url = "{platform.url}/lineitems"\n', ""))
     registration = load_registration(folder)
@@ -394,3 +395,17 @@ def test_after_three_scores_without_an_answer_the_rest_are_not_tried_and_say_so(
                for why in done.failed[STOP_AFTER:])
     sent = [path for method, path, _ in platform.requests if method == "POST" and path.endswith("/scores")]
     assert len(sent) == STOP_AFTER
+
+
+def test_endpoints_kept_before_only_a_staff_launch_could_keep_them_are_not_used(course):
+    """Endpoints kept by an older server from anyone's launch (no `by`) may be a student's LMS
+    course's: they are not used, and a staff launch names them again."""
+    folder, platform = course
+    store = store_for(folder)
+    store.set_value(ENDPOINTS_KEY, {"lineitems_url": "https://lms.example/their-course/line_items",
+                                    "context_id": "their-course", "at": 1.0})
+    assert kept_endpoints(store) == {}
+    fields, cookies = browse(folder, platform)
+    keep_endpoints(store, launch(load_registration(folder).conf, fields, cookies, store), by="tom")
+    kept = kept_endpoints(store)
+    assert (kept["lineitems_url"], kept["context_id"], kept["by"]) == (f"{platform.url}/lineitems", "course-1", "tom")

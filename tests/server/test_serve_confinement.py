@@ -125,7 +125,7 @@ def test_serving_refuses_a_data_folder_the_jail_shows(tmp_path):
     from checks.server.config import load_config
     from checks.server.confinement import secure
 
-    inside = jail.python_paths()[0]
+    inside = Path(jail.__file__).resolve().parents[1]  # the checks package, which the jail binds
     folder = course_folder(tmp_path, extra=f'data = "{inside / "checks-data-never-made"}"\n')
     with pytest.raises(CourseError, match="the bwrap jail shows"):
         secure(load_config(folder), jail.Isolation(jail.BWRAP, True, "bwrap"))

@@ -27,7 +27,8 @@ from checks.server.app import create_app  # noqa: E402
 from checks.server.config import load_config  # noqa: E402
 from checks.server.roster import add_user  # noqa: E402
 from checks.server.storage import INSTRUCTOR, STUDENT, Storage, User  # noqa: E402
-from lti_platform import CLIENT_ID, running  # noqa: E402
+from checks.policy.roster import read_roster  # noqa: E402
+from lti_platform import CLIENT_ID, LEARNER, running  # noqa: E402
 from serving import course_folder, csrf_of  # noqa: E402
 from test_serve_lti import _Form  # noqa: E402
 
@@ -198,10 +199,53 @@ def test_roster_sync_adds_the_new_learner_and_keeps_everyone(course):
     assert second["added"] == [] and second["accounts"] == []
 
 
-def test_the_endpoints_a_launch_carries_are_kept_and_used(course):
-    """Without memberships_url and lineitems_url in course.toml, the staff are told how to give
-    them; after a launch (which names them) both actions work."""
+@pytest.mark.parametrize("odd_id", ['=HYPERLINK("http://x")', "_under", "has space", "a:b", "x" * 101, "tab\tin",
+                                    "ünï", "-lead"])
+def test_a_learner_whose_lms_id_no_roster_can_hold_is_named_and_the_roster_stays_readable(course, odd_id):
+    """Found by a fresh attacker: a learner whose LMS id breaks the roster's id rule was written
+    into data/lms-roster.csv before the page refused it, and from then on the server would not
+    start and the staff's commands failed. Such a learner is now named and left out; the others
+    are added, and the file reads back."""
     folder, platform, serve = course
+    platform.members.append({"user_id": odd_id, "name": "Odd", "email": "odd@example.edu", "roles": [LEARNER],
+                             "status": "Active"})
+    http, storage, tokens = serve()
+    with http:
+        csrf = sign_in(http, "tom", tokens["tom"], "/staff/students")
+        done = http.post("/staff/lti/roster", data={"csrf": csrf})
+    assert done.status_code == 200, done.text
+    assert "1 new learner(s)" in done.text and "1 not added: the LMS gave them an id a roster cannot hold" in done.text
+    synced = read_roster(folder / "data" / "lms-roster.csv")
+    assert "u-bob" in synced.students and odd_id not in synced.students
+    assert load_config(folder).course.roster is not None  # the server starts again
+    (entry,) = audit(folder)
+    assert entry["added"] == ["u-bob"] and len(entry["refused"]) == 1
+
+
+STAFF_ROW = "tom,Tom,tom@example.edu,u-tom\n"  # the instructor's LMS id, so that Tom may launch the tool
+TOM = {"user_id": "u-tom", "name": "Tom", "email": "tom@example.edu",
+       "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"], "status": "Active"}
+
+
+def launch_from_the_lms(http: TestClient, platform, lms_id: str) -> httpx.Response:
+    """`lms_id` launches the tool from the LMS course the platform launches from now (platform.context)."""
+    started = http.get("/lti/login", params={"iss": platform.issuer, "login_hint": lms_id, "client_id": CLIENT_ID,
+                                             "target_link_uri": LAUNCH_URL, "lti_message_hint": "rl-1"},
+                       follow_redirects=False)
+    assert started.status_code == 302, started.text
+    form = _Form()
+    form.feed(httpx.get(started.headers["location"], timeout=10).text)
+    return http.post("/lti/launch", data=form.fields)
+
+
+def test_the_endpoints_a_staff_launch_carries_are_kept_and_used(course):
+    """Without memberships_url and lineitems_url in course.toml, the staff are told how to give
+    them; a student's launch keeps none (found by a fresh attacker: a student's launch from an LMS
+    course of their own sent the class's grades there); after a staff member's launch, which names
+    them, both actions work."""
+    folder, platform, serve = course
+    (folder / "roster.csv").write_text(ROSTER + STAFF_ROW)
+    platform.members.append(TOM)
     http, storage, tokens = serve(endpoints=False)
     graded(storage, "s001", 9.0)
     with http:
@@ -211,19 +255,52 @@ def test_the_endpoints_a_launch_carries_are_kept_and_used(course):
         assert "Launch the tool once from the LMS course" in refused.text
         assert "no Names and Role Provisioning endpoint" in http.post("/staff/lti/roster", data={"csrf": csrf}).text
         assert not [path for _, path, _ in platform.requests if path == "/token"]  # the platform was not called
-        # Ann launches the tool from the LMS: the launch names the services
-        started = http.get("/lti/login", params={"iss": platform.issuer, "login_hint": "u-ann", "client_id": CLIENT_ID,
-                                                 "target_link_uri": LAUNCH_URL, "lti_message_hint": "rl-1"},
-                           follow_redirects=False)
-        assert started.status_code == 302, started.text
-        form = _Form()
-        form.feed(httpx.get(started.headers["location"], timeout=10).text)
-        assert http.post("/lti/launch", data=form.fields).status_code == 200
+    with TestClient(http.app) as ann:
+        assert launch_from_the_lms(ann, platform, "u-ann").status_code == 200  # signed in, and nothing kept
+    with TestClient(http.app) as staff:
+        csrf = sign_in(staff, "tom", tokens["tom"], "/staff")
+        still = staff.post("/staff/lti/scores", data={"csrf": csrf, "assignment": "01_tensors"})
+        assert still.status_code == 400 and "no Assignment and Grade Services endpoint" in still.text
+    with TestClient(http.app) as staff:
+        assert launch_from_the_lms(staff, platform, "u-tom").status_code == 200
+        csrf = csrf_of(staff.get("/staff").text)
+        done = staff.post("/staff/lti/scores", data={"csrf": csrf, "assignment": "01_tensors"})
+        assert done.status_code == 200 and "Posted 1 score(s)" in done.text, done.text
+        assert staff.post("/staff/lti/roster", data={"csrf": csrf}).status_code == 200
+    assert [(s["userId"], s["scoreGiven"]) for s in platform.scores] == [("u-ann", 9.0)]
+    assert "u-bob" in (folder / "data" / "lms-roster.csv").read_text()
+    assert (folder / "roster.csv").read_text() == ROSTER + STAFF_ROW
+    assert not (folder / "course.toml").read_text().count("lineitems_url")  # they came from the launch
+
+
+def test_a_launch_from_another_lms_course_moves_no_endpoint_and_context_id_refuses_it(course):
+    """Found by a fresh attacker: a student on the roster launched the tool from an LMS course of
+    her own (the same deployment), which made its services the kept ones: staff's next post sent
+    every student's score to her course, and the roster sync added her course's members. Only a
+    staff launch keeps endpoints; with the LMS course named in course.toml (`context_id`), a
+    launch from any other is refused."""
+    folder, platform, serve = course
+    (folder / "roster.csv").write_text(ROSTER + STAFF_ROW)
+    platform.members.append(TOM)
+    http, storage, tokens = serve(endpoints=False)
+    graded(storage, "s001", 9.0)
+    with http:
+        assert launch_from_the_lms(http, platform, "u-tom").status_code == 200  # staff, from the course's own
+    platform.context = "ann-sandbox"  # Ann's own LMS course, in the same deployment
+    with TestClient(http.app) as ann:
+        assert launch_from_the_lms(ann, platform, "u-ann").status_code == 200  # signed in as herself
     with TestClient(http.app) as staff:
         csrf = sign_in(staff, "tom", tokens["tom"], "/staff")
         done = staff.post("/staff/lti/scores", data={"csrf": csrf, "assignment": "01_tensors"})
         assert done.status_code == 200 and "Posted 1 score(s)" in done.text, done.text
         assert staff.post("/staff/lti/roster", data={"csrf": csrf}).status_code == 200
-    assert [(s["userId"], s["scoreGiven"]) for s in platform.scores] == [("u-ann", 9.0)]
-    assert "u-bob" in (folder / "data" / "lms-roster.csv").read_text() and (folder / "roster.csv").read_text() == ROSTER
-    assert not (folder / "course.toml").read_text().count("lineitems_url")  # they came from the launch
+    assert not [path for _, path, _ in platform.requests if path.startswith("/ann-sandbox/")]
+    assert [s["lineitem"] for s in platform.scores] == [f"{platform.url}/lineitems/1"]
+    text = (folder / "course.toml").read_text()
+    (folder / "course.toml").write_text(text + 'context_id = "course-1"\n')  # into [lti], the file's last table
+    with TestClient(create_app(load_config(folder), storage, None)) as pinned:
+        refused = launch_from_the_lms(pinned, platform, "u-ann")
+        assert refused.status_code == 403, refused.text
+        assert "came from the LMS course 'ann-sandbox', and this tool serves 'course-1' only" in refused.text
+        platform.context = "course-1"
+        assert launch_from_the_lms(pinned, platform, "u-ann").status_code == 200

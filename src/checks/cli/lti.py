@@ -80,6 +80,8 @@ def _lti(root: Path, args: argparse.Namespace) -> int:
             done = import_roster(registration.conf, config.issuer, memberships, roster)
         common.console.print(plain(f"{roster}: added {len(done.added)}, kept {done.kept} already there, skipped "
                             f"{len(done.skipped)} (not active learners)"), soft_wrap=True)
+        for refused in done.refused:
+            common.console.print(plain(f"not added: {refused}"), soft_wrap=True)
         return 0
     from checks.lti.services import ags_endpoint, post_scores
     from checks.reports.gradebook import DB_FILE, Gradebook

@@ -24,6 +24,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from checks.executors.course import CourseBundle
 from checks.executors.posture import worker_problem
 from checks.executors.serve import PoolFailed, WarmPool
+from checks.sandbox import jail
 
 PLUGIN_NAME = "checks-grading"
 
@@ -35,9 +36,12 @@ class GradingPlugin(WorkerPlugin):
         self._worker = worker
         self._problem: str | None = None
         self._checked = False  # the posture is read once, at the first task (it probes bubblewrap)
-        # in the Dask worker's own folder: a worker killed before its teardown leaves the course
-        # there, which the next worker started on that folder purges (distributed's WorkSpace)
-        self._dir = Path(tempfile.mkdtemp(prefix="checks-courses-", dir=worker.local_directory))
+        # the courses (hidden suites and solutions) go in the Dask worker's own folder: a worker
+        # killed before its teardown leaves them there, which the next worker started on that
+        # folder purges (distributed's WorkSpace); in the system temp folder where the bwrap jail
+        # would show that folder to student code (inside the virtualenv, say)
+        scratch = Path(worker.local_directory)
+        self._dir = Path(tempfile.mkdtemp(prefix="checks-courses-", dir=None if jail.shown_in_jail(scratch) else scratch))
         self._launcher = ThreadPoolExecutor(1, thread_name_prefix="checks-pool-launcher")
         self._lock = threading.Lock()
         self._idle: dict[tuple[str, str, bool], list[WarmPool]] = {}  # (bundle digest, device, public) -> idle pools

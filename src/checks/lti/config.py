@@ -11,7 +11,8 @@ auth_token_url = "https://sso.canvaslms.com/login/oauth2/token"           # serv
 key_set_url = "https://sso.canvaslms.com/api/lti/security/jwks"           # the platform's JWKS
 launch_url = "https://checks.example.edu/lti/launch"                      # the tool's redirect_uri
 # memberships_url = "..."   # NRPS and AGS endpoints, for `checks lti roster|post` from the command
-# lineitems_url = "..."     # line (a launch carries them; the course server keeps them)
+# lineitems_url = "..."     # line (a staff member's launch carries them; the course server keeps them)
+# context_id = "..."        # the LMS course (the launch's context id): a launch from any other is refused
 ```
 
 Every URL is https, but on 127.0.0.1 or localhost (a platform on this machine, as the tests run).
@@ -27,7 +28,7 @@ from urllib.parse import urlsplit
 from checks.course.assignment import CourseError
 
 REQUIRED = ("issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "key_set_url", "launch_url")
-OPTIONAL = ("auth_audience", "memberships_url", "lineitems_url")
+OPTIONAL = ("auth_audience", "memberships_url", "lineitems_url", "context_id")
 URLS = ("auth_login_url", "auth_token_url", "key_set_url", "launch_url", "memberships_url", "lineitems_url")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -44,6 +45,7 @@ class LtiConfig:
     auth_audience: str = ""
     memberships_url: str = ""
     lineitems_url: str = ""
+    context_id: str = ""  # the LMS course the tool serves ("": any of the registration's deployments)
 
 
 def read_lti(table: Any, path: Path) -> LtiConfig:

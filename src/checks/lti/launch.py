@@ -7,8 +7,10 @@ PyLTI1p3 does the checking; around it, what it leaves to its host: state kept in
 in the course folder (several processes may serve one course), a nonce that is consumed when it
 is checked (PyLTI1p3's own check leaves it valid: a replayed id_token would pass), the expiry
 and issue time required in every id_token, and HTTP calls with a time limit. The service
-endpoints a launch names are kept in the same file (`keep_endpoints`): the roster and grade
-passback use them where course.toml's [lti] names none.
+endpoints a staff member's launch names are kept in the same file (`keep_endpoints`): the roster
+and grade passback use them where course.toml's [lti] names none. A student's launch never names
+them (from an LMS course of their own, it would send the class's grades there), and where
+course.toml names the LMS course (`context_id`), a launch from any other is refused.
 """
 
 from __future__ import annotations
@@ -195,9 +197,11 @@ def store_for(folder: Path) -> Store:
     return Store(folder / STORE_FILE)
 
 
-def keep_endpoints(store: Store, done: Launch, *, now: float | None = None) -> None:
-    """Keep the service endpoints a checked launch names (those it names; the others stay as
-    they were), so that staff can sync the roster and post grades without writing them in course.toml."""
+def keep_endpoints(store: Store, done: Launch, *, by: str, now: float | None = None) -> None:
+    """Keep the service endpoints a staff member's checked launch names (those it names; the others
+    stay as they were), so that staff can sync the roster and post grades without writing them in
+    course.toml. `by`: the staff member, as the tool knows them (never the LMS's claimed roles):
+    the caller keeps no student's launch."""
     kept = kept_endpoints(store)
     found = {"memberships_url": done.memberships_url, "lineitems_url": str(done.ags.get("lineitems") or ""),
              "lineitem": str(done.ags.get("lineitem") or "")}
@@ -206,15 +210,16 @@ def keep_endpoints(store: Store, done: Launch, *, now: float | None = None) -> N
     kept.update({key: value for key, value in found.items() if value})
     if found["lineitem"]:  # a link's own line item, with the scopes the platform gave for it
         kept["ags_scope"] = [str(scope) for scope in done.ags.get("scope") or []]
-    kept.update({"context_id": done.context_id, "at": time.time() if now is None else now})
+    kept.update({"context_id": done.context_id, "by": by, "at": time.time() if now is None else now})
     store.set_value(ENDPOINTS_KEY, kept)
 
 
 def kept_endpoints(store: Store) -> dict[str, Any]:
-    """The endpoints the latest launch named: memberships_url, lineitems_url, lineitem (and its
-    ags_scope), context_id, at ({}: none yet)."""
+    """The endpoints the latest staff launch named: memberships_url, lineitems_url, lineitem (and
+    its ags_scope), context_id, by, at ({}: none yet, or only those kept before a launch had to be
+    staff's to name them, which anyone on the roster's could: a staff launch names them again)."""
     value = store.get_value(ENDPOINTS_KEY)
-    return dict(value) if isinstance(value, dict) else {}
+    return dict(value) if isinstance(value, dict) and value.get("by") else {}
 
 
 def _registered(conf: Any, issuer: Any, step: str) -> None:
@@ -252,9 +257,11 @@ def login(conf: Any, params: dict[str, str], store: Store, *, launch_url: str) -
     return LoginRedirect(url, cookies.to_set)
 
 
-def launch(conf: Any, params: dict[str, str], cookies: dict[str, str], store: Store) -> Launch:
+def launch(conf: Any, params: dict[str, str], cookies: dict[str, str], store: Store, *,
+           context_id: str = "") -> Launch:
     """Check the platform's post (id_token, state) with the browser's cookies: signature, expiry,
-    issuer, audience, deployment, message type, the state, and a nonce not used before."""
+    issuer, audience, deployment, message type, the state, a nonce not used before, and, where
+    `context_id` names the course's LMS course, that the launch came from it."""
     if params.get("id_token"):
         _registered(conf, _claimed_issuer(params["id_token"]), "launch")
     request = _Request(params)
@@ -271,7 +278,13 @@ def launch(conf: Any, params: dict[str, str], cookies: dict[str, str], store: St
     audience = data["aud"] if isinstance(data["aud"], list) else [data["aud"]]
     if client_id not in audience or (len(audience) > 1 and data.get("azp") != client_id):
         raise LtiError(f"LTI launch refused: the id_token is for {audience}, not this tool ({client_id})")
+    context = data.get(CONTEXT_CLAIM)
+    came_from = str(context.get("id", "")) if isinstance(context, dict) else ""
+    if context_id and came_from != context_id:
+        shown = inert.visible(came_from, keep="")[:200] or "(none)"
+        raise LtiError(f"LTI launch refused: it came from the LMS course {shown!r}, and this tool serves "
+                       f"{context_id!r} only (course.toml's [lti] context_id)")
     return Launch(str(data["sub"]), str(data.get("name", "")), str(data.get("email", "")),
-                  tuple(data.get(ROLES_CLAIM, [])), str(data.get(CONTEXT_CLAIM, {}).get("id", "")),
+                  tuple(data.get(ROLES_CLAIM, [])), came_from,
                   str(data.get(NRPS_CLAIM, {}).get("context_memberships_url", "")), dict(data.get(AGS_CLAIM, {})),
                   dict(data))

@@ -36,7 +36,7 @@ from checks.course.assignment import CourseError
 from checks.lti.config import Registration
 from checks.lti.launch import LtiError, TimedSession, kept_endpoints, store_for
 from checks.lti.links import LinkHeaderError, next_url
-from checks.policy.roster import OPTIONAL, REQUIRED, Roster, read_roster
+from checks.policy.roster import OPTIONAL, REQUIRED, Roster, parse_roster, read_roster, student_id_problem
 from checks.reports.gradebook import Graded
 from checks.reports.render import adjustment_line
 
@@ -140,6 +140,7 @@ class RosterImport:
     added: list[str] = field(default_factory=list)
     kept: int = 0  # already on the roster
     skipped: list[str] = field(default_factory=list)  # not learners, or not active
+    refused: list[str] = field(default_factory=list)  # "id: why" for learners whose id a roster cannot hold
 
 
 def members(conf: Any, issuer: str, memberships_url: str) -> list[dict[str, Any]]:
@@ -173,6 +174,10 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         if user in known_ids:
             done.kept += 1
             continue
+        problem = student_id_problem(user)
+        if problem:  # written, it would make the whole roster unreadable: every command and the server refuse it
+            done.refused.append(f"{inert.visible(user, keep='')[:100]!r}: {problem}")
+            continue
         new_rows.append({"student_id": user, "name": str(member.get("name", "")), "email": str(member.get("email", "")),
                          "lms_id": user, "sis_id": str(member.get("lis_person_sourcedid", ""))})
         known_ids.add(user)
@@ -187,6 +192,7 @@ def import_roster(conf: Any, issuer: str, memberships_url: str, roster_path: Pat
         writer.writerow({c: inert.csv_cell(getattr(student, c)) for c in columns})
     for row in new_rows:
         writer.writerow({c: inert.csv_cell(row.get(c, "")) for c in columns})
+    parse_roster(buffer.getvalue(), roster_path)  # what it would write reads back, else nothing is written
     roster_path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(roster_path, buffer.getvalue())
     return done

@@ -72,6 +72,20 @@ def read_roster(path: Path) -> Roster:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise CourseError(f"cannot read the roster {path}: {error}") from None
+    return parse_roster(text, path)
+
+
+def student_id_problem(student_id: str) -> str | None:
+    """Why `student_id` cannot be a roster's student_id (None: it can)."""
+    if _ID.fullmatch(student_id):
+        return None
+    return (f"student_id {inert.visible(student_id, keep='')!r} must be 1 to 100 letters, digits or . _ @ - "
+            "(starting with a letter or digit)")
+
+
+def parse_roster(text: str, path: Path) -> Roster:
+    """A roster's CSV text, as read_roster reads the file at `path` (which messages name): a
+    writer checks what it would write with it, before writing."""
     reader = csv.DictReader(io.StringIO(text))
     header = [name.strip() for name in reader.fieldnames or []]
     missing = [name for name in REQUIRED if name not in header]
@@ -81,9 +95,9 @@ def read_roster(path: Path) -> Roster:
     for line, row in enumerate(reader, start=2):
         cells = {key.strip(): (value or "").strip() for key, value in row.items() if key is not None}
         student_id = cells["student_id"]
-        if not _ID.fullmatch(student_id):
-            raise CourseError(f"{path}, line {line}: student_id {inert.visible(student_id, keep='')!r} must be 1 to "
-                              "100 letters, digits or . _ @ - (starting with a letter or digit)")
+        problem = student_id_problem(student_id)
+        if problem:
+            raise CourseError(f"{path}, line {line}: {problem}")
         if student_id in students:
             raise CourseError(f"{path}, line {line}: student_id {student_id} is there twice")
         students[student_id] = Student(student_id, cells["name"], cells["email"],

@@ -233,10 +233,16 @@ def _python_paths() -> list[Path]:
     return [path for path in existing if not any(other != path and other in path.parents for other in existing)]
 
 
-def python_paths() -> list[Path]:
-    """What the jail binds of the disk besides the system folders (the course server checks that its
-    data lies outside them)."""
-    return _python_paths()
+SYSTEM_FOLDERS = ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin", "/sys")  # bound in every jail
+
+
+def shown_in_jail(path: Path) -> bool:
+    """Whether the bwrap jail shows `path` to every submission: it lies in a folder the jail binds
+    (the system's, the interpreter's, the `checks` package's). What student code must never read
+    (the course server's data, the hidden suites a Dask worker unpacks) must lie elsewhere."""
+    resolved = Path(path).resolve()
+    bound = [Path(folder) for folder in SYSTEM_FOLDERS] + _python_paths()
+    return any(resolved == folder or folder in resolved.parents for folder in bound)
 
 
 def _parents(path: Path) -> list[str]:

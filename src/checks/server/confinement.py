@@ -65,12 +65,7 @@ def secure(config: ServerConfig, isolation: jail.Isolation | None) -> list[str]:
 
 def _bound_in_jail(paths: list[Path]) -> str | None:
     """The first of `paths` that the bwrap jail binds in (the system and Python folders)."""
-    bound = [Path(p) for p in ("/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin", "/sys")] + jail.python_paths()
-    for path in paths:
-        resolved = path.resolve()
-        if any(resolved == folder or folder in resolved.parents for folder in bound):
-            return str(path)
-    return None
+    return next((str(path) for path in paths if jail.shown_in_jail(path)), None)
 
 
 def _owner_only(config: ServerConfig) -> list[str]:

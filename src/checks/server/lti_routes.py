@@ -15,7 +15,8 @@ The staff's actions call checks.lti.services, as `checks lti post|roster` do: th
 server's gradebook's final scores (server/gradebook.scores: the counted submission, late penalty,
 adjustments), and the roster's new learners get accounts as `checks roster import` gives them
 (a token each, only its hash kept, the tokens shown once). The endpoints are course.toml's, else
-the latest launch's (kept by /lti/launch). Each action is recorded, with who and when, in the
+the latest staff launch's (kept by /lti/launch; a student's launch keeps none, and where
+course.toml names the LMS course, `context_id`, a launch from another is refused). Each action is recorded, with who and when, in the
 course's records/lti.jsonl (checks.policy.records, as extensions are); a platform that refuses
 or cannot be reached before anything is sent is said so on the page (502), and then nothing is
 recorded or added. A post names each student whose score the platform did not take, and why
@@ -27,6 +28,7 @@ own roster file is input only.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -109,7 +111,8 @@ async def lti_launch(server: Server, request: Request) -> Response:
     registration = _registration(server)
     params = await _params(request)
     try:
-        done = await run_in_threadpool(launch, registration.conf, params, dict(request.cookies),
+        done = await run_in_threadpool(functools.partial(launch, context_id=registration.config.context_id),
+                                       registration.conf, params, dict(request.cookies),
                                        store_for(server.config.folder))
     except LtiError as error:
         raise HTTPException(403, str(error)) from None
@@ -119,8 +122,10 @@ async def lti_launch(server: Server, request: Request) -> Response:
     if user is None:
         raise HTTPException(403, f"the LMS user {done.user_id!r} has no account on this server: the course staff "
                             "add them to the roster (lms_id) and run `checks roster import`")
-    # a launch of this course's member names the services: kept for the staff's LMS actions
-    await run_in_threadpool(keep_endpoints, store_for(server.config.folder), done)
+    # a staff member's launch names the services, kept for the staff's LMS actions; a student's
+    # never does (from an LMS course of their own, the class's grades would go there)
+    if user.staff:
+        await run_in_threadpool(functools.partial(keep_endpoints, by=user.id), store_for(server.config.folder), done)
     await pages.start_session(server, request, user)
     target = "/staff" if user.staff else "/"
     # a page of our own, not a redirect: the session cookie (SameSite=Strict) is sent on the
@@ -233,7 +238,7 @@ def sync_roster(server: Server, by: str) -> tuple[Any, list[roster.Issued], int]
     # this process reads the grown roster at once (launches, gradebook)
     server.config = dataclasses.replace(server.config, course=dataclasses.replace(course, roster=people))
     _audit(server, {"event": "roster", "added": done.added, "kept": done.kept, "skipped": done.skipped,
-                    "accounts": [one.user.id for one in issued], "by": by})
+                    "refused": done.refused, "accounts": [one.user.id for one in issued], "by": by})
     return done, issued, kept
 
 
@@ -256,6 +261,9 @@ async def staff_sync_roster(server: Server, request: Request) -> Response:
     summary = (f"The LMS lists {len(done.added)} new learner(s), added to the roster; {done.kept} already there; "
                f"{len(done.skipped)} skipped (not active learners). {len(issued)} new account(s), {kept} account(s) "
                "already there kept theirs.")
+    if done.refused:
+        summary += (f" {len(done.refused)} not added: the LMS gave them an id a roster cannot hold ("
+                    + "; ".join(done.refused) + ").")
     return _lms_page(server, request, heading=heading, summary=summary, issued=issued,
                      tokens_csv=roster.tokens_csv(issued), back="/staff/students")
 

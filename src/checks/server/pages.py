@@ -217,9 +217,17 @@ def student_result(server: Server, row: SubmissionRow, user: User) -> Submission
         return None
     result = SubmissionResult.from_dict(row.result)
     if not user.staff and not hidden_shown(server, row):
-        result.questions = []
-        return result
+        return withheld(result)
     return charged(server, row, result)
+
+
+def withheld(result: SubmissionResult) -> SubmissionResult:
+    """What a student reads of the hidden run before its results are released: that it was graded,
+    or why the upload could not be read, and nothing the run measured: no question, score,
+    warning, device or duration (found by a fresh attacker: the run's seconds carried what the
+    student's code saw of the hidden inputs, slept into a duration)."""
+    return SubmissionResult(result.name, result.assignment, sandbox=result.sandbox, refused=result.refused,
+                            student_id=result.student_id)
 
 
 def charged(server: Server, row: SubmissionRow, result: SubmissionResult) -> SubmissionResult:
