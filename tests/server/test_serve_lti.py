@@ -39,7 +39,7 @@ def launched(tmp_path_factory):
     roster = [("s001", "Ann Lee", "ann@example.edu"), ("s002", "Bob Ray", "bob@example.edu")]
     folder = course_folder(tmp_path_factory.mktemp("lti"), roster=roster, extra='roster = "roster.csv"\n')
     (folder / "roster.csv").write_text("student_id,name,email,lms_id\ns001,Ann Lee,ann@example.edu,u-ann\n"
-                                       "tina,Tina TA,tina@example.edu,u-tina\n")
+                                       "tina,Tina TA,tina@example.edu,u-tina\nu-cy,Cy Dee,cy@example.edu,\n")
     tokens = import_roster(folder)
     add_staff(folder, "tina", "ta")  # tina's account is staff's: the server's role decides, not the LMS's claim
     key = tool_key(folder, create=True)
@@ -75,6 +75,20 @@ def test_a_student_launches_from_the_lms_and_is_signed_in(launched):
     assert home.status_code == 200 and "s001 (student)" in home.text
     replayed = http.post("/lti/launch", data=fields)  # the same id_token again
     assert replayed.status_code == 403
+
+
+def test_an_lms_user_is_never_the_student_whose_student_id_is_their_lms_id(launched):
+    """Found by a fresh attacker: an LMS user whose platform id was "s001" was signed in as s001,
+    whose own lms_id is u-ann (numeric ids on both sides make such a match likely). A student with
+    an lms_id is matched by it alone; one without is matched by student_id, as before."""
+    server, platform, _ = launched
+    http, fields = browse(server, platform, "s001")
+    refused = http.post("/lti/launch", data=fields)
+    assert refused.status_code == 403 and "no account on this server" in refused.text
+    assert http.get("/").status_code == 303  # not signed in
+    http, fields = browse(server, platform, "u-cy")  # Cy's row has no lms_id: the LMS's id is the student_id
+    done = http.post("/lti/launch", data=fields)
+    assert done.status_code == 200 and "Signed in as u-cy" in done.text, done.text
 
 
 def test_staff_launch_to_the_class_view(launched):

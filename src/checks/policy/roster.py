@@ -66,6 +66,20 @@ class Roster:
         return None
 
 
+def launched_by(roster: Roster, lms_user: str) -> Student | None:
+    """The student an LMS launch's user (its `sub`) is: the one whose lms_id it is; only where no
+    student has that lms_id, the one whose student_id it is and who has no lms_id of their own (a
+    roster without LMS ids, where the LMS's are the student ids). A student with an lms_id is never
+    someone else's launch, whose LMS id happens to be their student id (numbers on both sides)."""
+    if not lms_user:
+        return None
+    found = next((student for student in roster.students.values() if student.lms_id == lms_user), None)
+    if found is not None:
+        return found
+    student = roster.students.get(lms_user)
+    return student if student is not None and not student.lms_id else None
+
+
 def read_roster(path: Path) -> Roster:
     """The roster at `path`; CourseError naming the file and line of a bad row."""
     try:

@@ -7,8 +7,9 @@ gradebook (/staff/lti/scores), and sync the roster from the LMS (/staff/lti/rost
 The checking is checks.lti.launch's (`login`, `launch`: PyLTI1p3, with its state kept in the
 course folder's data/lti.sqlite so that any server process may answer either step, and a nonce
 that is good once). Who the launch is: the platform's user id (`sub`) matched to the course
-roster's `lms_id` (or `student_id`); that roster person must have a server account (`checks roster
-import`), and the account's own role decides what they may do, never the roles the LMS claims.
+roster's `lms_id` (or the `student_id` of a student with no `lms_id`: policy/roster.launched_by);
+that roster person must have a server account (`checks roster import`), and the account's own
+role decides what they may do, never the roles the LMS claims.
 A course without an [lti] table in course.toml answers these routes 404.
 
 The staff's actions call checks.lti.services, as `checks lti post|roster` do: the scores are the
@@ -40,7 +41,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from checks.course.assignment import CourseError
 from checks.policy import records
-from checks.policy.roster import Roster, read_roster, with_synced
+from checks.policy.roster import Roster, launched_by, read_roster, with_synced
 from checks.server import gradebook, pages, roster
 from checks.server.pages import Server
 
@@ -117,7 +118,7 @@ async def lti_launch(server: Server, request: Request) -> Response:
     except LtiError as error:
         raise HTTPException(403, str(error)) from None
     roster = pages.course(server).roster
-    person = roster.match("", done.user_id) if roster is not None else None
+    person = launched_by(roster, done.user_id) if roster is not None else None
     user = server.storage.user(person.student_id) if person is not None else None
     if user is None:
         raise HTTPException(403, f"the LMS user {done.user_id!r} has no account on this server: the course staff "
