@@ -40,11 +40,15 @@ raise RuntimeError("PROBE " + PROBED)
 '''
 
 
-def _secrets(folder: Path) -> tuple[list[str], list[str]]:
-    """Every file of data/ (the session key, the database, the uploads), the tokens, the LTI key."""
+def _secrets(folder: Path, root: Path) -> tuple[list[str], list[str]]:
+    """Every file of data/ (the session key, the database, the uploads), the tokens, the LTI key;
+    the hidden suite, the solution and the roster of the course (`root`: its assignments)."""
     files = sorted(str(p) for p in (folder / "data").rglob("*") if p.is_file())
-    files += [str(folder / "tokens.csv"), str(folder / "lti" / "tool-private.pem")]
-    folders = [str(folder / "data"), str(folder / "data" / "uploads"), str(folder / "lti")]
+    files += [str(folder / "tokens.csv"), str(folder / "lti" / "tool-private.pem"), str(folder / "roster.csv"),
+              str(root / "autograder" / "01_tensors" / "test_strides.py"),
+              str(root / "solutions" / "01_tensors" / "strides.py")]
+    folders = [str(folder / "data"), str(folder / "data" / "uploads"), str(folder / "lti"), str(root / "autograder"),
+               str(root / "solutions")]
     return files, folders
 
 
@@ -63,7 +67,10 @@ def outside_tmp():
 def test_a_submission_cannot_read_the_servers_state_or_serve_refuses(outside_tmp, level):
     if level == "fork" and os.geteuid() != 0:
         pytest.skip("the fork level's uid per submission needs root (not root: refused, tested below)")
-    folder = course_folder(outside_tmp)
+    root = outside_tmp / "root"  # a course of its own, every file readable by all as a checkout leaves it
+    for part in ("assignments/01_tensors", "autograder/01_tensors", "solutions/01_tensors"):
+        shutil.copytree(REPO / part, root / part)
+    folder = course_folder(outside_tmp, course=root)
     tokens = import_roster(folder)
     (folder / "lti").mkdir()
     key = folder / "lti" / "tool-private.pem"
@@ -83,7 +90,7 @@ def test_a_submission_cannot_read_the_servers_state_or_serve_refuses(outside_tmp
             first = submit(http, folder_zip(REFERENCE))  # an upload of another student's lies in data/ too
             assert first.status_code == 202, first.text
             wait_graded(http, first.json()["id"])
-        files, folders = _secrets(folder)
+        files, folders = _secrets(folder, root)
         assert any(name.endswith("session.key") for name in files) and any("/uploads/" in f for f in files)
         probe = outside_tmp / "probe"
         probe.mkdir()
@@ -103,6 +110,9 @@ def test_a_submission_cannot_read_the_servers_state_or_serve_refuses(outside_tmp
     session_key = (folder / "data" / "session.key").read_text().strip()
     assert session_key[:20] not in shown
     assert (folder / "data").stat().st_mode & 0o077 == 0 or level != "fork"
+    if level == "fork":  # what only staff read is no other user's now (their group keeps theirs)
+        for private in (root / "autograder", root / "solutions", folder / "roster.csv"):
+            assert private.stat().st_mode & 0o007 == 0, private
 
 
 def test_only_levels_that_hide_the_servers_state_may_serve():
@@ -129,3 +139,42 @@ def test_serving_refuses_a_data_folder_the_jail_shows(tmp_path):
     folder = course_folder(tmp_path, extra=f'data = "{inside / "checks-data-never-made"}"\n')
     with pytest.raises(CourseError, match="the bwrap jail shows"):
         secure(load_config(folder), jail.Isolation(jail.BWRAP, True, "bwrap"))
+
+
+def test_at_the_fork_level_what_only_staff_read_is_kept_from_every_other_user(tmp_path):
+    """Found by a fresh attacker: at the fork level (a uid per submission), a submission read the
+    hidden suite and the solution, which every user could read, and could have handed in the
+    solution's code. Serving takes every other user's access from the hidden suites, the
+    solutions, the records, the LTI folder and the roster (their group keeps theirs), or refuses
+    where it cannot, naming the path. (`checks serve` itself refuses the fork level on a machine
+    whose Python other users cannot read, as the test above finds on such a machine.)"""
+    from checks.course.assignment import CourseError
+    from checks.sandbox import jail
+    from checks.server.config import load_config
+    from checks.server.confinement import secure
+
+    root = tmp_path / "root"
+    for part in ("assignments/01_tensors", "autograder/01_tensors", "solutions/01_tensors"):
+        shutil.copytree(REPO / part, root / part)
+    folder = course_folder(tmp_path, course=root)
+    (folder / "records").mkdir(mode=0o755)
+    private = [root / "autograder", root / "solutions", folder / "records", folder / "roster.csv"]
+    for path in private:
+        path.chmod(0o775 if path.is_dir() else 0o664)
+    fork = jail.Isolation(jail.FORK, True, "fork as root, a uid per submission")
+    changed = secure(load_config(folder), fork)
+    assert [oct(path.stat().st_mode & 0o777) for path in private] == ["0o770", "0o770", "0o770", "0o660"]
+    assert all(any(str(path) in line for line in changed) for path in private), changed
+    assert secure(load_config(folder), fork) == []  # nothing left to change
+    (root / "solutions").chmod(0o755)
+    real_chmod = os.chmod
+
+    def read_only(path, mode, *args, **kwargs):
+        if str(path) == str(root / "solutions"):
+            raise OSError(30, "Read-only file system")
+        return real_chmod(path, mode, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "chmod", read_only)
+        with pytest.raises(CourseError, match=r"every user may read .*solutions.*Read-only file system.*chmod o-rwx"):
+            secure(load_config(folder), fork)

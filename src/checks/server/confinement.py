@@ -6,7 +6,9 @@ Which isolation levels may serve, and why (docs/server-operators.md says the sam
 - bwrap, as root or not: the jail's file system is the system, Python and the `checks` package
   only; the course folder is not in it, so long as data/ and the keys lie outside what it binds.
 - fork as root with a uid per submission, where that uid can import Python without any right
-  to read others' files: the server's state is made the server's own (data/ 0700, keys 0600).
+  to read others' files: the server's state is made the server's own (data/ 0700, keys 0600),
+  and every other user's access is taken from what only staff may read (the hidden suites, the
+  solutions, the records, the LTI folder, the roster): a uid of its own reads what every user may.
 - never fork where the workers keep the server's uid (not root, or Docker's root that may not
   hand out uids), nor fork as root where Python is readable only by root: there the workers are
   given the right to read every file (CAP_DAC_READ_SEARCH), the server's state included.
@@ -60,7 +62,34 @@ def secure(config: ServerConfig, isolation: jail.Isolation | None) -> list[str]:
             raise CourseError(f"`checks serve` refuses to grade here: {inside} lies in a folder the bwrap jail shows "
                               "to every submission; move the course's data (course.toml's `data`) elsewhere")
         return []
-    return _owner_only(config)
+    return _owner_only(config) + _kept_from_others(config)
+
+
+def _kept_from_others(config: ServerConfig) -> list[str]:
+    """What only staff may read, with every other user's access taken away (their group keeps
+    theirs): a submission's uid reads what every user may, and a copy of a hidden suite or a
+    solution would raise its score. Refused (CourseError) where it cannot be changed."""
+    course = config.course
+    private = [config.course_root / "autograder", config.course_root / "solutions", config.folder / "records",
+               config.folder / "lti", config.folder / "roster.csv"]
+    if course is not None and course.roster is not None and course.roster.path not in private:
+        private.append(course.roster.path)
+    changed = []
+    for path in private:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)  # a link's target: what a reader reaches
+        except FileNotFoundError:
+            continue
+        if not mode & 0o007:
+            continue
+        try:
+            os.chmod(path, mode & ~0o007)
+        except OSError as error:
+            raise CourseError(f"`checks serve` refuses to grade here: every user may read {path}, which a "
+                              f"submission's uid would read too, and it cannot be changed ({error.strerror}); "
+                              f"chmod o-rwx it, or serve at the bwrap level") from None
+        changed.append(f"{path} made {mode & ~0o007:o} (only staff read it: submissions run as other uids)")
+    return changed
 
 
 def _bound_in_jail(paths: list[Path]) -> str | None:
