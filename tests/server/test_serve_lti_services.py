@@ -238,16 +238,23 @@ def launch_from_the_lms(http: TestClient, platform, lms_id: str) -> httpx.Respon
     return http.post("/lti/launch", data=form.fields)
 
 
-def test_the_endpoints_a_staff_launch_carries_are_kept_and_used(course):
-    """Without memberships_url and lineitems_url in course.toml, the staff are told how to give
-    them; a student's launch keeps none (found by a fresh attacker: a student's launch from an LMS
-    course of their own sent the class's grades there); after a staff member's launch, which names
-    them, both actions work."""
+def without_endpoints(course):
+    """The course served without endpoints in course.toml, Tom able to launch the tool, and Ann's
+    submission graded 9 of 10: (folder, platform, client, storage, tokens)."""
     folder, platform, serve = course
     (folder / "roster.csv").write_text(ROSTER + STAFF_ROW)
     platform.members.append(TOM)
     http, storage, tokens = serve(endpoints=False)
     graded(storage, "s001", 9.0)
+    return folder, platform, http, storage, tokens
+
+
+def test_the_endpoints_a_staff_launch_carries_are_kept_and_used(course):
+    """Without memberships_url and lineitems_url in course.toml, the staff are told how to give
+    them; a student's launch keeps none (found by a fresh attacker: a student's launch from an LMS
+    course of their own sent the class's grades there); after a staff member's launch, which names
+    them, both actions work."""
+    folder, platform, http, storage, tokens = without_endpoints(course)
     with http:
         csrf = sign_in(http, "tom", tokens["tom"], "/staff")
         refused = http.post("/staff/lti/scores", data={"csrf": csrf, "assignment": "01_tensors"})
@@ -279,11 +286,7 @@ def test_a_launch_from_another_lms_course_moves_no_endpoint_and_context_id_refus
     every student's score to her course, and the roster sync added her course's members. Only a
     staff launch keeps endpoints; with the LMS course named in course.toml (`context_id`), a
     launch from any other is refused."""
-    folder, platform, serve = course
-    (folder / "roster.csv").write_text(ROSTER + STAFF_ROW)
-    platform.members.append(TOM)
-    http, storage, tokens = serve(endpoints=False)
-    graded(storage, "s001", 9.0)
+    folder, platform, http, storage, tokens = without_endpoints(course)
     with http:
         assert launch_from_the_lms(http, platform, "u-tom").status_code == 200  # staff, from the course's own
     platform.context = "ann-sandbox"  # Ann's own LMS course, in the same deployment
