@@ -17,8 +17,9 @@ server's gradebook's final scores (server/gradebook.scores: the counted submissi
 adjustments), and the roster's new learners get accounts as `checks roster import` gives them
 (a token each, only its hash kept, the tokens shown once). The endpoints are course.toml's, else
 the latest staff launch's (kept by /lti/launch; a student's launch keeps none, and where
-course.toml names the LMS course, `context_id`, a launch from another is refused). Each action is recorded, with who and when, in the
-course's records/lti.jsonl (checks.policy.records, as extensions are); a platform that refuses
+course.toml names the LMS course, `context_id`, a launch from another is refused). Each action is
+recorded, with who and when, in the course's records/lti.jsonl (checks.policy.records, as
+extensions are); a platform that refuses
 or cannot be reached before anything is sent is said so on the page (502), and then nothing is
 recorded or added. A post names each student whose score the platform did not take, and why
 (502), records only those it took, and the next post sends only the rest (services.posted_before).
