@@ -123,16 +123,17 @@ def _calling(what: str) -> Iterator[None]:
 
 def endpoint(registration: Registration, which: str) -> str:
     """The service endpoint `which` (memberships_url or lineitems_url): course.toml's [lti], else
-    the one the latest launch named (kept in the course folder); CourseError says where to give it."""
+    the one the latest staff launch named (kept in the course folder); CourseError says where to give it."""
     given = getattr(registration.config, which)
     if given:
         return given
     kept = str(kept_endpoints(store_for(registration.folder)).get(which) or "")
     if kept:
         return kept
-    raise CourseError(f"no {SERVICES[which]} endpoint: course.toml's [lti] has no `{which}` and no launch from the LMS "
-                   f"has named one yet. Launch the tool once from the LMS course (a launch names it and the course "
-                   f"keeps it), or write {which} in [lti] (docs/policy.md)")
+    raise CourseError(f"no {SERVICES[which]} endpoint: course.toml's [lti] has no `{which}` and no staff member's "
+                   f"launch from the LMS has named one yet. Launch the tool once from the LMS course, as staff (a "
+                   f"staff launch names it and the course keeps it; a student's never does), or write {which} in "
+                   f"[lti] (docs/policy.md)")
 
 
 @dataclass
@@ -277,7 +278,7 @@ def _to_post(records: list[Graded], roster: Roster) -> tuple[list[tuple[Graded, 
 
 def ags_endpoint(registration: Registration) -> dict[str, Any]:
     """The Assignment and Grade Services claim to post with: the line items container (course.toml's
-    lineitems_url, else the latest launch's), else the single line item the latest launch named
+    lineitems_url, else the latest staff launch's), else the single line item it named
     (a platform may give a link only its own `lineitem`); CourseError says where to give one."""
     kept = kept_endpoints(store_for(registration.folder))
     if registration.config.lineitems_url or kept.get("lineitems_url"):
