@@ -96,7 +96,10 @@ def cluster(tmp_path_factory):
                     f"{jail.bwrap_problem()} (tests/grading/test_dask_boundary.py shows the refusal)")
     scratch = tmp_path_factory.mktemp("dask-scratch")
     temp_before = set(Path(tempfile.gettempdir()).glob("checks-*"))
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+    # a killed worker's address answers no connection: the Killer's `client.run` (a broadcast from
+    # the scheduler, made here) gives it up in 5 s, not the default 30 s in which a retry would
+    # run unwatched (it once did in CI, and the poison was graded)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.comm.timeouts.connect": "5s"}):
         local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                          dashboard_address=None, silence_logs=50, local_directory=str(scratch))
     try:
