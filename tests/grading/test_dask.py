@@ -97,9 +97,9 @@ def cluster(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("dask-scratch")
     temp_before = set(Path(tempfile.gettempdir()).glob("checks-*"))
     # a killed worker's address answers no connection: the Killer's `client.run` (a broadcast from
-    # the scheduler, made here) gives it up in 5 s, not the default 30 s in which a retry would
-    # run unwatched (it once did in CI, and the poison was graded)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.comm.timeouts.connect": "5s"}):
+    # the scheduler, made here) gives it up in 2 s, not the default 30 s in which a retry would
+    # run unwatched (it did in CI, and the poison was graded): the poison runs 10 s, to be seen
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.comm.timeouts.connect": "2s"}):
         local = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                          dashboard_address=None, silence_logs=50, local_directory=str(scratch))
     try:
@@ -230,7 +230,7 @@ def test_killed_workers_lose_nothing_and_a_submission_that_kills_every_worker_fa
     poison = tmp_path / POISON
     shutil.copytree(TENSORS.solution_dir, poison)
     with (poison / "strides.py").open("a") as slow:  # long enough to be seen running, under any load
-        slow.write("\nimport time\ntime.sleep(2)\n")
+        slow.write("\nimport time\ntime.sleep(10)\n")
     killer = Killer(client)
     summary = grade_to_folder(TENSORS, [*paths, poison], tmp_path / "dask", grader=DaskGrader(client),
                               listener=killer)
