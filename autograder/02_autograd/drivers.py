@@ -452,28 +452,33 @@ def answer_key(name, grad, arguments):
         else:
             parts.append(b"=" + repr(value).encode())
             continue
-        parts.append(repr(array.shape).encode())
+        shape = array.shape
+        written = _SHAPES.get(shape)
+        if written is None:
+            written = _SHAPES[shape] = repr(shape).encode()  # a tuple's repr: a microsecond, each time
+        parts.append(written)
         parts.append(array.tobytes())
     return b"|".join(parts)
 
 
 _NUMBERS = (int, float, np.number)
 _FLOAT32 = np.dtype(np.float32)
+_SHAPES = {}  # shape: its repr, as answer_key writes it
 
 
-def lookup_id(key):
-    """Where an answer computed ahead is filed: a hash of its call (answer_key)."""
-    return hashlib.blake2b(key, digest_size=16, person=b"checks-id").digest()
+def answer_digest(key):
+    """A hash of a call (answer_key): its first 16 bytes are where the answer is filed, the rest
+    its pad (sealed)."""
+    return hashlib.blake2b(key, digest_size=64, person=b"checks-answer").digest()
 
 
-def sealed(key, data):
-    """An answer's bytes XORed with a pad drawn from its call (answer_key), both to seal and to
-    open it: the table answers only a caller that makes that very call, upstream gradient
-    included, as the grader would; its values cannot be searched for a node's gradient without
-    walking the graph."""
+def sealed(key, digest, data):
+    """An answer's bytes XORed with a pad drawn from its call (answer_key; answer_digest, its
+    hash), both to seal and to open it: the table answers only a caller that makes that very call,
+    upstream gradient included, as the grader would; its values cannot be searched for a node's
+    gradient without walking the graph."""
     size = len(data)
-    pad = (hashlib.blake2b(key, digest_size=size, person=b"checks-pad").digest() if size <= 64
-           else hashlib.shake_256(b"checks-pad|" + key).digest(size))
+    pad = digest[16:16 + size] if size <= 48 else hashlib.shake_256(b"checks-pad|" + key).digest(size)
     return (int.from_bytes(data, "little") ^ int.from_bytes(pad, "little")).to_bytes(size, "little")
 
 
@@ -488,11 +493,12 @@ def _answered_here(answers):
             key = answer_key(name, args[0], args[1:])
         except Exception:  # noqa: BLE001 - arguments that are not arrays: asked for as usual
             return NotImplemented
-        found = answers.get(lookup_id(key))
+        digest = answer_digest(key)
+        found = answers.get(digest[:16])
         if found is None:
             return NotImplemented
         places, data = found
-        opened = np.frombuffer(bytearray(sealed(key, data)), dtype=np.float64)  # writable, as a rule's own
+        opened = np.frombuffer(bytearray(sealed(key, digest, data)), dtype=np.float64)  # writable, as a rule's own
         return tuple([opened[start:end].reshape(shape) for shape, start, end in places])  # a list: half the cost
     return here
 

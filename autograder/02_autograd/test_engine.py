@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import torch
 
-from checks.suite import call_or_fail, case_rng, cases, fail, question
+from checks.suite import Later, call_or_fail, case_rng, cases, fail, question
 
 import drivers
 import programs
@@ -135,21 +135,21 @@ FORWARD = _forward_programs()
 @cases("name", list(FORWARD), reference=lambda name: torch_values(FORWARD[name]), send_ahead=True)
 def test_ops_forward(student, name, reference):
     program = FORWARD[name]
-    text = drivers.describe(program)
-    context = f"Forward pass of {text}"
-    got = call_or_fail(lambda: student.run(drivers.forward_values, program), text=context)
+    text = Later(lambda: drivers.describe(program))
+    got = call_or_fail(lambda: student.run(drivers.forward_values, program),
+                       text=Later(lambda: f"Forward pass of {text}"))
     want = reference
     n_leaves = len(program["leaves"])
     for k, (data, flag, expected) in enumerate(zip(got["data"], got["requires_grad"], want)):
         if k < n_leaves:
             continue
-        step, op = text.split("; ")[k], program["steps"][k - n_leaves]
+        step, op = Later(lambda k=k: str(text).split("; ")[k]), program["steps"][k - n_leaves]
         shape_hint = diagnoses.shape_hint("engine.ops_forward", want_shape=tuple(expected.shape),
                                           reduction_without_keepdims=op[0] in drivers.REDUCE and not op[3])
         check_array(data, expected.detach().numpy(), f"{drivers.value_name(program, k)}.data",
-                    f"In {step} (program: {text})", shape_hint=shape_hint)
+                    Later(lambda step=step: f"In {step} (program: {text})"), shape_hint=shape_hint)
         expect_flag(flag, expected.requires_grad, f"{drivers.value_name(program, k)}.requires_grad",
-                    f"In {step}",
+                    Later(lambda step=step: f"In {step}"),
                     "An op's result requires grad exactly when one of its Tensor inputs requires grad.")
 
 
@@ -163,10 +163,9 @@ def backward_reference(program, output, weights):
 
 
 def _check_backward(student, program, output, weights, want, answers):
-    text = drivers.describe(program)
     tail = (f"L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
             if weights is not None else f"L = {drivers.value_name(program, output)}; L.backward()")
-    context = f"After {text}; {tail}"
+    context = Later(lambda: f"After {drivers.describe(program)}; {tail}")
     got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights, answers=answers),
                        text=context)
     loss, grads = want
@@ -233,8 +232,8 @@ VIEWS_HINT = diagnoses.note("engine.views")
 @cases("name", list(VIEWS), reference=lambda name: backward_reference(*VIEWS[name]), send_ahead=True)
 def test_views(student, name, reference):
     program, output, weights, want, answers = reference
-    text = drivers.describe(program)
-    context = f"After {text}; L = ({drivers.value_name(program, output)} * W).sum() with a random W; L.backward()"
+    context = Later(lambda: f"After {drivers.describe(program)}; L = ({drivers.value_name(program, output)} * W).sum() "
+                            "with a random W; L.backward()")
     got = call_or_fail(lambda: student.run(drivers.backward_program, program, output, weights, answers=answers),
                        text=context, note=VIEWS_HINT)
     loss, grads = want
@@ -283,16 +282,16 @@ def accumulation_reference(name):
 @cases("name", list(ACCUMULATION), reference=accumulation_reference, send_ahead=True)
 def test_accumulation(student, name, reference):
     first, out_1, second, out_2 = ACCUMULATION[name]
-    context = (f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
-               f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
-               f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
-               f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
+    context = Later(lambda: f"Two backward passes on the same leaves: first {drivers.describe(first)}; L1 = "
+                            f"{drivers.value_name(first, out_1)}; L1.backward(); then a new forward pass "
+                            f"{'; '.join(drivers.describe(second).split('; ')[len(second['leaves']):])}; "
+                            f"L2 = {drivers.value_name(second, out_2)}; L2.backward()")
     snapshots, second_alone, answers = reference
     got = call_or_fail(lambda: student.run(drivers.backward_twice, first, out_1, second, out_2, answers=answers),
                        text=context)
-    check_leaf_grads(got[0], snapshots[0], first, f"{context} — after the FIRST backward")
+    check_leaf_grads(got[0], snapshots[0], first, Later(lambda: f"{context} — after the FIRST backward"))
     alternatives = diagnoses.mistakes("engine.accumulation", second_alone=second_alone)
-    check_leaf_grads(got[1], snapshots[1], first, f"{context} — after the SECOND backward",
+    check_leaf_grads(got[1], snapshots[1], first, Later(lambda: f"{context} — after the SECOND backward"),
                      alternatives=alternatives)
 
 
@@ -349,10 +348,11 @@ def test_retain_graph(student, name, reference):
     plan = RETAIN_PLANS[name]
     program, output, want, answers = reference
     calls = _plan_text(plan)
-    context = f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; then {'; '.join(calls)}"
+    context = Later(lambda: f"After {drivers.describe(program)}; L = {drivers.value_name(program, output)}; "
+                            f"then {'; '.join(calls)}")
     got = call_or_fail(lambda: student.run(drivers.retain_graph, program, output, plan, answers=answers), text=context)
     for k, ((status, payload), (want_status, want_payload)) in enumerate(zip(got, want)):
-        where = f"{context}: call {k + 1} ({calls[k]})"
+        where = Later(lambda k=k: f"{context}: call {k + 1} ({calls[k]})")
         if want_status == "raised":
             if status == "ok":
                 fail(f"{where} did not raise; expected RuntimeError. After a backward() without "
@@ -639,7 +639,7 @@ def test_backward_args(student, name, reference):
     program, output, case, grad = ARGS[name]
     call = (f"{drivers.value_name(program, output)}.backward()" if case == "default" else
             f"{drivers.value_name(program, output)}.backward(G) with G a NumPy array of shape {shape_text(np.shape(grad))}")
-    context = f"After {drivers.describe(program)}; {call}"
+    context = Later(lambda: f"After {drivers.describe(program)}; {call}")
     want, out_requires_grad, answers = reference
     got = call_or_fail(lambda: student.run(drivers.backward_args, program, output, case, grad, answers=answers),
                        text=context)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from checks.suite import call_or_fail, case_rng, cases, fail, question, question_defaults
+from checks.suite import Later, call_or_fail, case_rng, cases, fail, question, question_defaults
 
 import drivers
 from helpers import check_array, diagnoses, shape_text, t64, vjp
@@ -71,8 +71,11 @@ def compare_rule(got, call, qid, case, expected, mistakes):
 
 
 def describe_call(fn, names, inputs, grad, extra=""):
-    parts = ", ".join(f"{n} of shape {shape_text(np.shape(x))}" for n, x in zip(names, inputs))
-    return f"{fn}(grad, {', '.join(names)}{extra}) with {parts} and grad of shape {shape_text(np.shape(grad))}"
+    """The call as the student would write it, with its arrays' shapes: made only if shown."""
+    def text():
+        parts = ", ".join(f"{n} of shape {shape_text(np.shape(x))}" for n, x in zip(names, inputs))
+        return f"{fn}(grad, {', '.join(names)}{extra}) with {parts} and grad of shape {shape_text(np.shape(grad))}"
+    return Later(text)
 
 
 # ----------------------------------------------------------------------------- boundaries

@@ -443,24 +443,73 @@ def test_a_call_sent_ahead_that_raises_hangs_or_crashes_costs_only_itself(zygote
     assert student.ahead.seen() == [8]  # after the crash, in a fresh worker
 
 
-def test_a_drivers_code_goes_to_a_worker_once_until_it_starts_afresh(zygote, monkeypatch, tmp_path):
-    (tmp_path / "checks_probe_driver.py").write_text("def double(x):\n    return 2 * x\n")
+HELD_DRIVER = """
+import os
+
+print("the driver's top level printed this")
+LOADED_IN = os.getpid()
+
+
+def double(x):
+    return 2 * x
+
+
+def where():
+    return {"question": os.getpid(), "keeper": os.getppid(), "loaded in": LOADED_IN,
+            "printed before": open(os.path.join(os.environ["HOME"], ".output")).read()}
+"""
+
+# a driver whose top level imports a submission's module: a keeper never runs it (the module is
+# student code), so each question loads it for itself, as it did before keepers held drivers
+GREEDY_DRIVER = """
+import os
+
+import marked
+
+
+def where():
+    return {"question": os.getpid(), "loaded in": LOADED_IN, "marked": marked.IMPORTED_IN}
+
+
+LOADED_IN = os.getpid()
+"""
+
+MARKED = WorkerConfig(files={"probe.py": PROBE, "marked.py": b"import os\nIMPORTED_IN = os.getpid()\n"})
+
+
+def test_a_drivers_code_goes_to_a_worker_once_and_its_keeper_holds_it_for_the_questions_after(
+        zygote, monkeypatch, tmp_path):
+    (tmp_path / "checks_held_driver.py").write_text(HELD_DRIVER)
+    (tmp_path / "checks_greedy_driver.py").write_text(GREEDY_DRIVER)
+    (tmp_path / "marked.py").write_text("IMPORTED_IN = None  # the grader's own copy: the sandbox imports the submission's\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    import checks_probe_driver
+    import checks_greedy_driver
+    import checks_held_driver
 
     sent = []
     send = Worker.send
 
     def noted(worker, requests, timeout):
-        sent.extend("code" in pickle.loads(request) for request in requests)
+        sent.extend(pickle.loads(request)["module"] for request in requests if "code" in pickle.loads(request))
         send(worker, requests, timeout)
 
     monkeypatch.setattr(Worker, "send", noted)
     workers = SubmissionWorkers(zygote)
-    first = student_for(zygote, workers)
-    assert [first.run(checks_probe_driver.double, x) for x in (1, 2)] == [2, 4]
-    first._sandbox.close()
-    second = student_for(zygote, workers)  # the same worker, handed on: it starts afresh
-    assert second.run(checks_probe_driver.double, 3) == 6
-    assert second._sandbox.worker is not None and sent == [True, False, True]  # (the word to start afresh goes to the keeper)
+    places = []
+    for question in range(3):
+        student = student_for(zygote, workers, MARKED)
+        assert student.run(checks_held_driver.double, question) == 2 * question
+        places.append((student.run(checks_held_driver.where), student.run(checks_greedy_driver.where)))
+        student._sandbox.close()
     workers.close()
+    (first, greedy), *after = places
+    assert first["loaded in"] == first["question"]  # the first question loads the driver itself
+    for held, later_greedy in after:
+        assert held["loaded in"] == held["keeper"] == first["keeper"]  # then its keeper holds it
+        assert held["printed before"] == ""  # what its top level printed there was emptied
+        # the greedy driver stays each question's own, and the submission's module is imported
+        # in the question only: never in the keeper
+        assert later_greedy["loaded in"] == later_greedy["marked"] == later_greedy["question"] == held["question"]
+    assert greedy["loaded in"] == greedy["marked"] == greedy["question"]
+    # sent to the first question, held after it; the greedy driver to every question
+    assert sent == ["checks_held_driver", "checks_greedy_driver", "checks_greedy_driver", "checks_greedy_driver"]

@@ -206,7 +206,8 @@ class Worker:
         self.control = control
         self.reader = FrameReader(sock)
         self.alive = True
-        self.given: set[str] = set()  # suite driver modules it holds: sent once, forgotten when it starts afresh
+        self.given: set[str] = set()  # suite driver modules its question holds: sent once
+        self.held: set[str] = set()  # those its keeper holds, which every question after starts with
 
     @property
     def send_capacity(self) -> int:
@@ -267,19 +268,27 @@ class Worker:
         self.sock.settimeout(max(0.01, deadline - time.monotonic()))
         send_frame(self.sock, pickle.dumps({"op": "answer", **answer}, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def start_afresh(self) -> bool:
+    def start_afresh(self, drivers: dict[str, bytes] | None = None) -> bool:
         """Ready the worker for another question of the same submission: its keeper kills the
         last question's processes and forks the next from its own untouched state, whose socket
-        it sends back. True once that is done; else the worker is killed."""
+        it sends back. `drivers` (name: bytecode): suite driver modules for the keeper to load
+        first, so that the next question and those after it start with them. True once that is
+        done; else the worker is killed."""
         if not self.alive:
             return False
         try:
             self.control.settimeout(AFRESH_TIMEOUT)
             self.control.sendall(AFRESH)
+            send_frame(self.control, pickle.dumps(drivers or {}, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            self.kill()
+            return False
+        try:
             word, fds, _, _ = socket.recv_fds(self.control, len(AFRESH), 1)
-        except OSError:  # socket.timeout included
-            word, fds = b"", []
-        if word != AFRESH or len(fds) != 1:
+            held = json.loads(FrameReader(self.control).frame(1 << 16, time.monotonic() + AFRESH_TIMEOUT))
+        except (OSError, EOFError, ValueError):  # socket.timeout included
+            word, fds, held = b"", [], None
+        if word != AFRESH or len(fds) != 1 or type(held) is not list:
             for fd in fds:
                 os.close(fd)
             self.kill()
@@ -287,7 +296,9 @@ class Worker:
         self.sock.close()
         self.sock = socket.socket(fileno=fds[0])
         self.reader = FrameReader(self.sock)
-        self.given.clear()
+        # never more than was sent: a name it did not get would leave a question without its driver
+        self.held = {name for name in held if type(name) is str and (name in self.held or name in (drivers or {}))}
+        self.given = set(self.held)
         return True
 
     def kill(self) -> None:

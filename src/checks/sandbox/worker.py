@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from typing import Any, Callable, Container
 
 from checks.sandbox import codec
@@ -198,21 +199,26 @@ class _Home:
 
 class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports the submission's top-level modules from the bytecode the grader compiled for them,
-    which the keeper holds: each question process is new, and finding the file, reading it again
-    and hashing it against its bytecode was a good part of its start. The file is the one the keeper
+    which the keeper holds as code objects: each question process is new, and finding the file,
+    reading it again, hashing it against its bytecode and unmarshalling it was a good part of its
+    start. The file is the one the keeper
     wrote (its stamp says so); one that changed, or a path a question put in front of the home, is
     imported the usual way."""
 
     def __init__(self, home: _Home) -> None:
         self.home = home
-        self.modules: dict[str, tuple[str, str]] = {}  # name -> (source path, bytecode path)
+        self.modules: dict[str, tuple[str, types.CodeType]] = {}  # name -> (source path, its code)
         for target in home.files:
             name = os.path.relpath(target, home.path)
             bytecode = importlib.util.cache_from_source(target)
             if name.endswith(".py") and os.sep not in name and bytecode in home.files:
                 header = home.files[bytecode][:8]
                 if header[:4] == importlib.util.MAGIC_NUMBER and header[4:8] == CHECKED_HASH_PYC:
-                    self.modules[name[:-3]] = (target, bytecode)
+                    # unmarshalled here, once, not in every question (runs none of it: a question
+                    # process then only executes it, and shares the keeper's copy until it writes)
+                    code = marshal.loads(memoryview(home.files[bytecode])[16:])
+                    _imp._fix_co_filename(code, target)  # as importlib does: frames and tracebacks name the file
+                    self.modules[name[:-3]] = (target, code)
 
     @classmethod
     def install(cls, home: _Home) -> "_SubmissionModules":
@@ -257,10 +263,7 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module: types.ModuleType) -> None:
-        source, bytecode = self.modules[module.__name__]
-        code = marshal.loads(memoryview(self.home.files[bytecode])[16:])
-        _imp._fix_co_filename(code, source)  # as importlib does: frames and tracebacks name the file
-        exec(code, module.__dict__)
+        exec(self.modules[module.__name__][1], module.__dict__)
 
 
 def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
@@ -331,10 +334,11 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home,
           modules: _SubmissionModules, kernel_objects: "_KernelObjects") -> None:
     """The keeper's loop: fork a question process, then wait for the grader's word on `control`
-    (a socket no question process holds). AFRESH: kill the question's processes, clear up (files,
-    temp space, and what the question left in the kernel: `kernel_objects`), and fork the next one,
-    whose requests come on a new socket sent to the grader with the reply. EOF (the grader is
-    done): exit."""
+    (a socket no question process holds). AFRESH, and the suite drivers to hold from now on: kill
+    the question's processes, clear up (files, temp space, and what the question left in the
+    kernel: `kernel_objects`), load those drivers (_hold_drivers), and fork the next question,
+    whose requests come on a new socket sent to the grader with the reply, and the names of the
+    drivers it holds after. EOF (the grader is done): exit."""
     _adopt_orphans()
     keeper = os.getpid()
     handed: socket.socket | None = None  # the grader's end of the next question's socket
@@ -350,16 +354,20 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
         if handed is not None:
             try:
                 socket.send_fds(control, [AFRESH], [handed.fileno()])
+                send_frame(control, json.dumps(sorted(_DRIVERS)).encode())
             except OSError:
                 os._exit(0)
             handed.close()
         try:
             word = recv_exact(control, len(AFRESH))
+            # the drivers to hold from now on: from the grader, trusted
+            drivers = pickle.loads(FrameReader(control).frame(1 << 26)) if word == AFRESH else {}
         except (EOFError, OSError):
             word = b""
         if word != AFRESH or not _end_question(pid):
             _end_question(pid)
             os._exit(0)
+        _hold_drivers(drivers)  # before the clear-up, which empties what they printed
         home.clear_up()
         kernel_objects.remove()
         sock, handed = socket.socketpair()
@@ -382,6 +390,38 @@ def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _Sub
             send_frame(sock, encoded, *([] if value is None else [value]))
     finally:
         os._exit(0)
+
+
+# ---------------------------------------------------------------- suite drivers the keeper holds
+
+_DRIVERS: dict[str, types.ModuleType] = {}  # loaded by the keeper: every question after it has them
+
+
+def _hold_drivers(drivers: dict[str, bytes]) -> None:
+    """Load suite driver modules (name: the bytecode the grader compiled) in the keeper, so that
+    the questions after it do not each unmarshal and run them (a millisecond and a half and some
+    350 page faults a question, for 02's). The grader sends a driver a question used; its top level
+    runs here, while no student code can run, with nothing importable that is not imported yet (a
+    submission's module, a withheld package): a driver that needs more is left to each question,
+    as before."""
+    if not drivers:
+        return
+    finders, sys.meta_path = sys.meta_path, []  # only what sys.modules holds already
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ImportWarning: sys.meta_path is empty
+            for name, code in drivers.items():
+                module = types.ModuleType(name)
+                module.__file__ = f"<grader driver {name}>"
+                try:
+                    exec(marshal.loads(code), module.__dict__)  # compiled by the grader: trusted
+                except Exception:  # noqa: BLE001 - left to each question, which reports what it meets
+                    continue
+                _DRIVERS[name] = module
+    finally:
+        sys.meta_path = finders
+        _flush()
+    seed_generators(sys.modules.get("torch"))  # as if nothing had run: each question starts from this state
 
 
 # ---------------------------------------------------------------- stand-ins: modules the grader answers
@@ -729,7 +769,7 @@ class _Session:
         self.home = home
         self.output_path = output_path
         self.modules = modules
-        self.drivers: dict[str, types.ModuleType] = {}
+        self.drivers: dict[str, types.ModuleType] = dict(_DRIVERS)
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         try:

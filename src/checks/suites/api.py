@@ -23,13 +23,13 @@ import pytest
 
 from checks.sandbox.codec import TensorData
 from checks.sandbox.zygote import cuda_available
-from checks.suites.describe import summarize
+from checks.suites.describe import Later, summarize
 from checks.suites.student import (MissingFunction, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, UnsupportedReturn)
 
-__all__ = ["CheckFailed", "MissingFunction", "covers", "StudentCrashed", "StudentFault", "StudentRaised", "StudentTimeout",
-           "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference", "cases",
-           "expect_close", "expect_equal", "expect_raises", "fail", "first_match", "grading_devices", "is_close",
+__all__ = ["CheckFailed", "Later", "MissingFunction", "covers", "StudentCrashed", "StudentFault", "StudentRaised",
+           "StudentTimeout", "TensorData", "UnsupportedReturn", "Refusal", "allclose", "as_index_tuple", "ask_reference",
+           "cases", "expect_close", "expect_equal", "expect_raises", "fail", "first_match", "grading_devices", "is_close",
            "public_module", "question", "question_defaults", "reference_or_refusal"]
 
 Diagnose = Callable[[Any], "str | None"]
@@ -327,7 +327,7 @@ def _call() -> str:
 
 
 def _failed(got: Any, expected_text: str, diagnose: Diagnose | None, detail: str = "", *,
-            subject: str | None = None) -> None:
+            subject: str | Later | None = None) -> None:
     opening = f"{subject} is" if subject else f"{_call()} returned"
     message = f"{opening} {summarize(got)}; expected {expected_text}."
     if detail:
@@ -389,15 +389,16 @@ def expect_equal(got: Any, expected: Any, *, diagnose: Diagnose | None = None) -
 
 
 def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1e-9,
-                 diagnose: Diagnose | None = None, what: str = "values", subject: str | None = None,
+                 diagnose: Diagnose | None = None, what: str = "values", subject: str | Later | None = None,
                  shape_hint: Callable[[tuple[int, ...]], "str | None"] | None = None,
                  alternatives: Iterable[tuple[Any, str]] = (), dtype: str | None = None, note: str = "") -> None:
     """Numerical closeness of arrays, tensors or numbers, with feedback on where they differ.
 
     `subject` names the value in the feedback ("add_backward(...): grad_a"; default: what the last
-    call returned). `shape_hint(shape)` explains a wrong shape. `alternatives` are (value, sentence)
-    pairs, each what a known mistake would give: a result close to one names that mistake. `dtype`
-    is required of a close result ("float64"). `note` is added when the values differ.
+    call returned; a Later where saying it costs more than the check). `shape_hint(shape)`
+    explains a wrong shape. `alternatives` are (value, sentence) pairs, each what a known mistake
+    would give: a result close to one names that mistake. `dtype` is required of a close result
+    ("float64"). `note` is added when the values differ.
     """
     want = _as_array(expected)
     have = _as_array(got)

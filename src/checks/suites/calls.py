@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, TypeVar
 
 from checks.suites.api import current_student, fail
-from checks.suites.describe import summarize
+from checks.suites.describe import Later, summarize
 from checks.suites.diagnoses import MARKER
 from checks.suites.student import StudentFault, StudentRaised
 
@@ -24,7 +24,7 @@ Mistake = Callable[[StudentRaised], "str | None"]
 _NOT_GIVEN: Any = object()
 
 
-def call_or_fail(call: Callable[[], Result], *, text: str | None = None, expected: Any = _NOT_GIVEN,
+def call_or_fail(call: Callable[[], Result], *, text: str | Later | None = None, expected: Any = _NOT_GIVEN,
                  because: str = "", mistake: str | Mistake | None = None, note: str | None = None) -> Result:
     """What `call()` returns: one call of the student's code (`lambda: student.rules.exp_backward(g, a)`,
     `lambda: student.run(drivers.train, ...)`). Where the student's code does not return, the case
@@ -34,6 +34,7 @@ def call_or_fail(call: Callable[[], Result], *, text: str | None = None, expecte
       or a scenario: "t = Tensor([1, 2, 3])"), on a line of its own with what happened below it,
       so that cases that fail the same way (a stub, a missing module) are shown once. The checks
       after it name the call so too (name_call). Without it, the engine's own summary of the call.
+      A Later makes it only if it is shown.
     - `expected` (a value, or a function that gives it, run only when shown) and `because`: what
       the call should have returned, for an input the student's code must accept and refused
       ("; expected (2, 3): PyTorch accepts this input.").
@@ -54,7 +55,7 @@ def call_or_fail(call: Callable[[], Result], *, text: str | None = None, expecte
     return result
 
 
-def name_call(text: str) -> None:
+def name_call(text: str | Later) -> None:
     """Name the running case's last call `text` in the feedback of the checks that follow
     (`{text} returned ...; expected ...`), where the engine's summary of the arguments would not
     say what the student ran ("train_epoch(...), its loss after epoch 2,")."""
@@ -63,7 +64,7 @@ def name_call(text: str) -> None:
         student.last_call = text
 
 
-def _fault_message(fault: StudentFault, text: str | None, expected: Any, because: str,
+def _fault_message(fault: StudentFault, text: str | Later | None, expected: Any, because: str,
                    mistake: str | Mistake | None, note: str | None) -> str:
     head = f"{text}\n" if text else f"{fault.call} "
     if not isinstance(fault, StudentRaised) or fault.is_stub:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -12,6 +12,32 @@ from checks.sandbox.codec import TensorData
 MAX_SUMMARY = 120
 MAX_ARGUMENT = 60  # each argument of a call; the call as a whole stays readable
 SMALL_ARRAY = 6  # arrays with at most this many elements are shown in full
+
+
+class Later:
+    """Feedback text made only when it is shown (formatted, printed or tested for truth): most
+    cases pass, and saying what one ran (each array's shape, a program line by line) can cost more
+    than checking it. Give one where a check takes a text: `Later(lambda: describe(program))`."""
+
+    __slots__ = ("_make", "_text")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = str(self._make())
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __bool__(self) -> bool:
+        return bool(str(self))
+
+    def __repr__(self) -> str:
+        return repr(str(self))
 
 
 _CALL_THEN_OUTCOME = re.compile(r"^(\w+)\((.*?)\) (raised|returned|crashed|did not|was not|sent back) ")

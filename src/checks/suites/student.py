@@ -20,7 +20,7 @@ from checks.sandbox.accounting import MemoryWatch
 from checks.sandbox.supervisor import (ReplyRefused, SandboxUnavailable, Worker, WorkerConfig, WorkerDied,
                                       WorkerTimedOut, Zygote)
 from checks.suites.budgets import TimeBudget
-from checks.suites.describe import summarize_call
+from checks.suites.describe import Later, summarize_call
 
 
 MAX_HANGS = 2  # a function that hung, or sent back too much, this often in one question is not called again there
@@ -190,7 +190,9 @@ class SubmissionWorkers:
         fit for another question (Worker.start_afresh), else a fresh one."""
         if self._idle is not None:
             (idle_config, worker), self._idle = self._idle, None
-            if idle_config.serves(config) and worker.start_afresh():
+            # the drivers its last questions were sent stay in its keeper, for every question after
+            if idle_config.serves(config) and \
+                    worker.start_afresh({name: _driver_code(name) for name in worker.given - worker.held}):
                 return worker
             worker.kill()
         return self.fresh(config)
@@ -487,7 +489,7 @@ class Student:
     def __init__(self, sandbox: QuestionSandbox, modules: frozenset[str]) -> None:
         self._sandbox = sandbox
         self._modules = modules
-        self._last_call: str | tuple[str, tuple, dict] = ""
+        self._last_call: str | Later | tuple[str, tuple, dict] = ""
         self.last_result: Any = None
         # the last call returned a value (not a fault): a check that then raises met that value
         self.returned = False
@@ -499,10 +501,12 @@ class Student:
         calls pass and are never described, and big arguments take a while to summarize."""
         if isinstance(self._last_call, tuple):
             self._last_call = summarize_call(*self._last_call)
+        elif isinstance(self._last_call, Later):
+            self._last_call = str(self._last_call)
         return self._last_call
 
     @last_call.setter
-    def last_call(self, text: str) -> None:
+    def last_call(self, text: "str | Later") -> None:
         self._last_call = text
 
     def __getattr__(self, module: str) -> "_ModuleProxy":
