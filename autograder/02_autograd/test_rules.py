@@ -64,10 +64,10 @@ def compare_rule(got, call, qid, case, expected, mistakes):
     """Check every gradient a rule returned against PyTorch's, the likely mistakes named from the
     table (`mistakes`: what each known mistake returns, computed with the case's reference)."""
     items = gradient_tuple(got, len(expected), call)
-    note = diagnoses.note(qid, **case)
+    note = Later(lambda: diagnoses.note(qid, **case) or "")
     for k, (item, want) in enumerate(zip(items, expected)):
         check_array(item, want, f"grad_{'ab'[k]}", call, shape_hint=diagnoses.shape_hint(qid, k, **case),
-                    alternatives=mistakes.get(k, ()), note=note or "")
+                    alternatives=mistakes.get(k, ()), note=note)
 
 
 def describe_call(fn, names, inputs, grad, extra=""):
@@ -192,7 +192,7 @@ def _check_binary(student, op, a, b, grad, expected, mistakes):
     qid, case = f"rules.{op}_backward", dict(a=a, b=b, grad=grad)
     call = describe_call(f"{op}_backward", "ab", [a, b], grad)
     got = call_or_fail(lambda: getattr(student.rules, f"{op}_backward")(grad, a, b), text=call,
-                       note=diagnoses.note(qid, **case))
+                       note=Later(lambda: diagnoses.note(qid, **case) or ""))
     compare_rule(got, call, qid, case, expected, mistakes)
 
 

@@ -260,6 +260,29 @@ def test_call_or_fail_adds_nothing_to_a_stub_a_crash_or_a_broken_hint():
     assert failure_of(raised(), mistake=broken, expected=lambda: 1 / 0).endswith("at strides.py:7 in numel")
 
 
+def test_later_text_is_made_only_when_a_failure_shows_it_and_reads_as_the_text_itself():
+    """A Later (text, subject, note) costs nothing where the case passes; where it fails, the
+    feedback is word for word what the plain text gives."""
+    import numpy as np
+
+    from checks.suite import Later, call_or_fail, expect_close
+    made = []
+
+    def later(text):
+        return Later(lambda: made.append(text) or text)
+
+    expect_close(np.ones(3), np.ones(3), subject=later("add_backward(grad, a, b): grad_a"), note=later("n"))
+    assert call_or_fail(lambda: 6, text=later("numel(shape)")) == 6
+    assert made == []
+    for options in ({"subject": "exp_backward(grad, a): grad_a", "note": "Sizes may be 0."},):
+        lazily = {name: later(text) for name, text in options.items()}
+        assert close_failure(np.zeros(3), np.ones(3), **lazily) == close_failure(np.zeros(3), np.ones(3), **options)
+    options = {"text": "t = Tensor([1, 2, 3])", "note": "Sizes may be 0."}
+    assert failure_of(raised(), **{name: later(text) for name, text in options.items()}) == \
+        failure_of(raised(), **options)
+    assert f"{later('x'):>3}" == "  x" and str(later("y")) == "y" and not Later(lambda: "")
+
+
 # ---- matching known mistakes and seeding cases ---------------------------------------------------
 
 def test_first_match_names_the_first_mistake_the_answer_is_close_to():

@@ -391,7 +391,8 @@ def expect_equal(got: Any, expected: Any, *, diagnose: Diagnose | None = None) -
 def expect_close(got: Any, expected: Any, *, rtol: float = 1e-7, atol: float = 1e-9,
                  diagnose: Diagnose | None = None, what: str = "values", subject: str | Later | None = None,
                  shape_hint: Callable[[tuple[int, ...]], "str | None"] | None = None,
-                 alternatives: Iterable[tuple[Any, str]] = (), dtype: str | None = None, note: str = "") -> None:
+                 alternatives: Iterable[tuple[Any, str]] = (), dtype: str | None = None,
+                 note: str | Later = "") -> None:
     """Numerical closeness of arrays, tensors or numbers, with feedback on where they differ.
 
     `subject` names the value in the feedback ("add_backward(...): grad_a"; default: what the last

@@ -25,7 +25,7 @@ _NOT_GIVEN: Any = object()
 
 
 def call_or_fail(call: Callable[[], Result], *, text: str | Later | None = None, expected: Any = _NOT_GIVEN,
-                 because: str = "", mistake: str | Mistake | None = None, note: str | None = None) -> Result:
+                 because: str = "", mistake: str | Mistake | None = None, note: str | Later | None = None) -> Result:
     """What `call()` returns: one call of the student's code (`lambda: student.rules.exp_backward(g, a)`,
     `lambda: student.run(drivers.train, ...)`). Where the student's code does not return, the case
     fails, and the feedback says:
@@ -65,7 +65,7 @@ def name_call(text: str | Later) -> None:
 
 
 def _fault_message(fault: StudentFault, text: str | Later | None, expected: Any, because: str,
-                   mistake: str | Mistake | None, note: str | None) -> str:
+                   mistake: str | Mistake | None, note: str | Later | None) -> str:
     head = f"{text}\n" if text else f"{fault.call} "
     if not isinstance(fault, StudentRaised) or fault.is_stub:
         return head + fault.outcome
@@ -81,7 +81,7 @@ def _fault_message(fault: StudentFault, text: str | Later | None, expected: Any,
     if said:
         lines.append(f"{MARKER} {said}")
     if note:
-        lines.append(note)
+        lines.append(str(note))
     return "\n".join(lines)
 
 
