@@ -375,6 +375,12 @@ STASH_KEY = 0x5EC2E7
 KEYCTL = {"x86_64": 250}.get(os.uname().machine)  # add_key and request_key are the two before it
 
 
+def keyrings(libc):
+    """The uid's keyrings that outlive a process: its user, user session and persistent ones."""
+    persistent = libc.syscall(KEYCTL, 22, -1, ctypes.c_int(-4))  # KEYCTL_GET_PERSISTENT
+    return [ring for ring in (-4, -5, persistent) if ring != -1]
+
+
 def steal(secret):
     """Hide what this question was given for the questions after."""
     secret = secret.encode()
@@ -394,8 +400,9 @@ def steal(secret):
     queue = libc.mq_open(b"/checks-stash", os.O_CREAT | os.O_WRONLY, 0o666, None)  # POSIX queues outlive us too
     if queue >= 0:
         libc.mq_send(queue, secret, len(secret), 0)
-    if KEYCTL:  # a key in the uid's keyring
-        libc.syscall(KEYCTL - 2, b"user", b"checks-stash", secret, len(secret), ctypes.c_int(-4))
+    if KEYCTL:  # a key in each of the uid's keyrings: its user, user session and persistent ones
+        for ring in keyrings(libc):
+            libc.syscall(KEYCTL - 2, b"user", b"checks-stash", secret, len(secret), ctypes.c_int(ring))
     if os.fork() == 0:  # a daemon that hands it on
         os.setsid()
         server = socket.socket(socket.AF_UNIX)
@@ -422,11 +429,12 @@ def find():
     segment = libc.shmget(STASH_KEY, 0, 0)
     if segment >= 0:
         found.append(ctypes.string_at(libc.shmat(segment, None, 0)).decode())
-    key = libc.syscall(KEYCTL - 1, b"user", b"checks-stash", None, ctypes.c_int(-4)) if KEYCTL else -1
-    if key > 0:
-        value = ctypes.create_string_buffer(100)
-        libc.syscall(KEYCTL, 11, key, value, 100)  # KEYCTL_READ
-        found.append(value.value.decode())
+    for ring in keyrings(libc) if KEYCTL else ():
+        key = libc.syscall(KEYCTL, 10, ctypes.c_int(ring), b"user", b"checks-stash", 0)  # KEYCTL_SEARCH
+        if key > 0:
+            value = ctypes.create_string_buffer(100)
+            libc.syscall(KEYCTL, 11, key, value, 100)  # KEYCTL_READ
+            found.append(value.value.decode())
     queue = libc.mq_open(b"/checks-stash", os.O_RDONLY)
     if queue >= 0:
         message = ctypes.create_string_buffer(1 << 16)
@@ -444,19 +452,24 @@ def find():
 
 @needs_jail
 def test_nothing_of_a_reference_outlives_its_question(make_course):
-    """No file, process or shared memory of a question may carry what it was given to a question
-    graded in another worker. (The questions given no reference run before any that is given one:
-    the finder here is given another reference file, which puts it after the thief.)"""
+    """No file, process, shared memory or key of a question may carry what it was given to the
+    next question of its worker, or to a question graded in another worker. (The questions given
+    no reference run before any that is given one: the last finder here is given another
+    reference file, which puts it after the thief.)"""
     root = make_course({
         "autograder/leak/assignment.toml": 'files = ["good.py", "thief.py"]\n',
         "autograder/leak/test_leak.py": """
             from checks.suite import question, expect_equal
 
-            @question("thief.steal", points=50, use_reference=("good.py",))
+            @question("thief.steal", points=40, use_reference=("good.py",))
             def test_steal(student):
                 expect_equal(student.thief.steal("{SECRET}"), "stashed")
 
-            @question("thief.find", points=50, use_reference=("other.py",))
+            @question("thief.find_next", points=30, use_reference=("good.py",))
+            def test_find_next(student):  # the same worker, handed on
+                expect_equal(student.thief.find(), [])
+
+            @question("thief.find", points=30, use_reference=("other.py",))
             def test_find(student):
                 expect_equal(student.thief.find(), [])
         """.replace("{SECRET}", SECRET),
@@ -468,8 +481,8 @@ def test_nothing_of_a_reference_outlives_its_question(make_course):
     })
     [result] = grade_sources(load_assignment(root, "leak"), [Source.from_path(root / "subs/thief")], jobs=1,
                              isolation=jail.choose(jail.BWRAP))
-    assert result.question("thief.steal").passed, result.question("thief.steal").feedback
-    assert result.question("thief.find").passed, result.question("thief.find").feedback
+    for qid in ("thief.steal", "thief.find_next", "thief.find"):
+        assert result.question(qid).passed, result.question(qid).feedback
 
 
 SEEKER = '''
