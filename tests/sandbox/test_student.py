@@ -490,7 +490,8 @@ def test_a_drivers_code_goes_to_a_worker_once_and_its_keeper_holds_it_for_the_qu
     send = Worker.send
 
     def noted(worker, requests, timeout):
-        sent.extend(pickle.loads(request)["module"] for request in requests if "code" in pickle.loads(request))
+        messages = [pickle.loads(request) for request in requests]
+        sent.extend(message["module"] for message in messages if "code" in message)
         send(worker, requests, timeout)
 
     monkeypatch.setattr(Worker, "send", noted)

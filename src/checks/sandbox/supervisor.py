@@ -276,10 +276,11 @@ class Worker:
         done; else the worker is killed."""
         if not self.alive:
             return False
+        drivers = drivers or {}
         try:
             self.control.settimeout(AFRESH_TIMEOUT)
             self.control.sendall(AFRESH)
-            send_frame(self.control, pickle.dumps(drivers or {}, protocol=pickle.HIGHEST_PROTOCOL))
+            send_frame(self.control, pickle.dumps(drivers, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             self.kill()
             return False
@@ -297,7 +298,7 @@ class Worker:
         self.sock = socket.socket(fileno=fds[0])
         self.reader = FrameReader(self.sock)
         # never more than was sent: a name it did not get would leave a question without its driver
-        self.held = {name for name in held if type(name) is str and (name in self.held or name in (drivers or {}))}
+        self.held = {name for name in held if type(name) is str and (name in self.held or name in drivers)}
         self.given = set(self.held)
         return True
 

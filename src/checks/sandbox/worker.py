@@ -201,9 +201,8 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Imports the submission's top-level modules from the bytecode the grader compiled for them,
     which the keeper holds as code objects: each question process is new, and finding the file,
     reading it again, hashing it against its bytecode and unmarshalling it was a good part of its
-    start. The file is the one the keeper
-    wrote (its stamp says so); one that changed, or a path a question put in front of the home, is
-    imported the usual way."""
+    start. The file is the one the keeper wrote (its stamp says so); one that changed, or a path a
+    question put in front of the home, is imported the usual way."""
 
     def __init__(self, home: _Home) -> None:
         self.home = home
@@ -317,7 +316,6 @@ def _clear_around(folder: str, kept: list[str]) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-@functools.cache
 def _libc() -> ctypes.CDLL:
     """The C library, loaded once: the keeper's copy is every question process's, so that a
     question's first prctl costs no dlopen (a process a question, on the grading hot path)."""
@@ -412,17 +410,23 @@ def _hold_drivers(drivers: dict[str, bytes]) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # ImportWarning: sys.meta_path is empty
             for name, code in drivers.items():
-                module = types.ModuleType(name)
-                module.__file__ = f"<grader driver {name}>"
                 try:
-                    exec(marshal.loads(code), module.__dict__)  # compiled by the grader: trusted
+                    _DRIVERS[name] = _driver_module(name, code)
                 except BaseException:  # noqa: BLE001 - SystemExit too: left to each question, which reports it
                     continue
-                _DRIVERS[name] = module
     finally:
         sys.meta_path = finders
         _flush()
     seed_generators(sys.modules.get("torch"))  # as if nothing had run: each question starts from this state
+
+
+def _driver_module(name: str, code: bytes) -> types.ModuleType:
+    """A suite driver module run from the bytecode the grader compiled (trusted), in the keeper
+    (_hold_drivers) or in the question that first runs it."""
+    module = types.ModuleType(name)
+    module.__file__ = f"<grader driver {name}>"
+    exec(marshal.loads(code), module.__dict__)
+    return module
 
 
 # ---------------------------------------------------------------- stand-ins: modules the grader answers
@@ -805,10 +809,7 @@ class _Session:
     def _driver_function(self, request: dict) -> Any:
         module = self.drivers.get(request["module"])
         if module is None:
-            module = types.ModuleType(request["module"])
-            module.__file__ = f"<grader driver {request['module']}>"
-            exec(marshal.loads(request["code"]), module.__dict__)  # compiled by the grader: trusted
-            self.drivers[request["module"]] = module
+            module = self.drivers[request["module"]] = _driver_module(request["module"], request["code"])
         return getattr(module, request["name"])
 
     def _raised(self, error: BaseException) -> dict:
