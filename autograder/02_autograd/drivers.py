@@ -568,13 +568,15 @@ def _probed(tensor, limit, deepest):
 def deep_chain(x_data, w_data, ops, recursion_limit=1000, answers=None):
     """x0 (leaf), w (leaf); x_{k+1} = op_k(x_k) for each op; L = x_n.sum(); L.backward().
 
-    Runs at Python's default recursion limit, which the student's code may not raise: while the
-    chain runs, sys.setrecursionlimit refuses any higher limit, and a limit raised all the same
-    (through a reference the code kept) is reported as "limit_raised". That guard lives where the
-    student's code runs; the evidence the grader judges is "deepest": how many frames down
-    backward read the leaves (x0 and w sit at the far end of the chain), which no frame count
-    within the limit can reach. Each op is ("add_c", c), ("mul_c", c), ("sub_c", c) (x = c - x),
-    ("div_c", c), ("neg",), ("add_w",) or ("mul_w",). `answers`: the rules' answers at each op,
+    The question's process has its stack capped by the kernel (cap_stack; sandbox/stack_cap.py):
+    a backward that recurses once per node runs out of it a few hundred calls down, whatever the
+    recursion limit, and the SystemError or MemoryError that says so comes back as a RecursionError
+    (a generator that recurses crashes the process). Beside that, for clearer words where the cap
+    is not there to say it: the chain runs at Python's default recursion limit, which
+    sys.setrecursionlimit refuses to raise while it runs; a limit raised all the same (through a
+    reference the code kept) is reported as "limit_raised", and "deepest" says how many frames down
+    backward read the leaves (x0 and w sit at the far end of the chain). Each op is ("add_c", c),
+    ("mul_c", c), ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",). `answers`: the rules' answers at each op,
     computed by the grader ahead (answer_key: bytes to ((shape, bytes), ...)): thousands of calls,
     each else a round trip to the grader.
     """
@@ -600,7 +602,13 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000, answers=None):
         loss = x.sum()
         classes = [(leaf, _probed(leaf, recursion_limit, deepest)) for leaf in (x0, w)]
         with _answered(answers):
-            loss.backward()
+            try:
+                loss.backward()
+            except (SystemError, MemoryError) as error:  # what a capped stack (cap_stack) raises when it runs out
+                said = type(error).__name__ + (f": {error}" if str(error) else "")
+                raise RecursionError(f"Python calls nested deeper than this check allows: a few hundred levels, "
+                                     f"whatever the recursion limit (Python said {said})"
+                                     ).with_traceback(error.__traceback__) from None
         for leaf, plain in classes:
             leaf.__class__ = plain
         classes = []

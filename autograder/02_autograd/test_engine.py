@@ -725,7 +725,7 @@ def _deep_chain_case(use_w):
 DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
 
 
-@question("engine.deep_chain", points=3, timeout=60.0, **ENGINE)
+@question("engine.deep_chain", points=3, timeout=60.0, cap_stack=True, **ENGINE)
 @cases("use_w", [False, True], ids=["constants only", "with a second leaf w"], send_ahead=True)
 def test_deep_chain(student, use_w):
     x_data, w_data, ops, (loss, grads), answers = DEEP_CHAINS[use_w]

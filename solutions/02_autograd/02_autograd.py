@@ -432,8 +432,9 @@ print("torch:", y.requires_grad, y.grad_fn, x.detach().requires_grad)
 #
 # A chain of 1,500 ops is deeper than Python's default recursion limit of 1,000, so a backward
 # that recurses once per node fails. The check holds the limit at 1,000: raising it with
-# `sys.setrecursionlimit` is refused. Walk the graph with your own stack (a list you push to and
-# pop from). (`%checks test engine.deep_chain`)
+# `sys.setrecursionlimit` is refused, and calls may nest only a few hundred levels deep whatever
+# the limit. Walk the graph with your own stack (a list you push to and pop from).
+# (`%checks test engine.deep_chain`)
 
 # %% [markdown]
 # ## Quiz

@@ -213,31 +213,114 @@ def test_a_recursive_backward_that_raised_the_limit_through_a_kept_reference_los
     assert "recursion limit" in question.feedback
 
 
-# The same, reading each tensor's grad_fn through object.__getattribute__, which the leaves' probe
-# (a subclass's __getattribute__) never sees: the evidence of depth is taken in the student's own
-# process, and no kernel mechanism sees Python frames (docs/trust-boundary.md, What is not defended).
-def _recursive_engine_past_the_probe() -> dict[str, bytes]:
-    files = _recursive_engine()
-    text = files["engine.py"].decode()
+# Recursion reached by every route around a guard in the student's own process: past the leaves'
+# probe (object.__getattribute__, which a subclass's __getattribute__ never sees), in generators
+# (their frames live on the heap, and nest on the C stack), in a thread of its own with a large
+# stack, and inside a frame large enough to be given a chunk of its own. None of them is held by
+# the interpreter: the kernel holds the question's stack (cap_stack; sandbox/stack_cap.py), so
+# each still loses the question.
+def _past_the_probe(text: str) -> str:
     read = "if tensor.grad_fn is not None:\n                for parent in tensor.grad_fn.parents:"
     assert read in text
-    text = text.replace(read, "if object.__getattribute__(tensor, 'grad_fn') is not None:\n"
+    return text.replace(read, "if object.__getattribute__(tensor, 'grad_fn') is not None:\n"
                               "                for parent in object.__getattribute__(tensor, 'grad_fn').parents:")
-    return {**files, "engine.py": text.encode()}
 
 
-@pytest.mark.xfail(strict=True, reason="known: the recursion evidence is measured where student code runs "
+def _in_generators(text: str) -> str:
+    text = _past_the_probe(text)
+    for old, new in [("                return\n            expanded.add", "                return\n            yield\n"
+                                                                         "            expanded.add"),
+                     ("                        visit(parent)", "                        yield from visit(parent)"),
+                     ("        visit(self)\n", "        for _ in visit(self):\n            pass\n")]:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
+def _in_a_thread(text: str) -> str:
+    text = _past_the_probe(text)
+    old = "        visit(self)\n"
+    assert old in text
+    return text.replace(old, "        import threading\n        threading.stack_size(256 << 20)\n"
+                             "        runner = threading.Thread(target=visit, args=(self,))\n"
+                             "        runner.start()\n        runner.join()\n", 1)
+
+
+def _in_a_large_frame(text: str) -> str:
+    """Called from a frame of 66,000 locals: CPython gives it a data-stack chunk of 1 MiB, with room
+    for the whole recursion after it (a helper's attack, given only the docs)."""
+    text = _past_the_probe(text)
+    old = "        visit(self)\n"
+    assert old in text
+    large = "def large(call):\n    return call()\n    if 0:\n" + "".join(f"        w{i} = 0\n" for i in range(66_000))
+    return text.replace(old, f"        namespace = {{}}\n        exec({large!r}, namespace)\n"
+                             "        namespace['large'](lambda: visit(self))\n", 1)
+
+
+ROUTES = {"past the leaves' probe": _past_the_probe, "in generators": _in_generators, "in a thread": _in_a_thread,
+          "in a large frame": _in_a_large_frame}
+
+
+# Recursion carried by C code alone: a depth-first sort built of iterators nested once per node
+# (itertools.chain over map), whose Python calls each return before the next level is entered.
+# It pushes no Python frame and takes some 80 bytes of C stack a level: 1,500 levels fit in the
+# room the cap leaves native code (NumPy, BLAS and LAPACK need some 50 KiB). A helper's attack,
+# given only the docs; docs/trust-boundary.md says it is not held.
+NESTED_ITERATORS = '''
+
+def _sorted_in_iterators(tensor, expanded):
+    if id(tensor) in expanded:
+        return iter(())
+    expanded.add(id(tensor))
+    parents = [p for p in (tensor.grad_fn.parents if tensor.grad_fn is not None else ()) if p is not None]
+    return itertools.chain(itertools.chain.from_iterable(map(lambda p: _sorted_in_iterators(p, expanded), parents)),
+                           (tensor,))
+'''
+
+
+def _in_nested_iterators(text: str) -> str:
+    start = text.index("        order, expanded = [], set()\n")
+    end = text.index("        # `order` lists every tensor after its inputs")
+    text = text[:start] + "        order = list(_sorted_in_iterators(self, set()))\n\n" + text[end:]
+    return "import itertools\n" + text + NESTED_ITERATORS
+
+
+@pytest.mark.xfail(strict=True, reason="known: recursion in C code alone fits in the C stack native code needs "
                                        "(docs/trust-boundary.md, What is not defended)")
-def test_a_recursive_backward_that_reads_the_graph_past_the_leaves_probe_loses_deep_chain():
-    (result,) = grade_sources(AUTOGRAD, [Source.from_files("recursive", _recursive_engine_past_the_probe())], jobs=1,
+def test_a_backward_that_recurses_in_nested_iterators_loses_deep_chain():
+    files = read_submission(AUTOGRAD.solution_dir).files
+    files = {**files, "engine.py": _in_nested_iterators(files["engine.py"].decode()).encode()}
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("iterators", files)], jobs=1,
                               questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
     question = result.question("engine.deep_chain")
     assert question.score == 0, question.feedback
 
 
-def test_the_reference_engine_keeps_deep_chain():
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_recursive_backward_by_any_route_loses_deep_chain(level, route):
+    files = _recursive_engine()
+    files = {**files, "engine.py": ROUTES[route](files["engine.py"].decode()).encode()}
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("recursive", files)], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(level))
+    question = result.question("engine.deep_chain")
+    assert question.score == 0, question.feedback
+    assert not result.error, result.error  # the student's failure, never the grader's
+
+
+def _with_blas_in_backward(text: str) -> str:
+    """The reference, its backward first multiplying matrices large enough for BLAS to run them."""
+    old = "        if not self.requires_grad:\n"
+    assert old in text
+    return text.replace(old, "        assert (np.ones((200, 300)) @ np.ones((300, 200)))[0, 0] == 300\n" + old, 1)
+
+
+@pytest.mark.parametrize("engine", [lambda text: text, _with_blas_in_backward], ids=["reference", "BLAS in backward"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_engine_that_loops_keeps_deep_chain(level, engine):
     files = read_submission(AUTOGRAD.solution_dir).files
-    (result,) = grade_sources(AUTOGRAD, [Source.from_files("reference", files)], jobs=1,
-                              questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
+    files = {**files, "engine.py": engine(files["engine.py"].decode()).encode()}
+    (result,) = grade_sources(AUTOGRAD, [Source.from_files("loops", files)], jobs=1,
+                              questions=["engine.deep_chain"], isolation=jail.choose(level))
     question = result.question("engine.deep_chain")
     assert question.score == question.max_score, question.feedback

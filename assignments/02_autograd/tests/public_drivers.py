@@ -149,7 +149,8 @@ def views(x):
 
 def long_chain(a, n):
     """n ops in a row (x = x * 1.001 + 0.01, alternating) and a backward, at recursion limit 1000
-    (which your code may not raise: the hidden check holds it there)."""
+    (which your code may not raise: the hidden check holds it there), with calls allowed to nest
+    only a few hundred levels deep whatever the limit (the question's cap_stack)."""
     import engine
 
     x0 = engine.Tensor(a, requires_grad=True)
@@ -159,7 +160,13 @@ def long_chain(a, n):
     try:
         for k in range(n):
             x = x * 1.001 if k % 2 == 0 else x + 0.01
-        x.sum().backward()
+        try:
+            x.sum().backward()
+        except (SystemError, MemoryError) as error:  # how Python says the capped stack ran out
+            said = type(error).__name__ + (f": {error}" if str(error) else "")
+            raise RecursionError(f"Python calls nested deeper than this check allows: a few hundred levels, "
+                                 f"whatever the recursion limit (Python said {said})"
+                                 ).with_traceback(error.__traceback__) from None
         grad = _grad(x0)
         raised = sys.getrecursionlimit() > 1000
         sys.setrecursionlimit(1000)

@@ -381,7 +381,7 @@ def test_views(student):
     expect_close(got["x.grad"], xt.grad.numpy(), note=note("engine.views"))
 
 
-@question("engine.deep_chain", points=3, block_imports=NO_TORCH, timeout=60.0)
+@question("engine.deep_chain", points=3, block_imports=NO_TORCH, timeout=60.0, cap_stack=True)
 def test_deep_chain(student):
     a, n = rng.standard_normal(3), 1_500
     got = call_or_fail(lambda: student.run(public_drivers.long_chain, a, n),

@@ -41,7 +41,7 @@ import types
 import warnings
 from typing import Any, Callable, Container
 
-from checks.sandbox import codec
+from checks.sandbox import codec, stack_cap
 from checks.sandbox.cores import take_turns_on
 from checks.sandbox.forking import plain_fork
 from checks.sandbox.stand_ins import exception_type
@@ -374,21 +374,26 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
 
 
 def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _SubmissionModules) -> None:
-    """A question process: answer the grader's requests until it closes the socket."""
+    """A question process: answer the grader's requests until it closes the socket, from a data
+    stack chunk of its own (stack_cap: what a capped question may use is then known)."""
     global _ASKING
     try:
         session = _Session(home.path, home.output_path, modules)
         _ASKING = asking = _Asking(sock, reader)
-        while True:
-            try:
-                request = asking.next_request()
-            except EOFError:
-                break
-            header, value = session.handle(request)
-            encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
-            send_frame(sock, encoded, *([] if value is None else [value]))
+        stack_cap.in_own_chunk(_serve, sock, asking, session)
     finally:
         os._exit(0)
+
+
+def _serve(sock: socket.socket, asking: "_Asking", session: "_Session") -> None:
+    while True:
+        try:
+            request = asking.next_request()
+        except EOFError:
+            return
+        header, value = session.handle(request)
+        encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
+        send_frame(sock, encoded, *([] if value is None else [value]))
 
 
 # ---------------------------------------------------------------- suite drivers the keeper holds
@@ -780,11 +785,12 @@ class _Session:
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         try:
-            if request["op"] == "call":
-                target = self._student_function(request["module"], request["name"])
+            if request["op"] == "cap_stack":  # the question's first request: no student code has run here
+                result = stack_cap.cap()
             else:
-                target = self._driver_function(request)
-            result = target(*request["args"], **request["kwargs"])
+                target = (self._student_function(request["module"], request["name"]) if request["op"] == "call"
+                          else self._driver_function(request))
+                result = target(*request["args"], **request["kwargs"])
         except BaseException as error:  # noqa: BLE001 - SystemExit and friends are answers too
             header, payload = self._raised(error), None
         else:

@@ -49,6 +49,7 @@ CLEANUP_WAIT = 1.0  # at most, for the workers killed when the grader is gone
 # from us instead of once: torch.optim's first step pulls in torch._dynamo, and
 # torch.broadcast_shapes sympy through symbolic_shapes.
 LAZY_TORCH_MODULES = ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # the variables NumPy's BLAS libraries read
 
 
 def supervise(listener: socket.socket, *, homes: str | None = None, run_dir: str | None = None,
@@ -320,9 +321,10 @@ def cuda_available() -> bool:
 
 
 def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
-    """Import what every worker needs, ready to fork: torch on one thread (forking after a
-    multi-threaded torch op deadlocks the child inside OpenMP), and CUDA availability asked of
-    NVML (asking CUDA itself initialises a driver that forked children then cannot use).
+    """Import what every worker needs, ready to fork: torch and NumPy's BLAS on one thread
+    (forking after a multi-threaded torch op deadlocks the child inside OpenMP), and CUDA
+    availability asked of NVML (asking CUDA itself initialises a driver that forked children then
+    cannot use).
 
     `imports`: more modules, each worth importing once when many processes fork from here and
     would each import it (LAZY_TORCH_MODULES, an assignment's `sandbox_imports`). One that does
@@ -331,6 +333,9 @@ def warm_up(imports: Iterable[str] = (), without: tuple[str, ...] = ()) -> None:
     """
     ask_nvml()
     worker.refuse_imports(without)  # nor through another package: torch then goes without numpy
+    # NumPy's BLAS on one thread too, whatever the grader's environment says: read as it loads, and
+    # no pool of threads to start again in every question process (a capped one starts none)
+    os.environ.update({name: "1" for name in BLAS_THREADS})
     if "numpy" not in without:
         import numpy.random  # noqa: F401 - with its global generator, which a worker seeds for each question
     if "torch" not in without:

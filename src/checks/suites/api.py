@@ -39,7 +39,7 @@ QUESTION_MARK = "checks_question"
 COVERS_MARK = "checks_covers"
 DEFAULTS_MARK = "checks_question_defaults"
 QUESTION_DEFAULTS: dict[str, Any] = {"all_or_nothing": False, "use_reference": (), "block_imports": (),
-                                     "timeout": 10.0, "kinks": ()}
+                                     "timeout": 10.0, "kinks": (), "cap_stack": False}
 ParameterSet = type(pytest.param())  # what pytest.param(...) returns; pytest has no public name for it
 
 # Per-run state, set by the plugin around each test (context variables, not module globals):
@@ -59,7 +59,8 @@ class CaseSettled(Exception):
 def question(qid: str, points: float | Mapping[str, float], *, all_or_nothing: bool | None = None,
              use_reference: tuple[str, ...] | None = None, block_imports: tuple[str, ...] | None = None,
              timeout: float | None = None,
-             kinks: Sequence[str] | Mapping[str, Sequence[str]] | None = None) -> pytest.MarkDecorator:
+             kinks: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+             cap_stack: bool | None = None) -> pytest.MarkDecorator:
     """Mark a test function as (part of) question `qid`, worth `points` over all its cases.
 
     `qid` may name a parameter of the test, as in "rules.{op}_backward": each value of `op` is then
@@ -76,9 +77,13 @@ def question(qid: str, points: float | Mapping[str, float], *, all_or_nothing: b
     input exactly 0, a count that divides exactly): `checks verify` fails the question unless some
     case of it is at each, as its `@cases(boundaries=...)` declare. A mapping gives them per value
     of the qid's parameter, as `points` does.
+
+    `cap_stack`: the kernel holds how deep the student's code may call (sandbox/stack_cap.py):
+    recursion a few hundred calls deep fails, whatever recursion limit the code sets, where a loop
+    is never near it. For a check that code does not recurse once per item (02's deep chain).
     """
     given = {"all_or_nothing": all_or_nothing, "use_reference": use_reference, "block_imports": block_imports,
-             "timeout": timeout, "kinks": kinks}
+             "timeout": timeout, "kinks": kinks, "cap_stack": cap_stack}
     _check_options(given)
     return getattr(pytest.mark, QUESTION_MARK)(qid=qid, points=points, **{
         name: (tuple(value) if isinstance(value, (list, tuple)) else value)

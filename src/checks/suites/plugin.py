@@ -99,7 +99,8 @@ class ChecksPlugin:
     def _sandbox_for(self, options: dict[str, Any]) -> QuestionSandbox:
         """One sandbox per question. Its worker may be the last question's (SubmissionWorkers),
         but only one holding the same files and import blocks: references never leak across."""
-        key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"])
+        key = (options["qid"], options["use_reference"], options["block_imports"], options["timeout"],
+               options["cap_stack"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
         given = self._references_given(options)
@@ -116,7 +117,8 @@ class ChecksPlugin:
         config = WorkerConfig(files=with_bytecode(files, self._bytecode, self.assignment.modules or None),
                               block_imports=options["block_imports"],
                               limits=self.limits, uid=self.uid, stand_ins=self._stand_ins(given))
-        sandbox = QuestionSandbox(self.workers, config, options["timeout"], self.budget, options["qid"])
+        sandbox = QuestionSandbox(self.workers, config, options["timeout"], self.budget, options["qid"],
+                                  cap_stack=options["cap_stack"])
         self._open = (key, sandbox)
         return sandbox
 

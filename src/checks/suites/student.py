@@ -230,13 +230,16 @@ class QuestionSandbox:
     """The worker that serves one question, taken on first use and replaced after a crash."""
 
     def __init__(self, workers: SubmissionWorkers, config: WorkerConfig, timeout: float,
-                 budget: TimeBudget | None = None, qid: str = "") -> None:
-        """`timeout`: per call; `budget`: the submission's time, of which `qid` spends."""
+                 budget: TimeBudget | None = None, qid: str = "", *, cap_stack: bool = False) -> None:
+        """`timeout`: per call; `budget`: the submission's time, of which `qid` spends; `cap_stack`:
+        each question process is capped (sandbox/stack_cap.py) before any call reaches it."""
         self.workers = workers
         self.config = config
         self.timeout = timeout
         self.budget = budget or TimeBudget()
         self.qid = qid
+        self.cap_stack = cap_stack
+        self.stack_capped: bool | None = None  # whether the last question process took the cap (None: not asked)
         self.worker: Worker | None = None
         # per function, the calls that cost the grader dearly (a timeout, a value too large to take) and
         # the fault that says how the last did; after MAX_HANGS its calls fail at once, not run
@@ -253,7 +256,7 @@ class QuestionSandbox:
         self.ahead.clear()  # the last test's, never asked for
         try:
             worker = self._worker()
-        except SandboxUnavailable:
+        except (SandboxUnavailable, WorkerTimedOut, WorkerDied):
             return  # each call says so when it is made
         # all of them must fit in the socket at once: the worker may be busy sending a large reply
         budget, size, wire = min(SEND_AHEAD_BYTES, worker.send_capacity), 0, []
@@ -301,8 +304,10 @@ class QuestionSandbox:
             killed = self.workers.why_killed()
             if killed:
                 raise StudentCrashed(describe, f"was stopped: {killed}") from None
-            raise StudentCrashed(describe, "crashed the sandbox process: os._exit, a fatal signal or a memory "
-                                     "or CPU limit; the calls after it ran in a fresh one") from None
+            deep = (", or calls nested deeper than this check allows (it holds the stack to a few hundred levels)"
+                    if self.stack_capped else "")
+            raise StudentCrashed(describe, f"crashed the sandbox process: os._exit, a fatal signal or a memory "
+                                           f"or CPU limit{deep}; the calls after it ran in a fresh one") from None
         ran_out = self.budget.ran_out(self.qid)
         if ran_out and value.payload_bytes > READ_FREELY_BYTES:
             raise StudentTimeout(describe, f"returned a value too large to read within the time limit: {ran_out}")
@@ -371,13 +376,23 @@ class QuestionSandbox:
         if self.worker is None:
             with self.budget.not_counting():
                 self.worker = self.workers.take(self.config)
+                self._cap(self.worker)
         elif not self.worker.alive:
             # it crashed, hung or sent what was refused, as the submission's code made it: starting
             # the fresh one for the calls after is the question's time (else a call that crashes
             # every time keeps the grader forking workers outside every budget)
             with self.budget.spending(self.qid):
                 self.worker = self.workers.fresh(self.config)
+                self._cap(self.worker)
         return self.worker
+
+    def _cap(self, worker: Worker) -> None:
+        """Cap a fresh question process's stack (cap_stack), as its first request: none of the
+        student's code has run in it. Where the kernel cannot, the question runs uncapped."""
+        if self.cap_stack:
+            worker.send([_pickle({"op": "cap_stack"})], self._limit())
+            header, payload = worker.reply(self._limit())
+            self.stack_capped = header.get("status") == "returned" and codec.decode(payload) is None
 
     def _kill(self) -> None:
         self.ahead.clear()  # their answers came from the worker that misbehaved: asked again afresh
