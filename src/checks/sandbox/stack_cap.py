@@ -5,8 +5,8 @@ raises itself, by some route no guard in its own process can hold (a reference k
 ctypes): the limit and the frames both live there. What lives outside is memory. CPython keeps
 Python frames on a "data stack" of chunks it maps as it needs them (16 KiB, or a power-of-two
 multiple for a larger frame), and a generator resumed inside another grows the C stack. So a
-question process runs its requests in a frame at the start of a chunk of its own, with
-HEADROOM bytes free after it (in_own_chunk); a capped question (`cap`) may then map no new chunk
+capped question process runs its requests in a frame at the start of a chunk of its own, with
+HEADROOM bytes free after it (in_own_chunk), and once capped (`cap`) it may map no new chunk
 (a seccomp filter answers any such mmap with ENOMEM), start no thread (whose frames would need
 one), nor reach more than C_HEADROOM below where its C stack stands (RLIMIT_STACK, lowered for
 good). Code that loops stays far inside both; recursion in Python a few hundred calls deep fails,

@@ -374,26 +374,34 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
 
 
 def _answer(sock: socket.socket, reader: FrameReader, home: _Home, modules: _SubmissionModules) -> None:
-    """A question process: answer the grader's requests until it closes the socket, from a data
-    stack chunk of its own (stack_cap: what a capped question may use is then known)."""
+    """A question process: answer the grader's requests until it closes the socket."""
     global _ASKING
     try:
         session = _Session(home.path, home.output_path, modules)
         _ASKING = asking = _Asking(sock, reader)
-        stack_cap.in_own_chunk(_serve, sock, asking, session)
+        _serve(sock, asking, session)
     finally:
         os._exit(0)
 
 
-def _serve(sock: socket.socket, asking: "_Asking", session: "_Session") -> None:
+def _serve(sock: socket.socket, asking: "_Asking", session: "_Session", request: dict | None = None) -> None:
+    """Answer `request`, then each request after it. A capped question (stack_cap) answers its
+    first one, the cap, and all the others from a data-stack chunk of its own: what its code may
+    use is then known."""
     while True:
-        try:
-            request = asking.next_request()
-        except EOFError:
+        if request is None:
+            try:
+                request = asking.next_request()
+            except EOFError:
+                return
+        if request["op"] == "cap_stack" and not session.capped:
+            session.capped = True
+            stack_cap.in_own_chunk(_serve, sock, asking, session, request)
             return
         header, value = session.handle(request)
         encoded = RETURNED_QUIETLY if header == RETURNED_QUIETLY_HEADER else json.dumps(header).encode()
         send_frame(sock, encoded, *([] if value is None else [value]))
+        request = None
 
 
 # ---------------------------------------------------------------- suite drivers the keeper holds
@@ -782,6 +790,7 @@ class _Session:
         self.output_path = output_path
         self.modules = modules
         self.drivers: dict[str, types.ModuleType] = dict(_DRIVERS)
+        self.capped = False  # asked to cap its stack (cap_stack): its requests run in a chunk of their own
 
     def handle(self, request: dict) -> tuple[dict, bytes | None]:
         try:
