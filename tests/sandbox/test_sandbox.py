@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
+import checks
 from checks.course.assignment import load_assignment
 from checks.grading.session import Source, grade_sources
+from checks.sandbox import jail
 from checks.sandbox.supervisor import NotCompiled, with_bytecode
 
 REFERENCE = {
@@ -156,6 +161,57 @@ def test_a_broken_hidden_test_is_a_grader_error_not_the_students(make_course):
     })
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")])
     assert "grader error" in result.questions[0].feedback and "not your mistake" in result.questions[0].feedback
+
+
+def test_a_librarys_own_assertion_in_a_check_is_a_grader_error_and_the_suites_asserts_are_verdicts(make_course):
+    """An AssertionError is a failed check only where the check asserted: an `assert` in the suite's
+    files, or numpy's and torch's testing helpers. One raised inside a library the check called
+    (seen on a GPU machine: torch's "already registered in mega-cache artifact factory", after an
+    import that had failed on the grader's uid) is the grader's failure: it scored a reference 76."""
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_asserts.py": """
+            import numpy
+            import torch
+            from torch.compiler._cache import CacheArtifact, CacheArtifactFactory
+            from checks.suite import question
+
+            class Twice(CacheArtifact):
+                @staticmethod
+                def type():
+                    return "checks_registered_twice"
+
+            @question("good.library", points=25)
+            def test_library(student):
+                student.good.add(1, 2)
+                CacheArtifactFactory.register(Twice)
+                CacheArtifactFactory.register(Twice)
+
+            @question("good.suite_assert", points=25)
+            def test_suite_assert(student):
+                assert student.good.add(1, 2) == 4, "add(1, 2) should be 4 here"
+
+            @question("good.numpy_helper", points=25)
+            def test_numpy_helper(student):
+                numpy.testing.assert_allclose(student.good.add(1, 2), 4)
+
+            @question("good.torch_helper", points=25)
+            def test_torch_helper(student):
+                torch.testing.assert_close(torch.tensor(float(student.good.add(1, 2))), torch.tensor(4.0))
+        """,
+        "subs/s/good.py": REFERENCE["good.py"],
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")])
+    library = result.question("good.library")
+    assert "grader error" in library.feedback and "not your mistake" in library.feedback, library.feedback
+    assert "already registered" in library.feedback
+    assert "good.library" in result.error and "broke in the grader" in result.error, result.error
+    assert "good.suite_assert" not in result.error
+    for qid in ("good.suite_assert", "good.numpy_helper", "good.torch_helper"):
+        question = result.question(qid)
+        assert question.score == 0 and "grader error" not in question.feedback, (qid, question.feedback)
+    assert "should be 4 here" in result.question("good.suite_assert").feedback
 
 
 def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_question_does(make_course):
@@ -401,3 +457,40 @@ def grade_one_module(make_course, module: str, suite: str):
                         "solutions/toy/good.py": module, "subs/s/good.py": module, "assignments/toy/.keep": ""})
     (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
     return result
+
+
+@pytest.mark.parametrize("level", [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK])
+def test_student_code_can_ask_its_user_name_under_any_uid(make_course, level):
+    """A worker runs under a uid of its own (as root) with no passwd entry: getpass.getuser() there
+    names the sandbox's user rather than raising: torch 2.11 asks for it on torch.optim's first step
+    (to name its compile cache's folder), and an import that failed once fails ever after."""
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\n',
+        "autograder/toy/test_user.py": """
+            from checks.suite import question, expect_equal
+            @question("good.user", points=100)
+            def test_user(student):
+                expect_equal(student.good.user(), "student")
+        """,
+        "subs/s/good.py": "import getpass\n\ndef user():\n    return getpass.getuser()\n",
+        "assignments/toy/.keep": "",
+    })
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")],
+                              isolation=jail.choose(level))
+    assert result.score == 100, result.questions[0].feedback
+
+
+def test_a_zygote_that_cannot_warm_up_exits_1_saying_why(tmp_path):
+    """The grader shows the end of a dead zygote's stderr as the reason the sandbox is unavailable:
+    an error while it warms up must be printed there, and its status must not say success."""
+    (tmp_path / "numpy").mkdir()
+    (tmp_path / "numpy" / "__init__.py").write_text("raise RuntimeError('this numpy is broken')\n")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "zygote"))
+    listener.listen(1)
+    package_parent = Path(checks.__file__).resolve().parent.parent
+    with listener:
+        done = subprocess.run([sys.executable, "-m", "checks.sandbox.zygote", str(listener.fileno())],
+                              pass_fds=[listener.fileno()], capture_output=True, text=True, timeout=120,
+                              env={"PATH": os.environ["PATH"], "PYTHONPATH": f"{tmp_path}{os.pathsep}{package_parent}"})
+    assert done.returncode == 1 and "this numpy is broken" in done.stderr, (done.returncode, done.stderr[-2000:])

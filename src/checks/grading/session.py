@@ -282,6 +282,8 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     errors = list(plugin.errors)
     if not plugin.cases:
         errors.append(f"the suite in {assignment.suite_dir(public)} ran no checks")
+    if not public:  # a check the grader could not run leaves no score to give (its questions say which)
+        errors += _grader_errors(plugin.cases)
     result.error = "\n".join(errors)
     result.questions = score_cases(plugin.cases)
     if not public:
@@ -296,6 +298,18 @@ def grade_submission(assignment: Assignment, source: Source, plugin: "ChecksPlug
     result.sandbox_uid = plugin.uid
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _grader_errors(cases: list[CaseResult]) -> list[str]:
+    """One line for the checks that broke on the grader's side: a score without them would be
+    lower than the work earned, so the submission is not graded until the suite (or the machine)
+    is mended. A student's `checks test` keeps its score: each question says which checks broke."""
+    broken = [case for case in cases if case.grader_error]
+    if not broken:
+        return []
+    questions = ", ".join(dict.fromkeys(case.qid for case in broken))
+    first = broken[0].message.splitlines()[0] if broken[0].message else "no message"
+    return [f"{len(broken)} check(s) of {questions} broke in the grader, not in the submission; the first: {first}"]
 
 
 def _does_not_compile(files: dict[str, bytes], names: Iterable[str],

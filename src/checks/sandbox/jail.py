@@ -169,7 +169,11 @@ def sandbox_environment(home: str) -> dict[str, str]:
            "HOME": home,  # each worker sets its own home on top
            "LANG": "C.UTF-8",  # text I/O in UTF-8 whatever the grader's locale
            "PYTHONPATH": str(package_parent),  # the `checks` package the grader runs, not another
-           "PYTHONDONTWRITEBYTECODE": "1"}  # nothing written beside the package
+           "PYTHONDONTWRITEBYTECODE": "1",  # nothing written beside the package
+           # the name getpass gives: a uid of the sandbox's own has no passwd entry, and a library
+           # that asks for its user's name fails without one (torch 2.11's compile cache, imported
+           # with torch.optim's first step, then fails every later import as "already registered")
+           "USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER}
     # which GPU and driver (the GPU image), where CUDA's libraries are, and the thread counts the
     # person running the grader chose for torch and OpenMP: machine settings, no secret
     env.update({key: value for key, value in os.environ.items()
@@ -177,6 +181,7 @@ def sandbox_environment(home: str) -> dict[str, str]:
     return env
 
 
+SANDBOX_USER = "student"  # what getpass.getuser() says in the sandbox, whatever its uid
 # machine settings the grader's environment may hold that torch and OpenMP read (see sandbox_environment)
 SANDBOX_VARIABLES = ("LD_LIBRARY_PATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                      "PYTORCH_NVML_BASED_CUDA_CHECK")

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import types
 from typing import Iterable
 
@@ -379,9 +380,15 @@ def main() -> None:
     parser.add_argument("--run-dir", help="the grader's folder of this run, removed when the grader is gone")
     options = parser.parse_args()
     listener = socket.socket(fileno=options.fd)
+    zygote = os.getpid()
     try:
         supervise(listener, homes=options.homes, run_dir=options.run_dir, imports=options.imports,
                   without=tuple(options.without), huge_pages=options.huge_pages)
+    except BaseException:
+        if os.getpid() == zygote:  # the grader reads the end of this, to say why the sandbox is unavailable
+            traceback.print_exc()
+            os._exit(1)
+        raise
     finally:
         os._exit(0)
 

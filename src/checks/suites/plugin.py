@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import types
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -250,7 +251,7 @@ class ChecksPlugin:
         passed = call.excinfo is None or call.excinfo.errisinstance(api.CaseSettled)
         error = None if passed else call.excinfo.value
         self._note_sandbox_failure(error)
-        message, grader_error = ("", False) if passed else self._describe_failure(error, item.nodeid)
+        message, grader_error = ("", False) if passed else self._describe_failure(error, item)
         if not passed and call.when == "teardown" and len(self.cases) > self._first_case_of_item:
             for case in self.cases[self._first_case_of_item:]:  # a failing teardown taints what it followed
                 case.passed, case.message = False, case.message or message
@@ -273,17 +274,17 @@ class ChecksPlugin:
     def _record_case_of_loop(self, item: pytest.Item, label: str, arguments: dict[str, Any],
                              error: Exception | None) -> None:
         self._note_sandbox_failure(error)
-        message, grader_error = ("", False) if error is None else self._describe_failure(error, item.nodeid)
+        message, grader_error = ("", False) if error is None else self._describe_failure(error, item)
         nodeid = f"{item.nodeid[:-1]}-{label}]" if item.nodeid.endswith("]") else f"{item.nodeid}[{label}]"
         self._record(item, nodeid, error is None, message, grader_error)
         if "device" in arguments:
             self.devices.add(str(arguments["device"]).split(":")[0])
 
-    def _describe_failure(self, error: BaseException | None, nodeid: str) -> tuple[str, bool]:
+    def _describe_failure(self, error: BaseException | None, item: pytest.Item) -> tuple[str, bool]:
         """(feedback, whether the grader itself is at fault). A check that raises on the value the
         student's code just returned (a str where it reads a tuple, a key a driver's dict lost)
         met the student's junk: that is the student's failure, told without the suite's text."""
-        message, grader_error = _describe_failure(error, nodeid)
+        message, grader_error = _describe_failure(error, item.nodeid, item.path.parent)
         student = self._student
         if grader_error and student is not None and student.returned and _met_a_value(error):
             return (f"{student.last_call}: what your code returned could not be checked (the check met a value "
@@ -345,11 +346,30 @@ def _met_a_value(error: BaseException | None) -> bool:
     return not (isinstance(error, AttributeError) and isinstance(getattr(error, "obj", None), types.ModuleType))
 
 
-def _describe_failure(error: BaseException | None, nodeid: str) -> tuple[str, bool]:
+# modules whose AssertionError is a verdict a check asked for, as an `assert` in the suite's own files is
+ASSERTION_HELPERS = ("numpy.testing", "torch.testing", "unittest")
+
+
+def _asserted_by_the_suite(error: AssertionError, suite: Path) -> bool:
+    """Whether a check's own assertion raised `error` (an assert in the suite's folder, or an
+    assertion helper it called), not a library's internal one: torch's "already registered in
+    mega-cache" from an import that failed earlier is the grader's environment, never the student's."""
+    frame, traceback = None, error.__traceback__
+    while traceback is not None:
+        frame, traceback = traceback.tb_frame, traceback.tb_next
+    if frame is None:
+        return True  # raised and never unwound: nothing says it is anyone else's
+    module = str(frame.f_globals.get("__name__", ""))
+    if any(module == helper or module.startswith(helper + ".") for helper in ASSERTION_HELPERS):
+        return True
+    return Path(frame.f_code.co_filename).resolve().is_relative_to(suite.resolve())
+
+
+def _describe_failure(error: BaseException | None, nodeid: str, suite: Path) -> tuple[str, bool]:
     """(feedback, whether the grader itself is at fault)."""
     if isinstance(error, (api.CheckFailed, StudentFault)):
         return str(error), False
-    if isinstance(error, AssertionError):
+    if isinstance(error, AssertionError) and _asserted_by_the_suite(error, suite):
         return f"check failed: {error}".strip(), False
     kind = type(error).__name__ if error is not None else "error"
     return f"grader error in {nodeid}: {kind}: {error}", True
