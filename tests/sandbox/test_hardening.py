@@ -531,7 +531,7 @@ def test_a_reference_never_enters_the_sandbox(make_course, level):
             def test_answered(student):
                 expect_equal(student.run(reveal), "SECRET")
 
-            @question("seeker.nothing", points=50, use_reference=("good.py",))
+            @question("seeker.nothing", points=50, use_reference=("good.py",), timeout=60)  # it walks its files
             def test_nothing(student):
                 expect_equal(student.seeker.seek("SECRET"), [])
 
