@@ -576,9 +576,9 @@ def deep_chain(x_data, w_data, ops, recursion_limit=1000, answers=None):
     sys.setrecursionlimit refuses to raise while it runs; a limit raised all the same (through a
     reference the code kept) is reported as "limit_raised", and "deepest" says how many frames down
     backward read the leaves (x0 and w sit at the far end of the chain). Each op is ("add_c", c),
-    ("mul_c", c), ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",). `answers`: the rules' answers at each op,
-    computed by the grader ahead (answer_key: bytes to ((shape, bytes), ...)): thousands of calls,
-    each else a round trip to the grader.
+    ("mul_c", c), ("sub_c", c) (x = c - x), ("div_c", c), ("neg",), ("add_w",) or ("mul_w",).
+    `answers`: the rules' answers at each op, computed by the grader ahead (answer_key: bytes to
+    ((shape, bytes), ...)): thousands of calls, each else a round trip to the grader.
     """
     set_limit, get_limit = sys.setrecursionlimit, sys.getrecursionlimit
 

@@ -388,8 +388,7 @@ def main() -> None:
         if os.getpid() == zygote:  # the grader reads the end of this, to say why the sandbox is unavailable
             traceback.print_exc()
             os._exit(1)
-        raise
-    finally:
+    finally:  # a process forked inside supervise that gets here ends here too, quietly
         os._exit(0)
 
 

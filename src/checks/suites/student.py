@@ -239,7 +239,7 @@ class QuestionSandbox:
         self.budget = budget or TimeBudget()
         self.qid = qid
         self.cap_stack = cap_stack
-        self.stack_capped: bool | None = None  # whether the last question process took the cap (None: not asked)
+        self.stack_capped = False  # whether the last question process took the cap
         self.worker: Worker | None = None
         # per function, the calls that cost the grader dearly (a timeout, a value too large to take) and
         # the fault that says how the last did; after MAX_HANGS its calls fail at once, not run
