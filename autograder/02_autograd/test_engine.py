@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import torch
 
-from checks.suite import Later, call_or_fail, case_rng, cases, fail, question
+from checks.suite import Later, Packed, call_or_fail, case_rng, cases, fail, question
 
 import drivers
 import programs
@@ -717,11 +717,13 @@ def _deep_chain_case(use_w):
     rng = case_rng("chain_data", use_w)
     x_data, w_data = rng.standard_normal(3), rng.uniform(0.5, 1.5, 3)
     ops = _chain_ops(int(use_w), use_w)
-    return x_data, w_data, ops, _torch_chain(x_data, w_data, ops), _chain_answers(x_data, w_data, ops)
+    return (x_data, w_data, Packed(ops), _torch_chain(x_data, w_data, ops),
+            Packed(_chain_answers(x_data, w_data, ops)))
 
 
 # Built and run in PyTorch once, when the suite is collected (about 0.15 s for both chains): the
-# grading processes of a batch are forked after that, and share them instead of each redoing it.
+# grading processes of a batch are forked after that, and share them instead of each redoing it;
+# the ops and answers go to the sandbox as the bytes pickled here (Packed).
 DEEP_CHAINS = {use_w: _deep_chain_case(use_w) for use_w in (False, True)}
 
 

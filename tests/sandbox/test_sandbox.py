@@ -18,6 +18,8 @@ from checks.grading.session import Source, grade_sources
 from checks.sandbox import jail
 from checks.sandbox.supervisor import NotCompiled, with_bytecode
 
+LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
+
 REFERENCE = {
     "good.py": "def add(a, b):\n    return a + b\n\n\ndef label():\n    return 'reference'\n",
     "other.py": "def twice(x):\n    return 2 * x\n",
@@ -214,51 +216,78 @@ def test_a_librarys_own_assertion_in_a_check_is_a_grader_error_and_the_suites_as
     assert "should be 4 here" in result.question("good.suite_assert").feedback
 
 
-def test_questions_graded_with_the_same_reference_share_a_worker_and_no_other_question_does(make_course):
-    """Between two questions graded with the same reference files the worker is handed on (there
-    is nothing new to carry); a question with other files or none gets a fresh one. The questions
-    given no reference run first, then each set of reference files in turn, so that as few
-    workers as may be are started; the results are listed in suite order all the same."""
+@pytest.mark.parametrize("level", LEVELS)
+def test_one_worker_serves_every_question_and_each_sees_only_its_own_files(make_course, level):
+    """A worker is handed on to every question of a submission, with reference files given or not:
+    a reference stays in the grader, and before a question given other files its keeper lays the
+    home out anew (the student's file of a reference's name gone, a stand-in in its place, and
+    back again). The questions given no reference run first, then each set of reference files in
+    turn, so that the home is laid out as few times as may be; the results are listed in suite
+    order all the same."""
     root = make_course({
-        "autograder/toy/assignment.toml": 'files = ["good.py", "other.py"]\n',
+        "autograder/toy/assignment.toml": 'files = ["good.py", "other.py", "where.py"]\n',
         "autograder/toy/test_order.py": """
             from checks.suite import question, expect_equal
 
-            PIDS = {}
+            SEEN = {}
 
             @question("first.with_reference", points=20, use_reference=("good.py",))
             def test_first(student):
-                PIDS["first"] = student.other.pid()
-                assert list(PIDS) == ["fourth", "fifth", "first"]
-                assert PIDS["first"] != PIDS["fourth"]
+                SEEN["first"] = student.where.am_i()
+                assert list(SEEN) == ["fourth", "fifth", "first"]
+                expect_equal(SEEN["first"]["worker"], SEEN["fourth"]["worker"])
+                expect_equal(SEEN["first"]["files"], ["other.py", "where.py"])
                 expect_equal(student.good.label(), "reference")
+                expect_equal(student.where.label_of_good(), "reference")  # its stand-in, answered here
 
             @question("second.same_reference", points=20, use_reference=("good.py",))
             def test_second(student):
-                expect_equal(student.other.pid(), PIDS["first"])
+                SEEN["second"] = student.where.am_i()
+                expect_equal(SEEN["second"]["worker"], SEEN["first"]["worker"])
+                assert SEEN["second"]["pid"] != SEEN["first"]["pid"]  # a process of its own, as ever
 
             @question("third.other_reference", points=20, use_reference=("good.py", "other.py"))
             def test_third(student):
-                PIDS["third"] = student.other.pid()
-                assert PIDS["third"] != PIDS["first"]
+                SEEN["third"] = student.where.am_i()
+                expect_equal(SEEN["third"]["worker"], SEEN["first"]["worker"])
+                expect_equal(SEEN["third"]["files"], ["where.py"])
+                expect_equal(student.other.twice(4), 8)
 
             @question("fourth.without", points=20)
             def test_fourth(student):
-                PIDS["fourth"] = student.other.pid()
+                SEEN["fourth"] = student.where.am_i()
+                expect_equal(SEEN["fourth"]["files"], ["good.py", "other.py", "where.py"])
                 expect_equal(student.good.label(), "mine")
 
             @question("fifth.without", points=20)
             def test_fifth(student):
-                PIDS["fifth"] = student.other.pid()
-                assert PIDS["fifth"] == PIDS["fourth"]
+                SEEN["fifth"] = student.where.am_i()
+                expect_equal(SEEN["fifth"]["worker"], SEEN["fourth"]["worker"])
+                expect_equal(student.where.label_of_good(), "mine")
         """,
         "solutions/toy/good.py": REFERENCE["good.py"],
-        "solutions/toy/other.py": "import os\n\n\ndef pid():\n    return os.getppid()  # the worker (its keeper) that forked this question's process\n",
+        "solutions/toy/other.py": REFERENCE["other.py"],
+        "solutions/toy/where.py": "",
         "subs/s/good.py": REFERENCE["good.py"].replace("'reference'", "'mine'"),
-        "subs/s/other.py": "import os\n\n\ndef pid():\n    return os.getppid()\n",
+        "subs/s/other.py": REFERENCE["other.py"].replace("2 * x", "3 * x"),
+        "subs/s/where.py": """
+            import os
+
+
+            def am_i():
+                \"\"\"The keeper that forked this question's process, the process, and the home's .py files.\"\"\"
+                return {"worker": os.getppid(), "pid": os.getpid(),
+                        "files": sorted(name for name in os.listdir(".") if name.endswith(".py"))}
+
+
+            def label_of_good():
+                import good
+                return good.label()
+        """,
         "assignments/toy/.keep": "",
     })
-    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1)
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")], jobs=1,
+                              isolation=jail.choose(level))
     assert result.score == 100, [(q.qid, q.feedback) for q in result.questions]
     assert [q.qid for q in result.questions] == ["first.with_reference", "second.same_reference",
                                                  "third.other_reference", "fourth.without", "fifth.without"]

@@ -16,6 +16,8 @@ import pytest
 from checks.sandbox import jail
 from checks.course.assignment import CourseError, load_assignment
 from checks.sandbox.supervisor import Worker, WorkerConfig, Zygote
+from checks.suites.describe import summarize_call
+from checks.suites.references import Packed
 from checks.suites.student import (MAX_HANGS, QuestionSandbox, Student, StudentCrashed, StudentFault, StudentRaised,
                                    StudentTimeout, SubmissionWorkers, UnsupportedReturn)
 
@@ -48,7 +50,8 @@ def state():
             "recursion limit": sys.getrecursionlimit(), "setter": sys.setrecursionlimit.__name__,
             "sum": torch.ones(3).sum().item(), "allclose": bool(numpy.allclose(1.0, 2.0)),
             "eval": torch.nn.Module.eval.__name__, "print": print.__name__, "own file": open(__file__).read()[-9:],
-            "left running": sorted(os.listdir(here)).count("beat"), "temp": sorted(os.listdir(os.environ["TMPDIR"]))}
+            "left running": sorted(os.listdir(here)).count("beat"), "temp": sorted(os.listdir(os.environ["TMPDIR"])),
+            "files": sorted(name for name in os.listdir(here) if name.endswith(".py"))}
 
 
 def meddle():
@@ -90,6 +93,10 @@ def half(x):
     if x % 2:
         raise ValueError(f"{x} is odd")
     return x // 2
+
+
+def echo(value):
+    return value
 """
 
 
@@ -185,13 +192,37 @@ def test_a_worker_is_handed_on_and_the_next_question_starts_as_in_a_fresh_one(zy
     assert os.path.basename(third["cwd"]).startswith("checks-sandbox-")
 
 
-def test_a_worker_is_handed_on_whatever_its_question_left_but_not_to_other_files(zygote):
-    other = WorkerConfig(files={"probe.py": PROBE, "extra.py": b""})
-    workers = [state["worker"] for state in run_questions(zygote, (None, CONFIG), (None, other))]
-    assert workers[0] != workers[1]
+def test_a_worker_is_handed_on_whatever_its_question_left_and_to_other_files_laid_out_anew(zygote):
+    """Before a question given other files the keeper writes them and removes those no longer
+    given (with what the question wrote beside them); a file given new bytes holds them."""
+    other = WorkerConfig(files={"probe.py": PROBE, "extra.py": b"# extra"})
+    changed = WorkerConfig(files={"probe.py": PROBE + b"# 2nd"})
+    states = run_questions(zygote, (("meddle",), CONFIG), (None, other), (None, changed), (None, CONFIG))
+    assert len({state["worker"] for state in states}) == 1
+    assert [state["files"] for state in states] == [["probe.py"], ["extra.py", "probe.py"], ["probe.py"],
+                                                    ["probe.py"]]
+    assert [state["own file"] for state in states] == ["# changed", PROBE.decode()[-9:],
+                                                       (PROBE + b"# 2nd").decode()[-9:], PROBE.decode()[-9:]]
     for first in (("leave_a_thread",), ("hoard", 300)):
         workers = [state["worker"] for state in run_questions(zygote, (first, CONFIG), (None, CONFIG))]
         assert workers[0] == workers[1], first
+
+
+def test_a_packed_argument_is_pickled_once_where_it_is_made_and_the_sandbox_gets_its_value(zygote):
+    class Counted:
+        pickled = 0
+
+        def __reduce__(self):
+            Counted.pickled += 1
+            return int, (7,)
+
+    packed = Packed([Counted(), "seven"])
+    assert Counted.pickled == 1
+    student = student_for(zygote)
+    for _ in range(2):
+        assert student.probe.echo(packed) == [7, "seven"]
+    assert Counted.pickled == 1
+    assert summarize_call("echo", (Packed([1, 2]),), {"key": Packed("value")}) == "echo([1, 2], key='value')"
 
 
 GATE = b"""

@@ -97,18 +97,26 @@ class WorkerConfig:
 
     def serves(self, other: "WorkerConfig") -> bool:
         """Whether a worker holding this config may serve a question that needs `other`: the same
-        files, limits, uid and stand-ins, from the same zygote (the same packages withheld)."""
-        return (self.files, self.limits, self.uid, self.cpus, self.withheld, self._stand_in_names) == \
-            (other.files, other.limits, other.uid, other.cpus, other.withheld, other._stand_in_names)
+        limits and uid, from the same zygote (the same packages withheld). Other files or stand-ins
+        its keeper lays out before it forks that question (Worker.start_afresh)."""
+        return (self.limits, self.uid, self.cpus, self.withheld) == \
+            (other.limits, other.uid, other.cpus, other.withheld)
+
+    def same_layout(self, other: "WorkerConfig") -> bool:
+        """Whether `other` gives the same files and stand-ins: nothing to lay out anew."""
+        return (self.files, self._stand_in_names) == (other.files, other._stand_in_names)
+
+    def layout_to_wire(self) -> dict:
+        """The files and stand-ins, as a keeper lays them out."""
+        return {"files": dict(self.files), "stand_ins": self._stand_in_names}
 
     @property
     def _stand_in_names(self) -> dict[str, list[str]]:
         return self.stand_ins.to_wire() if self.stand_ins is not None else {}
 
     def to_wire(self) -> dict:
-        return {"files": dict(self.files),
+        return {**self.layout_to_wire(),
                 "block_imports": list(self.block_imports), "uid": self.uid, "cpus": sorted(self.cpus),
-                "stand_ins": self._stand_in_names,
                 "limits": self.limits.as_rlimits(self.uid is not None), "temp_bytes": self.limits.temp_bytes}
 
 
@@ -268,19 +276,21 @@ class Worker:
         self.sock.settimeout(max(0.01, deadline - time.monotonic()))
         send_frame(self.sock, pickle.dumps({"op": "answer", **answer}, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def start_afresh(self, drivers: dict[str, bytes] | None = None) -> bool:
+    def start_afresh(self, drivers: dict[str, bytes] | None = None, layout: WorkerConfig | None = None) -> bool:
         """Ready the worker for another question of the same submission: its keeper kills the
         last question's processes and forks the next from its own untouched state, whose socket
         it sends back. `drivers` (name: bytecode): suite driver modules for the keeper to load
-        first, so that the next question and those after it start with them. True once that is
-        done; else the worker is killed."""
+        first, so that the next question and those after it start with them. `layout`: the files
+        and stand-ins to hold from now on, where they change (WorkerConfig.same_layout). True once
+        that is done; else the worker is killed."""
         if not self.alive:
             return False
         drivers = drivers or {}
+        message = {"drivers": drivers, "layout": None if layout is None else layout.layout_to_wire()}
         try:
             self.control.settimeout(AFRESH_TIMEOUT)
             self.control.sendall(AFRESH)
-            send_frame(self.control, pickle.dumps(drivers, protocol=pickle.HIGHEST_PROTOCOL))
+            send_frame(self.control, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
             self.kill()
             return False
@@ -300,6 +310,8 @@ class Worker:
         # never more than was sent: a name it did not get would leave a question without its driver
         self.held = {name for name in held if type(name) is str and (name in self.held or name in drivers)}
         self.given = set(self.held)
+        if layout is not None:
+            self.stand_ins = layout.stand_ins
         return True
 
     def kill(self) -> None:

@@ -125,11 +125,10 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
-    modules = _SubmissionModules.install(laid_out)
-    _StandInModules.install(config.get("stand_ins") or {})
+    finders = _Finders(laid_out, config.get("stand_ins") or {})
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
-    _keep(sock, reader, control, laid_out, modules, _KernelObjects(uid, own_ipc))
+    _keep(sock, reader, control, laid_out, finders, _KernelObjects(uid, own_ipc))
 
 
 class _Home:
@@ -142,13 +141,26 @@ class _Home:
         of the Python installation mounted, read-only, in them (_private_temp), which stay."""
         self.path = path
         self.output_path = os.path.join(path, ".output")
-        self.files = {}
-        for name, data in files.items():
-            target = os.path.realpath(os.path.join(path, name))
-            if target.startswith(path + os.sep):  # course/submissions.py refuses others already
-                self.files[target] = data
+        self.files = self._targets(files)
         self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
+
+    def _targets(self, files: dict[str, bytes]) -> dict[str, bytes]:
+        targets = {}
+        for name, data in files.items():
+            target = os.path.realpath(os.path.join(self.path, name))
+            if target.startswith(self.path + os.sep):  # course/submissions.py refuses others already
+                targets[target] = data
+        return targets
+
+    def lay_out_anew(self, files: dict[str, bytes]) -> None:
+        """Hold `files` from the next clear-up on (the grader's, for the questions after): a file
+        no longer given goes, and one that is new or holds other bytes is written."""
+        previous, stamps = self.files, self.stamps
+        self.files = self._targets(files)
+        self.stamps = {target: stamps.get(target) if previous.get(target) == data else None
+                       for target, data in self.files.items()}
+        self.__dict__.pop("_expected", None)  # worked out again, for the files held now
 
     @staticmethod
     def _write(target: str, data: bytes) -> tuple[int, int, int] | None:
@@ -265,6 +277,21 @@ class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(self.modules[module.__name__][1], module.__dict__)
 
 
+class _Finders:
+    """The keeper's import finders: the submission's modules (the grader's bytecode) and the
+    stand-ins; made again where the grader lays the home out anew."""
+
+    def __init__(self, home: _Home, stand_ins: dict[str, list[str]]) -> None:
+        self.modules = _SubmissionModules.install(home)
+        self.stand_ins = _StandInModules.install(stand_ins)
+
+    def replace(self, home: _Home, stand_ins: dict[str, list[str]]) -> None:
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self.modules
+                            and finder is not self.stand_ins]
+        self.modules = _SubmissionModules.install(home)
+        self.stand_ins = _StandInModules.install(stand_ins)
+
+
 def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
     """Remove from `folder`, as far as we may, every entry that is not in `expected` (a path, and
     whether it is a folder) or not of that kind; links are removed, never followed."""
@@ -331,13 +358,15 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 
 
 def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home: _Home,
-          modules: _SubmissionModules, kernel_objects: "_KernelObjects") -> None:
+          finders: "_Finders", kernel_objects: "_KernelObjects") -> None:
     """The keeper's loop: fork a question process, then wait for the grader's word on `control`
-    (a socket no question process holds). AFRESH, and the suite drivers to hold from now on: kill
-    the question's processes, clear up (files, temp space, and what the question left in the
-    kernel: `kernel_objects`), load those drivers (_hold_drivers), and fork the next question,
-    whose requests come on a new socket sent to the grader with the reply, and the names of the
-    drivers it holds after. EOF (the grader is done): exit."""
+    (a socket no question process holds). AFRESH, the suite drivers to hold from now on and, where
+    the next questions are given other files or stand-ins (a reference's stand-in in place of the
+    student's module), those: kill the question's processes, load the drivers (_hold_drivers), lay
+    the home out anew, clear up (files, temp space, and what the question left in the kernel:
+    `kernel_objects`), and fork the next question, whose requests come on a new socket sent to the
+    grader with the reply, and the names of the drivers it holds after. EOF (the grader is done):
+    exit."""
     _adopt_orphans()
     keeper = os.getpid()
     handed: socket.socket | None = None  # the grader's end of the next question's socket
@@ -348,7 +377,7 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
             if handed is not None:
                 handed.close()
             _die_with(keeper)
-            _answer(sock, reader, home, modules)
+            _answer(sock, reader, home, finders.modules)
         sock.close()
         if handed is not None:
             try:
@@ -359,14 +388,17 @@ def _keep(sock: socket.socket, reader: FrameReader, control: socket.socket, home
             handed.close()
         try:
             word = recv_exact(control, len(AFRESH))
-            # the drivers to hold from now on: from the grader, trusted
-            drivers = pickle.loads(FrameReader(control).frame(1 << 26)) if word == AFRESH else {}
+            # the drivers to hold from now on, and the layout: from the grader, trusted
+            afresh = pickle.loads(FrameReader(control).frame(1 << 30)) if word == AFRESH else {}
         except (EOFError, OSError):
             word = b""
         if word != AFRESH or not _end_question(pid):
             _end_question(pid)
             os._exit(0)
-        _hold_drivers(drivers)  # before the clear-up, which empties what they printed
+        _hold_drivers(afresh["drivers"])  # before the clear-up, which empties what they printed
+        if afresh["layout"] is not None:
+            home.lay_out_anew(afresh["layout"]["files"])
+            finders.replace(home, afresh["layout"]["stand_ins"])
         home.clear_up()
         kernel_objects.remove()
         sock, handed = socket.socketpair()
@@ -504,9 +536,12 @@ class _StandInModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.modules = modules
 
     @classmethod
-    def install(cls, modules: dict[str, list[str]]) -> None:
-        if modules:
-            sys.meta_path.insert(0, cls(modules))
+    def install(cls, modules: dict[str, list[str]]) -> "_StandInModules | None":
+        if not modules:
+            return None
+        finder = cls(modules)
+        sys.meta_path.insert(0, finder)
+        return finder
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001 - importlib protocol
         if path is None and fullname in self.modules:

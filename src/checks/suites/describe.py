@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from checks.sandbox.codec import TensorData
+from checks.suites.references import Packed
 
 MAX_SUMMARY = 120
 MAX_ARGUMENT = 60  # each argument of a call; the call as a whole stays readable
@@ -90,6 +91,8 @@ class _Summary:
     def add(self, value: Any) -> None:
         if self.room <= 0:
             return
+        if isinstance(value, Packed):
+            value = value.value
         if isinstance(value, (tuple, list)):
             opening, closing = ("(", ",)" if len(value) == 1 else ")") if isinstance(value, tuple) else ("[", "]")
             self.write(opening)

@@ -59,7 +59,6 @@ class ChecksPlugin:
         self.devices: set[str] = set()
         self.budget = TimeBudget(self.assignment.question_seconds, self.assignment.submission_seconds)
         self._first_case_of_item = 0  # where the running test's cases start in self.cases
-        self._reference_given: tuple[str, ...] = ()  # the reference files the open question's worker holds
         # one uid per grading process, so per submission: its process limit and its kill switch
         self.uid = SANDBOX_UID_BASE + os.getpid() if self.zygote.isolation.per_submission_uid else None
         self.workers.watch_memory(MemoryWatch(self.limits.submission_memory_bytes, self.uid,
@@ -104,15 +103,10 @@ class ChecksPlugin:
                options["cap_stack"])
         if self._open is not None and self._open[0] == key:
             return self._open[1]
+        # the worker is handed on as between any two questions, with the reference files given or
+        # not: a reference stays in the grader, and its keeper lays out the stand-ins in its place
+        self.close()
         given = self._references_given(options)
-        if given != self._reference_given:
-            # nothing the student started may meet a reference, or carry one on to a question
-            # graded without it; between questions graded with the same reference files the
-            # worker is handed on as between any two questions (there is nothing new to carry)
-            self._stop_processes()
-        else:
-            self.close()
-        self._reference_given = given
         # the student's own copies of the reference modules are left out: their stand-ins answer
         files = {name: data for name, data in self.files.items() if name not in given}
         config = WorkerConfig(files=with_bytecode(files, self._bytecode, self.assignment.modules or None),
@@ -170,8 +164,8 @@ class ChecksPlugin:
     def _worker_order(self, options: dict[pytest.Item, dict[str, Any]]) -> Callable[[pytest.Item], tuple[int, int]]:
         """A sort key (sorting is stable) that lets one worker serve as many questions in a row as
         it may: the questions given no reference files first, then each set of reference files in
-        turn (a worker never outlives a change of them); within each, those that withhold the
-        same packages together (a worker serves only those: see WorkerConfig.serves)."""
+        turn (its keeper lays the stand-ins out once for each); within each, those that withhold
+        the same packages together (a worker serves only those: see WorkerConfig.serves)."""
         groups: dict[tuple[str, ...], int] = {(): 0}
         withheld: dict[frozenset[str], int] = {frozenset(): 0}
         for found in options.values():

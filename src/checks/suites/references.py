@@ -11,11 +11,12 @@ either machine; `grid` lays out the cases of stacked parametrize decorators for 
 from __future__ import annotations
 
 import itertools
+import pickle
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 from checks.sandbox.zygote import cuda_available
 
-__all__ = ["autograd_before_fork", "grid", "per_device", "precomputed"]
+__all__ = ["Packed", "autograd_before_fork", "grid", "per_device", "precomputed"]
 
 
 def autograd_before_fork() -> bool:
@@ -49,6 +50,23 @@ def per_device(compute: Callable[..., Any], keys: Iterable[Sequence[Hashable]], 
     def lookup(*key: Hashable, device: str) -> Any:
         return on_cpu(*key) if device == "cpu" else elsewhere(device, *key)
     return lookup
+
+
+class Packed:
+    """A big argument of the sandbox's calls (02's deep chains and their answers), pickled once
+    where it is made: at collection, for a module-level value. Every grading process then sends
+    those bytes as they are instead of pickling the value again, and never reads its thousands of
+    objects (each read writes a reference count, and so copies its page from the collected
+    session). The sandbox gets the value itself. Read it in the grader as `.value`."""
+
+    __slots__ = ("value", "data")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def __reduce__(self) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
+        return pickle.loads, (self.data,)
 
 
 def grid(*axes: tuple[str, Iterable[Any]]) -> tuple[list[str], list[tuple[Any, ...]]]:

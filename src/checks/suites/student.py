@@ -192,7 +192,8 @@ class SubmissionWorkers:
             (idle_config, worker), self._idle = self._idle, None
             # the drivers its last questions were sent stay in its keeper, for every question after
             if idle_config.serves(config) and \
-                    worker.start_afresh({name: _driver_code(name) for name in worker.given - worker.held}):
+                    worker.start_afresh({name: _driver_code(name) for name in worker.given - worker.held},
+                                        None if idle_config.same_layout(config) else config):
                 return worker
             worker.kill()
         return self.fresh(config)
