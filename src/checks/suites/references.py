@@ -5,7 +5,8 @@ collected, once per batch, before a grading process is forked per submission. A 
 runs autograd may run there only where torch sees no GPU: the first backward() in a process counts
 the GPUs (initialising the CUDA driver) and starts an autograd thread per GPU, after which every
 process forked from it fails on backward(). `precomputed` and `per_device` do the safe thing on
-either machine; `grid` lays out the cases of stacked parametrize decorators for one `@cases`.
+either machine; `Packed` pickles a big argument for the sandbox once, there; `grid` lays out the
+cases of stacked parametrize decorators for one `@cases`.
 """
 
 from __future__ import annotations
