@@ -450,6 +450,71 @@ def find():
 '''
 
 
+LOCKER = """
+import os
+
+PLACES = ("/tmp", "/var/tmp", "/dev/shm", os.environ["HOME"])
+
+
+def plant():
+    \"\"\"In each temp folder and the home: folders locked at every level, holding a file and a link
+    to a folder (a helper's attack from the docs carried notes from question to question so).\"\"\"
+    planted = []
+    for place in PLACES:
+        top = os.path.join(place, "carried")
+        inner = os.path.join(top, "inner", "deeper")
+        try:
+            os.makedirs(inner)
+        except PermissionError:  # /var/tmp, jailed: not writable at all
+            continue
+        with open(os.path.join(inner, "note"), "w") as handle:
+            handle.write("from the last question")
+        os.symlink(place, os.path.join(top, "inner", "link"))
+        for folder in (inner, os.path.dirname(inner), top):
+            os.chmod(folder, 0)
+        planted.append(place)
+    return planted
+
+
+def find():
+    return [place for place in PLACES if os.path.lexists(os.path.join(place, "carried"))]
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.skipif(os.geteuid() != 0, reason="temp space of its own needs root (a mount namespace per worker)")
+def test_a_locked_folder_in_temp_space_is_gone_before_the_next_question(make_course, level):
+    """The next question, given a reference or not, finds nothing of what the last one locked in
+    its temp folders or its home."""
+    root = make_course({
+        "autograder/lock/assignment.toml": 'files = ["locker.py", "good.py"]\n',
+        "autograder/lock/test_lock.py": """
+            from checks.suite import question, expect_equal
+
+            @question("locker.plant", points=40)
+            def test_plant(student):
+                planted = student.locker.plant()
+                assert {"/tmp", "/dev/shm"} <= set(planted) and len(planted) >= 3, planted
+
+            @question("locker.find", points=30)
+            def test_find(student):
+                expect_equal(student.locker.find(), [])
+
+            @question("locker.find_beside_a_reference", points=30, use_reference=("good.py",))
+            def test_find_beside_a_reference(student):
+                expect_equal(student.locker.find(), [])
+        """,
+        "solutions/lock/good.py": "",
+        "assignments/lock/.keep": "",
+        "subs/s/locker.py": LOCKER,
+        "subs/s/good.py": "",
+    })
+    [result] = grade_sources(load_assignment(root, "lock"), [Source.from_path(root / "subs/s")], jobs=1,
+                             isolation=jail.choose(level))
+    for question in result.questions:
+        assert question.passed, (question.qid, question.feedback)
+
+
 @needs_jail
 def test_nothing_of_a_reference_outlives_its_question(make_course):
     """No file, process, shared memory or key of a question may carry what it was given to the

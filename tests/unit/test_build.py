@@ -74,3 +74,34 @@ def test_an_export_for_students_is_refused_while_the_release_is_out_of_date(make
         require_current_release(assignment)
     build(root, ["a1"])
     require_current_release(assignment)
+
+
+RELEASE_DATA = '''
+import json
+
+
+def files(solution_dir):
+    values = {"loss": 2.2418079431114208e-104, "nan": float("nan"), "grad": [0.19999998390331436, -1.5], "n": 3}
+    return {"tests/data.json": (json.dumps(values, indent=1) + "\\n").encode()}
+'''
+
+
+@pytest.mark.parametrize("edit, current", [
+    (("2.2418079431114208e-104", "2.24180794311142e-104"), True),  # another CPU's last bit
+    (("0.19999998390331436", "0.1999999839033144"), True),
+    (("NaN", "NaN"), True),
+    (("2.2418079431114208e-104", "2.2418079e-104"), False),  # a value that changed
+    (('"n": 3', '"n": 3.0'), False),  # another type
+    (("-1.5", "-1.5, 0.0"), False),  # another length
+    (('"loss"', '"lost"'), False),
+])
+def test_a_release_data_file_is_current_while_its_numbers_agree_to_the_last_bits(make_course, edit, current):
+    """Data the build works out (diagnoses from NumPy and PyTorch) may differ in a float's last bit
+    from one CPU to another: `checks build --check` must not call the release out of date for it,
+    on CI's machine or a TA's, and must for any other change."""
+    root = make_course({"solutions/a1/m.py": SOURCE, "autograder/a1/release_data.py": RELEASE_DATA})
+    build(root, ["a1"])
+    data = root / "assignments/a1/tests/data.json"
+    assert edit[0] in data.read_text()
+    data.write_text(data.read_text().replace(*edit))
+    assert build(root, ["a1"], check=True) == ([] if current else ["assignments/a1/tests/data.json: out of date"])

@@ -316,17 +316,22 @@ def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
 
 
 def _remove_path(path: str, is_folder: bool) -> None:
-    """Remove a file, link or folder (unlocking folders a question made unreadable first)."""
+    """Remove a file, link or folder, however a question locked the folders in it: each folder is
+    unlocked before it is walked (the folder itself first), and a link is removed, never followed
+    (nor unlocked: chmod would reach what it points to)."""
     if not is_folder:
         with contextlib.suppress(OSError):
             os.unlink(path)
         return
-    for folder, names, _ in os.walk(path):
-        for name in names:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(folder, name), 0o700, follow_symlinks=False)
     with contextlib.suppress(OSError):
         os.chmod(path, 0o700)
+    with contextlib.suppress(RecursionError):  # a tree nested deeper than that: rmtree takes what it can
+        for folder, names, _ in os.walk(path):
+            for name in names:
+                below = os.path.join(folder, name)
+                if not os.path.islink(below):  # no question runs now: nothing can swap it for a link
+                    with contextlib.suppress(OSError):
+                        os.chmod(below, 0o700)
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -925,17 +930,17 @@ def seed_generators(torch: types.ModuleType | None) -> None:
 
 
 def remove_entries(folder: str, keep: Container[str] = ()) -> None:
-    """Remove what is in `folder` but the names in `keep`, as far as we may; links are removed,
-    never followed."""
+    """Remove what is in `folder` but the names in `keep`, as far as we may, folders a question
+    locked too; links are removed, never followed."""
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.name in keep:
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            _remove_path(entry.path, is_folder)
 
 
 def _flush() -> None:
