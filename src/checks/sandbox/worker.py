@@ -141,26 +141,33 @@ class _Home:
         of the Python installation mounted, read-only, in them (_private_temp), which stay."""
         self.path = path
         self.output_path = os.path.join(path, ".output")
-        self.files = self._targets(files)
+        self._hold(files)
         self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
 
-    def _targets(self, files: dict[str, bytes]) -> dict[str, bytes]:
-        targets = {}
+    def _hold(self, files: dict[str, bytes]) -> None:
+        """`files` by the path each is written to, and every path the home holds as laid out
+        (`expected`: True for a folder, False for a file)."""
+        self.files = {}
         for name, data in files.items():
             target = os.path.realpath(os.path.join(self.path, name))
             if target.startswith(self.path + os.sep):  # course/submissions.py refuses others already
-                targets[target] = data
-        return targets
+                self.files[target] = data
+        folders = set()
+        for target in self.files:
+            parent = os.path.dirname(target)
+            while parent != self.path and parent.startswith(self.path + os.sep):
+                folders.add(parent)
+                parent = os.path.dirname(parent)
+        self.expected = {**dict.fromkeys(self.files, False), self.output_path: False, **dict.fromkeys(folders, True)}
 
     def lay_out_anew(self, files: dict[str, bytes]) -> None:
         """Hold `files` from the next clear-up on (the grader's, for the questions after): a file
         no longer given goes, and one that is new or holds other bytes is written."""
         previous, stamps = self.files, self.stamps
-        self.files = self._targets(files)
+        self._hold(files)
         self.stamps = {target: stamps.get(target) if previous.get(target) == data else None
                        for target, data in self.files.items()}
-        self.__dict__.pop("_expected", None)  # worked out again, for the files held now
 
     @staticmethod
     def _write(target: str, data: bytes) -> tuple[int, int, int] | None:
@@ -175,17 +182,6 @@ class _Home:
         except OSError:  # the question after finds it missing, as the student's code left it
             return None
 
-    @functools.cached_property
-    def _expected(self) -> dict[str, bool]:
-        """Every path the home holds as laid out: True for a folder, False for a file."""
-        folders = set()
-        for target in self.files:
-            parent = os.path.dirname(target)
-            while parent != self.path and parent.startswith(self.path + os.sep):
-                folders.add(parent)
-                parent = os.path.dirname(parent)
-        return {**dict.fromkeys(self.files, False), self.output_path: False, **dict.fromkeys(folders, True)}
-
     def stamp_again(self) -> None:
         """Take each file's stamp again (before any student code ran), as its metadata changed."""
         self.stamps = {target: None if stamp is None else _stamp(target) for target, stamp in self.stamps.items()}
@@ -195,7 +191,7 @@ class _Home:
         goes (bytecode a question wrote into __pycache__ too), every file of the submission that
         changed is written again, and what was printed is emptied."""
         os.chdir(self.path)
-        _remove_all_but(self.path, self._expected)
+        _remove_all_but(self.path, self.expected)
         os.truncate(self.output_path, 0)
         for target, data in self.files.items():
             if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
@@ -282,14 +278,14 @@ class _Finders:
     stand-ins; made again where the grader lays the home out anew."""
 
     def __init__(self, home: _Home, stand_ins: dict[str, list[str]]) -> None:
-        self.modules = _SubmissionModules.install(home)
-        self.stand_ins = _StandInModules.install(stand_ins)
+        self.modules: _SubmissionModules | None = None
+        self.stand_ins: _StandInModules | None = None
+        self.replace(home, stand_ins)
 
     def replace(self, home: _Home, stand_ins: dict[str, list[str]]) -> None:
-        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self.modules
-                            and finder is not self.stand_ins]
-        self.modules = _SubmissionModules.install(home)
-        self.stand_ins = _StandInModules.install(stand_ins)
+        """Install the finders of `home` and `stand_ins` in place of those installed before."""
+        sys.meta_path[:] = [finder for finder in sys.meta_path if finder not in (self.modules, self.stand_ins)]
+        self.modules, self.stand_ins = _SubmissionModules.install(home), _StandInModules.install(stand_ins)
 
 
 def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
@@ -302,11 +298,7 @@ def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
     except OSError:
         return
     for entry in entries:
-        wanted = expected.get(entry.path)
-        try:
-            is_folder = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            is_folder = False
+        wanted, is_folder = expected.get(entry.path), _is_folder(entry)
         if wanted is True and is_folder:
             _remove_all_but(entry.path, expected)
         elif wanted is False and not is_folder:
@@ -315,24 +307,39 @@ def _remove_all_but(folder: str, expected: dict[str, bool]) -> None:
             _remove_path(entry.path, is_folder)
 
 
+def _is_folder(entry: os.DirEntry) -> bool:
+    """A folder itself, not a link to one (an entry that vanished or cannot be read: not a folder)."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
 def _remove_path(path: str, is_folder: bool) -> None:
-    """Remove a file, link or folder, however a question locked the folders in it: each folder is
-    unlocked before it is walked (the folder itself first), and a link is removed, never followed
-    (nor unlocked: chmod would reach what it points to)."""
+    """Remove a file, link or folder, however a question locked the folders in it."""
     if not is_folder:
         with contextlib.suppress(OSError):
             os.unlink(path)
         return
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
-    with contextlib.suppress(RecursionError):  # a tree nested deeper than that: rmtree takes what it can
-        for folder, names, _ in os.walk(path):
-            for name in names:
-                below = os.path.join(folder, name)
-                if not os.path.islink(below):  # no question runs now: nothing can swap it for a link
-                    with contextlib.suppress(OSError):
-                        os.chmod(below, 0o700)
+    _unlock_tree(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _unlock_tree(folder: str) -> None:
+    """Make `folder` and every folder below it ours to read and empty, each before it is read (a
+    question may have locked any of them); links are never followed, nor unlocked (chmod would
+    reach what they point to). No question runs meanwhile: nothing can swap a folder for a link.
+    A loop, not a recursion: no tree is too deep for it."""
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError):
+            os.chmod(current, 0o700)
+        try:
+            with os.scandir(current) as entries:
+                pending += [entry.path for entry in entries if _is_folder(entry)]
+        except OSError:  # gone, or a path too long to name
+            continue
 
 
 def _clear_around(folder: str, kept: list[str]) -> None:
@@ -934,13 +941,8 @@ def remove_entries(folder: str, keep: Container[str] = ()) -> None:
     locked too; links are removed, never followed."""
     with os.scandir(folder) as entries:
         for entry in entries:
-            if entry.name in keep:
-                continue
-            try:
-                is_folder = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_folder = False
-            _remove_path(entry.path, is_folder)
+            if entry.name not in keep:
+                _remove_path(entry.path, _is_folder(entry))
 
 
 def _flush() -> None:

@@ -245,13 +245,8 @@ def _empty(folder: str) -> None:
     """Unlock every folder under `folder` (a student may have made one unreadable), then remove
     all; `find` takes over from folders nested too deep for Python's recursion or paths."""
     try:
-        pending = [folder]
-        while pending:
-            current = pending.pop()
-            os.chmod(current, 0o700)
-            with os.scandir(current) as entries:
-                pending += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
-        worker.remove_entries(folder)
+        os.chmod(folder, 0o700)
+        worker.remove_entries(folder)  # each entry unlocked all the way down first
     except Exception:  # noqa: BLE001 - RecursionError, ENAMETOOLONG
         pass
     if os.listdir(folder):
