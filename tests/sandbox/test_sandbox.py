@@ -14,7 +14,7 @@ import pytest
 
 import checks
 from checks.course.assignment import load_assignment
-from checks.grading.session import Source, grade_sources
+from checks.grading.session import Source, WarmGrader, grade_sources
 from checks.sandbox import jail
 from checks.sandbox.supervisor import NotCompiled, with_bytecode
 
@@ -523,3 +523,40 @@ def test_a_zygote_that_cannot_warm_up_exits_1_saying_why(tmp_path):
                               pass_fds=[listener.fileno()], capture_output=True, text=True, timeout=120,
                               env={"PATH": os.environ["PATH"], "PYTHONPATH": f"{tmp_path}{os.pathsep}{package_parent}"})
     assert done.returncode == 1 and "this numpy is broken" in done.stderr, (done.returncode, done.stderr[-2000:])
+
+
+TORCH_HERE = """
+def torch_here():
+    try:
+        import torch  # noqa: F401
+    except ImportError as error:
+        return "refused" if "not available to this part of the assignment" in str(error) else repr(error)
+    return "imported"
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_what_the_assignment_withholds_no_question_gets_and_no_zygote_imports(make_course, level):
+    """assignment.toml's block_imports: a question that names no block of its own cannot import
+    torch either, and a batch starts only the zygote that never imported it."""
+    root = make_course({
+        "autograder/toy/assignment.toml": 'files = ["good.py"]\nblock_imports = ["torch"]\n',
+        "autograder/toy/test_withheld.py": """
+            from checks.suite import expect_equal, question
+
+            @question("good.torch", points=100)
+            def test_torch(student):
+                expect_equal(student.good.torch_here(), "refused")
+        """,
+        "subs/s/good.py": TORCH_HERE,
+        "assignments/toy/.keep": "",
+    })
+    assignment = load_assignment(root, "toy")
+    (result,) = grade_sources(assignment, [Source.from_path(root / "subs/s")], isolation=jail.choose(level))
+    assert result.score == 100 and not result.error, (result.error, result.questions[0].feedback)
+    with WarmGrader(assignment, jail.choose(level), submissions=10) as warm:
+        assert warm.zygote.started == {frozenset({"torch"})}
+    (root / "autograder/toy/assignment.toml").write_text('files = ["good.py"]\n')
+    (result,) = grade_sources(load_assignment(root, "toy"), [Source.from_path(root / "subs/s")],
+                              isolation=jail.choose(level))
+    assert result.score == 0 and "imported" in result.questions[0].feedback  # the test can fail

@@ -10,13 +10,14 @@ import pytest
 
 from checks import cli
 from checks.authoring.verify import load_mutants, verify
-from checks.course.assignment import CourseError, load_assignment
+from checks.course.assignment import MARKER_FILE, CourseError, load_assignment, load_copy, marker_text
 
 GOOD_ASSIGNMENT = """
     title = "Toy"
     files = ["work.py"]
     provided = ["data.py"]
     sandbox_imports = ["json"]
+    block_imports = ["torch"]
     fresh_worker_per_question = true
 
     [quiz.sum]
@@ -65,7 +66,20 @@ def test_a_correct_assignment_toml_reads_every_key(course):
     assert (assignment.title, assignment.files, assignment.provided, assignment.sandbox_imports) == \
         ("Toy", ("work.py",), ("data.py",), ("json",))
     assert assignment.fresh_worker_per_question is True
+    assert assignment.block_imports == ("torch",) and assignment.zygote_sets == (("torch",),)
     assert [(q.key, q.answer, q.points) for q in assignment.quiz] == [("sum", 6, 2.5), ("is_leaf", True, 1.0)]
+
+
+def test_a_copy_of_the_release_withholds_what_the_assignment_withholds(course, tmp_path):
+    """The public checks in a student's copy withhold what the hidden suite does: the marker says it."""
+    for text, withheld in ((GOOD_ASSIGNMENT, ("torch",)), (GOOD_ASSIGNMENT.replace('block_imports = ["torch"]', ""), ())):
+        assignment = load_assignment(course("assignment.toml", text), "toy")
+        copy = tmp_path / f"copy{len(withheld)}"
+        copy.mkdir()
+        (copy / MARKER_FILE).write_text(marker_text(assignment))
+        assert ("block_imports" in marker_text(assignment)) == bool(withheld)
+        assert load_copy(copy).block_imports == withheld
+        assert load_copy(copy).zygote_sets == ((withheld,) if withheld else ((), ("torch",)))
 
 
 ASSIGNMENT_MISTAKES = {
@@ -77,6 +91,9 @@ ASSIGNMENT_MISTAKES = {
     "a file name not a string": ('files = ["work.py", 3]\n', "`files` must be a list of file names"),
     "flag a string": ('fresh_worker_per_question = "yes"\n',
                       "`fresh_worker_per_question` must be true or false, not the string 'yes'"),
+    "a module where a package goes": ('block_imports = ["torch.optim"]\n',
+                                      "`block_imports` must be a list of top-level package names, such as [\"torch\"]"),
+    "a package name a string": ('block_imports = "torch"\n', "`block_imports` must be a list of top-level package names"),
     "quiz without answer": ("[quiz.sum]\npoints = 2\n", "[quiz.sum] has no `answer` (a number or true/false)"),
     "quiz without points": ("[quiz.sum]\nanswer = 6\n", "[quiz.sum] has no `points`"),
     "quiz answer a string": ('[quiz.sum]\nanswer = "6"\npoints = 2\n',

@@ -55,6 +55,9 @@ class Assignment:
     # hidden suite's checks would import them in each (None: torch's lazily imported dynamo and
     # symbolic shapes, a second's work, which torch.optim and torch.broadcast_shapes reach)
     grader_imports: tuple[str, ...] | None = None
+    # packages no question's sandbox may import (each question's own block_imports add to these):
+    # then no zygote that imports them is warmed up at all (02_autograd withholds torch)
+    block_imports: tuple[str, ...] = ()
     # a fresh worker for every question, instead of handing a healthy one on (slower, stricter)
     fresh_worker_per_question: bool = False
     # what one submission may consume (see docs/authoring.md): wall time in its sandbox, per
@@ -67,6 +70,12 @@ class Assignment:
     temp_mib: int = 256
     # a student's copy of the release, checked without the course (see load_copy)
     release: Path | None = None
+
+    @property
+    def zygote_sets(self) -> tuple[tuple[str, ...], ...]:
+        """The packages withheld by each zygote worth starting before collection: with
+        `block_imports`, only the one without them; else one with torch and one without."""
+        return (self.block_imports,) if self.block_imports else ((), ("torch",))
 
     @property
     def release_dir(self) -> Path:
@@ -152,6 +161,8 @@ def marker_text(assignment: Assignment) -> str:
              f"title = {_toml_string(assignment.title)}",
              f"files = [{', '.join(_toml_string(name) for name in assignment.files)}]",
              f"provided = [{', '.join(_toml_string(name) for name in assignment.provided)}]"]
+    if assignment.block_imports:  # the public checks withhold them as the hidden suite does
+        lines.append(f"block_imports = [{', '.join(_toml_string(name) for name in assignment.block_imports)}]")
     if assignment.quiz:
         lines += ["", "[quiz]"] + [f"{_toml_key(item.key)} = {_toml_string(answer_kind(item))}" for item in assignment.quiz]
         declared = [item for item in assignment.quiz if not isinstance(item.answer, bool) and item.tolerance.declared]
@@ -201,7 +212,8 @@ def load_copy(folder: Path) -> Assignment:
         value = marker.get(key, [])
         return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
     return Assignment(name=marker["assignment"], root=folder.parent, title=str(marker.get("title", "")),
-                      files=names("files"), provided=names("provided"), release=folder.resolve())
+                      files=names("files"), provided=names("provided"), block_imports=names("block_imports"),
+                      release=folder.resolve())
 
 
 def _quiz_items(path: Path, tables: dict[str, dict]) -> tuple[QuizItem, ...]:
@@ -235,6 +247,7 @@ def load_assignment(root: Path, name: str) -> Assignment:
                       provided=tuple(config.get("provided", ())), quiz=quiz,
                       sandbox_imports=tuple(config.get("sandbox_imports", ())),
                       grader_imports=tuple(config["grader_imports"]) if "grader_imports" in config else None,
+                      block_imports=tuple(config.get("block_imports", ())),
                       fresh_worker_per_question=config.get("fresh_worker_per_question", False),
                       **{key: config[key] for key in BUDGET_KEYS if key in config})
 

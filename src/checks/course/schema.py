@@ -53,6 +53,8 @@ NON_EMPTY_TEXT = Kind("a non-empty string", lambda value: type(value) is str and
 FILE_NAMES = Kind('a list of file names, such as ["strides.py"]', _is_list_of_text)
 QUESTION_IDS = Kind('a list of question ids, such as ["engine.deep_chain"]', _is_list_of_text)
 MODULE_NAMES = Kind('a list of module names, such as ["torch._dynamo"]', _is_list_of_text)
+PACKAGE_NAMES = Kind('a list of top-level package names, such as ["torch"]',
+                     lambda value: _is_list_of_text(value) and all(item.isidentifier() for item in value))
 BOOLEAN = Kind("true or false", lambda value: type(value) is bool)
 POINTS = Kind("a number of points (0 or more)", lambda value: _is_number(value) and value >= 0)
 ANSWER = Kind("a number or true/false", lambda value: type(value) is bool or _is_number(value))
@@ -119,6 +121,7 @@ ASSIGNMENT_TOML: Schema = {
     "provided": Key(FILE_NAMES),
     "sandbox_imports": Key(MODULE_NAMES),
     "grader_imports": Key(MODULE_NAMES),
+    "block_imports": Key(PACKAGE_NAMES),
     "fresh_worker_per_question": Key(BOOLEAN),
     "question_seconds": Key(SECONDS),
     "submission_seconds": Key(SECONDS),

@@ -114,7 +114,8 @@ class WarmGrader:
     def __enter__(self) -> "WarmGrader":
         # The zygote starts first and warms up while this process does the same. No suite code is
         # imported here at all: the session child does that, so workers never see it.
-        self.zygote = Zygote(self.isolation, imports=self.assignment.sandbox_imports, huge_pages=self.huge_pages)
+        self.zygote = Zygote(self.isolation, imports=self.assignment.sandbox_imports, huge_pages=self.huge_pages,
+                             withhold=self.assignment.zygote_sets)
         try:
             prepare_parent(preload=self.preload, modules=self.assignment.grader_imports)
             if self.notebooks:

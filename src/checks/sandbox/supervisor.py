@@ -349,21 +349,21 @@ class Zygote:
     """
 
     def __init__(self, isolation: Isolation | None = None, *, imports: tuple[str, ...] = (),
-                 huge_pages: bool = False, withhold: tuple[tuple[str, ...], ...] = (("torch",),)) -> None:
+                 huge_pages: bool = False, withhold: tuple[tuple[str, ...], ...] = ((), ("torch",))) -> None:
         """`imports`: modules every worker would otherwise import for itself (an assignment's
         `sandbox_imports`); `huge_pages`: make forking cheaper at a second's cost up front (see
         hugepages.py), which pays off over a batch; `withhold`: the sets of packages to start a
-        zygote without now, beside the one that withholds nothing (others start when first asked
-        for: see withhold)."""
+        zygote without now, () for the one that withholds nothing (others start when first asked
+        for: see withhold): an assignment that withholds torch from every question starts none
+        that imports it."""
         self.isolation = isolation or jail.choose(jail.FORK)
-        self.imports = imports
+        self.imports, self.huge_pages = imports, huge_pages
         remove_dead_runs()
         self._dir = tempfile.mkdtemp(prefix=RUN_PREFIX)
         _claim(self._dir)
         if self.isolation.kind == jail.FORK and self.isolation.per_submission_uid:
             os.chmod(self._dir, 0o711)  # workers' homes are in here: their uids must reach them, not list them
         self._servers: dict[frozenset[str], _Server] = {}
-        self._server(frozenset(), huge_pages=huge_pages, owns_run=True)
         self.withhold(*withhold, owns_run=True)
 
     @property
@@ -371,17 +371,22 @@ class Zygote:
         """This run's folder: the zygotes' sockets, and at the fork level the workers' homes."""
         return self._dir
 
+    @property
+    def started(self) -> frozenset[frozenset[str]]:
+        """The packages each zygote started so far withholds (frozenset(): the one that withholds nothing)."""
+        return frozenset(self._servers)
+
     def withhold(self, *package_sets: tuple[str, ...] | frozenset[str], owns_run: bool = False) -> None:
         """Start a zygote for each set of packages not started yet (a suite's, once collected,
         before the processes that spawn workers are forked: they then share it)."""
         for packages in package_sets:
             self._server(frozenset(packages), owns_run=owns_run)
 
-    def _server(self, withheld: frozenset[str], *, huge_pages: bool = False, owns_run: bool = False) -> "_Server":
+    def _server(self, withheld: frozenset[str], *, owns_run: bool = False) -> "_Server":
         if withheld not in self._servers:
             name = "spawn.sock" if not withheld else f"spawn-{len(self._servers)}.sock"
             self._servers[withheld] = _Server(self.isolation, self._dir, name, self.imports, tuple(sorted(withheld)),
-                                              huge_pages, owns_run)
+                                              self.huge_pages, owns_run)
         return self._servers[withheld]
 
     def spawn(self, config: WorkerConfig) -> Worker:

@@ -146,7 +146,7 @@ class ChecksPlugin:
         options: dict[pytest.Item, dict[str, Any]] = {}
         for item in items:
             try:
-                found = api.question_options(item)
+                found = self._question_options(item)
             except pytest.UsageError as error:
                 self.errors.append(str(error))
                 continue
@@ -306,18 +306,21 @@ class ChecksPlugin:
     def _item_info(self, item: pytest.Item) -> tuple[dict[str, Any], str]:
         """A test's question options and key, looked up once: a test with @cases records hundreds."""
         if item not in self._items_seen:
-            self._items_seen[item] = (_question_options(item), _test_key(item))
+            options = self._question_options(item)
+            if options is None:
+                raise pytest.UsageError(f"{item.nodeid} uses the student fixture but has no @question(...) marker")
+            self._items_seen[item] = (options, _test_key(item))
         return self._items_seen[item]
+
+    def _question_options(self, item: pytest.Item) -> dict[str, Any] | None:
+        """A test's @question options, withholding too what the assignment withholds from every question."""
+        options = api.question_options(item)
+        if options is not None and self.assignment.block_imports:
+            options["block_imports"] = tuple(dict.fromkeys((*self.assignment.block_imports, *options["block_imports"])))
+        return options
 
     def pytest_sessionfinish(self) -> None:
         self.end_submission()
-
-
-def _question_options(node: pytest.Item) -> dict[str, Any]:
-    options = api.question_options(node)
-    if options is None:
-        raise pytest.UsageError(f"{node.nodeid} uses the student fixture but has no @question(...) marker")
-    return options
 
 
 def _test_key(item: pytest.Item) -> str:

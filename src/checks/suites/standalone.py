@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
     assignment = load_assignment(find_course_root(suite_dir), name)
     submission = read_submission(submission_path)
     prepare_parent()
-    zygote = Zygote(imports=assignment.sandbox_imports)  # before collection: no suite module is imported yet
+    zygote = Zygote(imports=assignment.sandbox_imports, withhold=assignment.zygote_sets)  # before collection: no suite module is imported yet
     config.add_cleanup(zygote.close)
     files = {**submission.files, **assignment.course_files()}
     public = config.getoption("--public")
