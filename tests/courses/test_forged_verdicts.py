@@ -261,13 +261,13 @@ ROUTES = {"past the leaves' probe": _past_the_probe, "in generators": _in_genera
           "in a large frame": _in_a_large_frame}
 
 
-# Recursion carried by C code alone: a depth-first sort built of iterators nested once per node
-# (itertools.chain over map), whose Python calls each return before the next level is entered.
-# It pushes no Python frame and takes some 80 bytes of C stack a level: 1,500 levels fit in the
-# room the cap leaves native code (NumPy, BLAS and LAPACK need some 50 KiB). A helper's attack,
-# given only the docs; docs/trust-boundary.md says it is not held.
-NESTED_ITERATORS = '''
-
+# Recursion carried by C code alone: a depth-first sort built of iterators nested once per node,
+# whose Python calls each return before the next level is entered. It pushes no Python frame and
+# takes some 64 bytes of C stack a level with two itertools.chain a node (a helper's attack, given
+# only the docs), 32 with one: 1,500 levels then need over 44 KiB, more than the cap leaves
+# native code (stack_cap.C_HEADROOM: NumPy, BLAS and LAPACK need under 32).
+NESTED_ITERATORS = {
+    "two chains a node": """
 def _sorted_in_iterators(tensor, expanded):
     if id(tensor) in expanded:
         return iter(())
@@ -275,25 +275,36 @@ def _sorted_in_iterators(tensor, expanded):
     parents = [p for p in (tensor.grad_fn.parents if tensor.grad_fn is not None else ()) if p is not None]
     return itertools.chain(itertools.chain.from_iterable(map(lambda p: _sorted_in_iterators(p, expanded), parents)),
                            (tensor,))
-'''
+""",
+    "one chain a node": """
+def _sorted_in_iterators(tensor, expanded):
+    if id(tensor) in expanded:
+        return iter(())
+    expanded.add(id(tensor))
+    parents = [p for p in (tensor.grad_fn.parents if tensor.grad_fn is not None else ()) if p is not None]
+    return itertools.chain.from_iterable(
+        itertools.chain(map(lambda p: _sorted_in_iterators(p, expanded), parents), ((tensor,),)))
+""",
+}
 
 
-def _in_nested_iterators(text: str) -> str:
+def _in_nested_iterators(text: str, sort: str) -> str:
     start = text.index("        order, expanded = [], set()\n")
     end = text.index("        # `order` lists every tensor after its inputs")
     text = text[:start] + "        order = list(_sorted_in_iterators(self, set()))\n\n" + text[end:]
-    return "import itertools\n" + text + NESTED_ITERATORS
+    return "import itertools\n" + text + sort
 
 
-@pytest.mark.xfail(strict=True, reason="known: recursion in C code alone fits in the C stack native code needs "
-                                       "(docs/trust-boundary.md, What is not defended)")
-def test_a_backward_that_recurses_in_nested_iterators_loses_deep_chain():
+@pytest.mark.parametrize("sort", NESTED_ITERATORS)
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_backward_that_recurses_in_nested_iterators_loses_deep_chain(level, sort):
     files = read_submission(AUTOGRAD.solution_dir).files
-    files = {**files, "engine.py": _in_nested_iterators(files["engine.py"].decode()).encode()}
+    files = {**files, "engine.py": _in_nested_iterators(files["engine.py"].decode(), NESTED_ITERATORS[sort]).encode()}
     (result,) = grade_sources(AUTOGRAD, [Source.from_files("iterators", files)], jobs=1,
-                              questions=["engine.deep_chain"], isolation=jail.choose(LEVELS[0]))
+                              questions=["engine.deep_chain"], isolation=jail.choose(level))
     question = result.question("engine.deep_chain")
     assert question.score == 0, question.feedback
+    assert not result.error, result.error  # the student's failure, never the grader's
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -308,18 +319,30 @@ def test_a_recursive_backward_by_any_route_loses_deep_chain(level, route):
     assert not result.error, result.error  # the student's failure, never the grader's
 
 
-def _with_blas_in_backward(text: str) -> str:
-    """The reference, its backward first multiplying matrices large enough for BLAS to run them."""
+# Native code an engine that loops might run in backward, each as much C stack as any honest engine needs
+NATIVE_IN_BACKWARD = {
+    "reference": "",
+    "BLAS in backward": "        assert (np.ones((800, 900)) @ np.ones((900, 700)))[0, 0] == 900\n",
+    "LAPACK in backward": "        np.linalg.solve(np.eye(200) * 2, np.ones(200)); np.linalg.svd(np.ones((60, 40))); "
+                          "np.linalg.eigh(np.eye(50))\n",
+    "einsum, sort, FFT in backward": "        np.einsum('ij,jk->ik', np.ones((30, 40)), np.ones((40, 20))); "
+                                     "np.sort(np.arange(100_000.0)[::-1]); np.fft.fft(np.ones(4096)); "
+                                     "np.linalg.norm(np.ones((100, 100)))\n",
+}
+
+
+def _with_in_backward(text: str, native: str) -> str:
+    """The reference, its backward first running `native`."""
     old = "        if not self.requires_grad:\n"
     assert old in text
-    return text.replace(old, "        assert (np.ones((200, 300)) @ np.ones((300, 200)))[0, 0] == 300\n" + old, 1)
+    return text.replace(old, native + old, 1)
 
 
-@pytest.mark.parametrize("engine", [lambda text: text, _with_blas_in_backward], ids=["reference", "BLAS in backward"])
+@pytest.mark.parametrize("native", NATIVE_IN_BACKWARD)
 @pytest.mark.parametrize("level", LEVELS)
-def test_an_engine_that_loops_keeps_deep_chain(level, engine):
+def test_an_engine_that_loops_keeps_deep_chain(level, native):
     files = read_submission(AUTOGRAD.solution_dir).files
-    files = {**files, "engine.py": engine(files["engine.py"].decode()).encode()}
+    files = {**files, "engine.py": _with_in_backward(files["engine.py"].decode(), NATIVE_IN_BACKWARD[native]).encode()}
     (result,) = grade_sources(AUTOGRAD, [Source.from_files("loops", files)], jobs=1,
                               questions=["engine.deep_chain"], isolation=jail.choose(level))
     question = result.question("engine.deep_chain")
