@@ -53,14 +53,8 @@ def sgd_update(params, grads, lr):
     return dict(params)
 '''
 
-# SGD.step adds weight decay to p.grad in place, after making torch.equal (which the old check, in
-# the sandbox, called on .grad before and after step) and NumPy's comparisons say nothing changed.
-SGD_GRAD_IN_PLACE_FORGING_EQUAL = '''
-torch.equal = lambda *args, **kwargs: True
-torch.allclose = lambda *args, **kwargs: True
-__import__("numpy").array_equal = lambda *args, **kwargs: True
-
-
+# A SGD of the attacks' own: its settings, a momentum buffer a parameter, and zero_grad.
+SGD_HEAD = '''
 class SGD:
     def __init__(self, params, lr, momentum=0.0, weight_decay=0.0):
         self.params, self.lr, self.momentum, self.weight_decay = list(params), lr, momentum, weight_decay
@@ -72,7 +66,16 @@ class SGD:
                 p.grad = None
             elif p.grad is not None:
                 p.grad.zero_()
+'''
 
+# SGD.step adds weight decay to p.grad in place, after making torch.equal (which the old check, in
+# the sandbox, called on .grad before and after step) and NumPy's comparisons say nothing changed.
+SGD_GRAD_IN_PLACE_FORGING_EQUAL = '''
+torch.equal = lambda *args, **kwargs: True
+torch.allclose = lambda *args, **kwargs: True
+__import__("numpy").array_equal = lambda *args, **kwargs: True
+
+''' + SGD_HEAD + '''
     def step(self):
         with torch.no_grad():
             for i, p in enumerate(self.params):
@@ -157,6 +160,35 @@ def test_a_guard_switched_off_in_the_sandbox_still_costs_the_points(level, case)
     assert words in " ".join(question.feedback.split()), question.feedback
     if words in ("torch.optim", "changed the params it was given"):
         assert question.score == 0, question  # every case of these questions judges the same way
+
+
+# training.SGD runs torch.optim's own functional sgd on the parameters themselves (no Optimizer,
+# so none refuses them), from a copy of torch/optim/sgd.py loaded again past the patches of
+# torch.optim in its process (a helper's attack, given only the docs). Its update is the one the
+# curriculum asks for, by the same operations: no behaviour tells it apart.
+OPTIM_RELOADED = SGD_HEAD + '''
+    def step(self):
+        import importlib.util
+        import torch.optim.sgd as patched
+        spec = importlib.util.spec_from_file_location("torch.optim.fresh_sgd", patched.__file__)
+        fresh = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fresh)
+        kept = [i for i, p in enumerate(self.params) if p.grad is not None]
+        buffers = [self.buffers[i] for i in kept]
+        with torch.no_grad():
+            fresh.sgd([self.params[i] for i in kept], [self.params[i].grad for i in kept], buffers,
+                      weight_decay=self.weight_decay, momentum=self.momentum, lr=self.lr, dampening=0.0,
+                      nesterov=False, maximize=False, foreach=False)
+        for i, buffer in zip(kept, buffers):
+            self.buffers[i] = buffer
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="known: torch.optim's code is in the student's process; a SGD that runs it past "
+                                       "the patches there is not told apart (docs/trust-boundary.md, What is not defended)")
+def test_an_sgd_that_runs_torch_optims_own_code_loses_its_points():
+    question = _grade(LEVELS[0], _replaced(REFERENCE, "training.py", "SGD", OPTIM_RELOADED), "training.SGD")
+    assert not question.passed, question.feedback
 
 
 def test_the_reference_keeps_its_points_on_those_questions():

@@ -26,6 +26,8 @@ import resource
 import struct
 from typing import Any, Callable
 
+from checks.sandbox import seccomp
+
 CHUNK = 256 << 10  # the data-stack chunk in_own_chunk's frame takes
 HEADROOM = 64 << 10  # what that chunk keeps free for the frames called from it
 # How far below its pointer at the cap the C stack may reach. Measured under the cap on CPython
@@ -56,17 +58,13 @@ in_own_chunk.__code__ = in_own_chunk.__code__.replace(co_stacksize=_SLOTS)  # th
 
 # ---------------------------------------------------------------- the cap
 
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 MAP_ANONYMOUS, CLONE_THREAD = 0x20, 0x10000
 # the architectures the filter knows: their audit id and the numbers of mmap, clone and clone3
-_ARCHITECTURES = {"x86_64": (0xC000003E, 9, 56, 435), "aarch64": (0xC00000B7, 222, 220, 435)}
-
-# classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]} (little-endian)
-_LOAD, _JEQ, _AND, _RETURN = 0x20, 0x15, 0x54, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_ALU|AND|K, BPF_RET|K
-_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
-# where seccomp_data keeps the call's number and architecture, and the words of its arguments
-# that matter: clone's flags (args[0]), mmap's length (args[1], both halves) and flags (args[3])
-_NR, _ARCH, _CLONE_FLAGS, _LENGTH_LOW, _LENGTH_HIGH, _MMAP_FLAGS = 0, 4, 16, 24, 28, 40
+_ARCHITECTURES = {machine: (seccomp.AUDIT_ARCH[machine], *numbers)
+                  for machine, numbers in {"x86_64": (9, 56, 435), "aarch64": (222, 220, 435)}.items()}
+# the words of seccomp_data's arguments that matter: clone's flags (args[0]), mmap's length
+# (args[1], both halves) and flags (args[3])
+_CLONE_FLAGS, _LENGTH_LOW, _LENGTH_HIGH, _MMAP_FLAGS = 16, 24, 28, 40
 
 
 def cap() -> str | None:
@@ -76,17 +74,10 @@ def cap() -> str | None:
     if machine not in _ARCHITECTURES:
         return f"no stack cap on {machine or 'this machine'}"
     _keep_room_for_small_objects()
-    program = _filter(*_ARCHITECTURES[machine])
-    buffer = ctypes.create_string_buffer(program)
-    fprog = struct.pack("HxxxxxxP", len(program) // 8, ctypes.addressof(buffer))  # struct sock_fprog
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
-                libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog), 0, 0) != 0:
-            return f"no stack cap: seccomp refused ({errno.errorcode.get(ctypes.get_errno(), '?')})"
-    except (OSError, AttributeError) as error:
-        return f"no stack cap: {error}"
-    _cap_c_stack(libc)
+    refused = seccomp.install(_filter(*_ARCHITECTURES[machine]))
+    if refused is not None:
+        return f"no stack cap: {refused}"
+    _cap_c_stack(ctypes.CDLL(None, use_errno=True))
     return None
 
 
@@ -130,20 +121,19 @@ def _filter(arch: int, mmap: int, clone: int, clone3: int) -> bytes:
     which sends glibc back to clone; clone with CLONE_THREAD: EAGAIN, "can't start new thread"):
     a thread's Python frames would need a chunk of their own, and its start waits for them
     forever. Allow everything else."""
-    def op(code: int, value: int, true: int = 0, false: int = 0) -> bytes:
-        return struct.pack("HBBI", code, true, false, value)  # jumps count the instructions skipped
-
-    sizes = [op(_JEQ, size, len(CHUNK_SIZES) - index, 0) for index, size in enumerate(CHUNK_SIZES)]
+    op, LOAD, JEQ, AND, RETURN, ALLOW, ERRNO = (seccomp.op, seccomp.LOAD, seccomp.JEQ, seccomp.AND, seccomp.RETURN,
+                                                seccomp.ALLOW, seccomp.ERRNO)
+    sizes = [op(JEQ, size, len(CHUNK_SIZES) - index, 0) for index, size in enumerate(CHUNK_SIZES)]
     return b"".join([
-        op(_LOAD, _ARCH), op(_JEQ, arch, 1, 0), op(_RETURN, _ALLOW),
-        op(_LOAD, _NR), op(_JEQ, clone3, 0, 1), op(_RETURN, _ERRNO | errno.ENOSYS),
-        op(_JEQ, clone, 0, 5),
-        op(_LOAD, _CLONE_FLAGS), op(_AND, CLONE_THREAD), op(_JEQ, CLONE_THREAD, 0, 1),
-        op(_RETURN, _ERRNO | errno.EAGAIN), op(_RETURN, _ALLOW),
-        op(_JEQ, mmap, 1, 0), op(_RETURN, _ALLOW),
-        op(_LOAD, _LENGTH_HIGH), op(_JEQ, 0, 1, 0), op(_RETURN, _ALLOW),
-        op(_LOAD, _MMAP_FLAGS), op(_AND, MAP_ANONYMOUS), op(_JEQ, MAP_ANONYMOUS, 1, 0), op(_RETURN, _ALLOW),
-        op(_LOAD, _LENGTH_LOW), *sizes, op(_RETURN, _ALLOW), op(_RETURN, _ERRNO | errno.ENOMEM)])
+        op(LOAD, seccomp.ARCH), op(JEQ, arch, 1, 0), op(RETURN, ALLOW),
+        op(LOAD, seccomp.NR), op(JEQ, clone3, 0, 1), op(RETURN, ERRNO | errno.ENOSYS),
+        op(JEQ, clone, 0, 5),
+        op(LOAD, _CLONE_FLAGS), op(AND, CLONE_THREAD), op(JEQ, CLONE_THREAD, 0, 1),
+        op(RETURN, ERRNO | errno.EAGAIN), op(RETURN, ALLOW),
+        op(JEQ, mmap, 1, 0), op(RETURN, ALLOW),
+        op(LOAD, _LENGTH_HIGH), op(JEQ, 0, 1, 0), op(RETURN, ALLOW),
+        op(LOAD, _MMAP_FLAGS), op(AND, MAP_ANONYMOUS), op(JEQ, MAP_ANONYMOUS, 1, 0), op(RETURN, ALLOW),
+        op(LOAD, _LENGTH_LOW), *sizes, op(RETURN, ALLOW), op(RETURN, ERRNO | errno.ENOMEM)])
 
 
 def _c_stack(libc: ctypes.CDLL) -> tuple[tuple[int, int], int | None] | None:

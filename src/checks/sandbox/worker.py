@@ -17,6 +17,7 @@ import _thread
 import collections
 import contextlib
 import ctypes
+import fcntl
 import functools
 import importlib
 import importlib.abc
@@ -34,6 +35,7 @@ import shutil
 import signal
 import select
 import socket
+import struct
 import sys
 import tempfile
 import time
@@ -41,7 +43,7 @@ import types
 import warnings
 from typing import Any, Callable, Container
 
-from checks.sandbox import codec, stack_cap
+from checks.sandbox import codec, seccomp, stack_cap
 from checks.sandbox.cores import take_turns_on
 from checks.sandbox.forking import plain_fork
 from checks.sandbox.stand_ins import exception_type
@@ -61,7 +63,13 @@ KEYCTL_CLEAR, KEYCTL_READ, KEYCTL_GET_PERSISTENT = 7, 11, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 PR_SET_KEEPCAPS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE = 8, 47, 2
 LINUX_CAPABILITY_VERSION_3, CAP_DAC_READ_SEARCH = 0x20080522, 2
-CLONE_NEWIPC, CLONE_NEWUSER = 0x08000000, 0x10000000
+CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x08000000, 0x10000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+# what could carry a question's state past its process, in the kernel rather than in its files:
+# keys (a keyring of another uid's, left writable, keeps them from every clear) and extended
+# attributes (POSIX ACLs among them) of the folders a worker keeps; refused to every question
+CARRIER_CALLS = ("add_key", "request_key", "keyctl", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+                 "lremovexattr", "fremovexattr", "setxattrat", "removexattrat")
 # the System V limits of a worker's own IPC namespace (kernel.shmmax and friends are per namespace):
 # its shared memory is capped like its temp space (temp_bytes), its queues and semaphores are few
 IPC_LIMITS = {"shmmni": "64", "msgmni": "16", "msgmnb": "16384", "sem": "64 1024 32 16"}
@@ -103,7 +111,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
         take_turns_on(config["cpus"])  # its grader's core: they take turns, never run together
     uid = config.get("uid")
     kept = _private_temp(home, config["temp_bytes"]) if uid is not None and config.get("temp_bytes") else None
-    own_ipc = _own_ipc_namespace(config.get("temp_bytes") or DEFAULT_IPC_SHM_BYTES)
+    own_ipc = _own_namespaces(config.get("temp_bytes") or DEFAULT_IPC_SHM_BYTES)
     laid_out = _Home(home, config["files"], kept)
     _capture_output(laid_out.output_path)
     if uid is not None:
@@ -125,10 +133,12 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.path.insert(0, home)
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
+    # where the kernel will not refuse them (another architecture), the keyrings are cleared instead
+    keys_refused = seccomp.refuse_calls(CARRIER_CALLS) is None
     finders = _Finders(laid_out, config.get("stand_ins") or {})
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
-    _keep(sock, reader, control, laid_out, finders, _KernelObjects(uid, own_ipc))
+    _keep(sock, reader, control, laid_out, finders, _KernelObjects(uid, own_ipc, keys_refused))
 
 
 class _Home:
@@ -144,6 +154,8 @@ class _Home:
         self._hold(files)
         self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
+        status = os.stat(path)
+        self.times = (status.st_atime_ns, status.st_mtime_ns)  # each folder's and the output's, after every question
 
     def _hold(self, files: dict[str, bytes]) -> None:
         """`files` by the path each is written to, and every path the home holds as laid out
@@ -203,6 +215,11 @@ class _Home:
                     # never walked), and the ways down to them
                     _clear_around(folder, [path for path in (self.path, *self.temp_kept)
                                            if path.startswith(folder + os.sep)])
+        # times a question set on what stays (a file it touched is written again above): the same
+        # after every question, whatever they said
+        for kept in (self.path, self.output_path, *(path for path, is_folder in self.expected.items() if is_folder)):
+            with contextlib.suppress(OSError):
+                os.utime(kept, ns=self.times, follow_symlinks=False)
 
 
 class _SubmissionModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -707,18 +724,20 @@ class _KernelObjects:
     are refused (RLIMIT_MSGQUEUE), POSIX shared memory lives in /dev/shm (temp space: emptied like
     it), and a memfd dies with the last process that holds it."""
 
-    def __init__(self, uid: int | None, own_namespace: bool) -> None:
+    def __init__(self, uid: int | None, own_namespace: bool, keys_refused: bool = False) -> None:
         """`uid`: the submission's own, else None; `own_namespace`: the IPC namespace is the
-        worker's (_own_ipc_namespace), so that every object in it is the submission's."""
+        worker's (_own_namespaces), so that every object in it is the submission's;
+        `keys_refused`: no question can make a key (CARRIER_CALLS), so none is looked for."""
         self.uid = uid
         self.own_namespace = own_namespace
+        self.keys_refused = keys_refused
 
     def remove(self) -> None:
         """Remove them all, as far as we may: only their creator or owner may, so this runs as
         the submission's uid. In a namespace of its own every System V object is the
         submission's; in a shared one, those its uid made (where it has a uid of its own)."""
         libc = _libc()
-        if self.uid is not None:
+        if self.uid is not None and not self.keys_refused:
             keyctl = KEYCTL_SYSCALL.get(os.uname().machine)
             if keyctl is not None:
                 persistent = libc.syscall(keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_USER_KEYRING)
@@ -760,29 +779,48 @@ def _count_in_namespace(kind: str) -> int | None:
     return counts[field] if answer >= 0 else None
 
 
-def _own_ipc_namespace(shm_bytes: int) -> bool:
-    """Give this worker (and what it starts) an IPC namespace of its own: no System V object or
-    POSIX queue of another submission's is visible in it, everything in it dies with the worker's
-    last process, and its System V shared memory is capped at `shm_bytes` in all (kernel.shmall is
-    per namespace; the memory watch sees none of it). As root (or with CAP_SYS_ADMIN, jailed) a
-    plain unshare; else in a user namespace of our own, our uid and gid mapped to themselves, its
-    capabilities dropped at once. False where the kernel refuses both (the machine's namespace,
-    then: _KernelObjects removes what it can)."""
+def _own_namespaces(shm_bytes: int) -> bool:
+    """Give this worker (and what it starts) an IPC namespace of its own, and a network namespace
+    where the kernel allows one. In its IPC namespace no System V object or POSIX queue of another
+    submission's is visible, everything dies with the worker's last process, and its System V shared
+    memory is capped at `shm_bytes` in all (kernel.shmall is per namespace; the memory watch sees
+    none of it). Its network namespace has a loopback of its own, brought up: no socket of a
+    submission graded at the same time (an abstract unix name, a port on 127.0.0.1) is reachable
+    from it, nor any address outside. As
+    root (or with CAP_SYS_ADMIN, jailed) a plain unshare; else in a user namespace of our own, our
+    uid and gid mapped to themselves, its capabilities dropped at once. Whether the IPC namespace
+    is our own: False where the kernel refuses it (the machine's, then: _KernelObjects removes
+    what it can)."""
     libc = _libc()
-    if libc.unshare(CLONE_NEWIPC) == 0:
-        _limit_ipc(shm_bytes)
-        return True
+    for network in (CLONE_NEWNET, 0):  # without one where the kernel refuses it alone
+        if libc.unshare(CLONE_NEWIPC | network) == 0:
+            _limit_ipc(shm_bytes)
+            if network:
+                _loopback_up()
+            return True
     uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC) != 0:
+    network = next((flag for flag in (CLONE_NEWNET, 0) if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | flag) == 0), None)
+    if network is None:
         return False
     try:
         for name, text in (("uid_map", f"{uid} {uid} 1\n"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1\n")):
             with open(f"/proc/self/{name}", "w") as handle:
                 handle.write(text)
         _limit_ipc(shm_bytes)
+        if network:
+            _loopback_up()
     finally:
         _drop_capabilities()  # those a new user namespace gives over itself: the student gets none
     return True
+
+
+def _loopback_up() -> None:
+    """Bring up the loopback of a network namespace of our own, as the machine's is: code that
+    talks to itself on 127.0.0.1 works as anywhere, and reaches no other worker. Best effort."""
+    request = struct.pack("16sH14x", b"lo", 0)
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(probe, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
 
 
 def _limit_ipc(shm_bytes: int) -> None:
