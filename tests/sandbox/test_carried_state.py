@@ -174,3 +174,48 @@ def test_a_submission_graded_at_the_same_time_is_out_of_reach_of_the_network(lev
         assert other.neighbour.reach(port) == []
         for student in (listening, other):
             student._sandbox.close()
+
+
+PROCESSES = '''
+import os
+
+
+def others():
+    """The processes in /proc of any uid but this one's (as the kernel shows them to it)."""
+    seen = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                owner = os.stat(f"/proc/{name}").st_uid
+            except OSError:
+                continue
+            if owner != os.getuid():
+                seen.append(owner)
+    return sorted(set(seen))
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a submission has a uid and a mount namespace of its own as root only")
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_question_sees_no_process_of_another_uid(make_course, level):
+    """Its /proc shows the processes of its own uid only: not the grader's, the zygote's, nor
+    those of a submission graded at the same time (a fresh attacker read their ids and command
+    lines, jailed as well)."""
+    root = make_course({
+        "autograder/procs/assignment.toml": 'files = ["procs.py"]\n',
+        "autograder/procs/test_procs.py": """
+            from checks.suite import question, expect_equal
+
+            @question("procs.others", points=10)
+            def test_others(student):
+                expect_equal(student.procs.others(), [])
+        """,
+        "assignments/procs/.keep": "",
+        "solutions/procs/procs.py": "",
+        "subs/a/procs.py": PROCESSES,
+        "subs/b/procs.py": PROCESSES,
+    })
+    sources = [Source.from_path(root / "subs" / name) for name in ("a", "b")]
+    for result in grade_sources(load_assignment(root, "procs"), sources, jobs=2, isolation=jail.choose(level)):
+        question = result.question("procs.others")
+        assert question.passed and not result.error, (result.name, result.error, question.feedback)

@@ -29,6 +29,7 @@ import linecache
 import marshal
 import os
 import pickle
+import platform
 import random
 import resource
 import shutil
@@ -75,7 +76,7 @@ CARRIER_CALLS = ("add_key", "request_key", "keyctl", "setxattr", "lsetxattr", "f
 IPC_LIMITS = {"shmmni": "64", "msgmni": "16", "msgmnb": "16384", "sem": "64 1024 32 16"}
 DEFAULT_IPC_SHM_BYTES = 256 * 2**20  # where no temp_bytes is given
 CLONE_NEWNS, MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x20000, 0x2, 0x4, 0x4000, 0x40000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH = 0x1, 0x20, 0x1000, 0x2
+MS_RDONLY, MS_REMOUNT, MS_BIND, MNT_DETACH, MS_NOEXEC = 0x1, 0x20, 0x1000, 0x2, 0x8
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 CHECKED_HASH_PYC = (3).to_bytes(4, "little")  # PEP 552's flags of the bytecode the grader compiles (with_bytecode)
 AFRESH = b"afresh"  # the grader's word to the keeper, on the control socket: end this question, start the next
@@ -111,6 +112,8 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
         take_turns_on(config["cpus"])  # its grader's core: they take turns, never run together
     uid = config.get("uid")
     kept = _private_temp(home, config["temp_bytes"]) if uid is not None and config.get("temp_bytes") else None
+    if kept is not None:  # a mount namespace of our own: a /proc of our own in it
+        _proc_of_its_own_uid()
     own_ipc = _own_namespaces(config.get("temp_bytes") or DEFAULT_IPC_SHM_BYTES)
     laid_out = _Home(home, config["files"], kept)
     _capture_output(laid_out.output_path)
@@ -681,6 +684,20 @@ def _private_temp(home: str, size: int) -> tuple[str, ...] | None:
     if "/tmp" in mounted and home.startswith("/tmp/"):
         os.makedirs(home, mode=0o711, exist_ok=True)  # the zygote's folder stays, empty, under the old /tmp
     return tuple(kept) if "/tmp" in mounted else None
+
+
+def _proc_of_its_own_uid() -> None:
+    """Mount a /proc that shows the submission's code only the processes of its own uid
+    (hidepid=invisible): not those of a submission graded at the same time, nor the grader's
+    (their ids and command lines were in reach, jailed and not). Only where each mount of proc is
+    an instance of its own (Linux 5.8): before, its options were every mount's, the machine's too.
+    Best effort: where it cannot be mounted, /proc stays as it was."""
+    try:
+        version = tuple(int(part) for part in platform.release().split(".")[:2])
+    except ValueError:
+        return
+    if version >= (5, 8):
+        _libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=invisible")
 
 
 def _imports_under(folders: list[str]) -> list[str]:
