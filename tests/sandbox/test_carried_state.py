@@ -1,7 +1,8 @@
 """What one question could leave for a later question or submission outside its files (issue 43,
 found by a fresh attacker given only the docs): kernel keys made readable by anyone (left by a
 submission's last question, read by the next submission's, in the same batch or a later one),
-extended attributes and ACLs on the submission's home, the times of what stays, and sockets of a
+extended attributes and ACLs on the submission's home (and io_uring, which sets them past a filter
+on the calls), the times of what stays, and sockets of a
 submission graded at the same time (an abstract unix name, a port on 127.0.0.1).
 
 Each case runs at every isolation level this machine has (bwrap where it runs, fork always).
@@ -55,6 +56,9 @@ def put():
             made.append(name)
         except OSError:
             pass
+    fd = libc.syscall(425, 8, ctypes.create_string_buffer(120))  # io_uring_setup: its IORING_OP_SETXATTR passes any filter
+    if fd >= 0:
+        made.append("io_uring")
     for path in (HOME, OUTPUT):  # refused to none: set back after the question
         os.utime(path, ns=TIMES)
     return made

@@ -68,9 +68,11 @@ CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x08000000, 0x10000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # what could carry a question's state past its process, in the kernel rather than in its files:
 # keys (a keyring of another uid's, left writable, keeps them from every clear) and extended
-# attributes (POSIX ACLs among them) of the folders a worker keeps; refused to every question
+# attributes (POSIX ACLs among them) of the folders a worker keeps; and io_uring, which sets
+# attributes without those calls (a filter sees none of what its queue does). Refused to every question
 CARRIER_CALLS = ("add_key", "request_key", "keyctl", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
-                 "lremovexattr", "fremovexattr", "setxattrat", "removexattrat")
+                 "lremovexattr", "fremovexattr", "setxattrat", "removexattrat",
+                 "io_uring_setup", "io_uring_enter", "io_uring_register")
 # the System V limits of a worker's own IPC namespace (kernel.shmmax and friends are per namespace):
 # its shared memory is capped like its temp space (temp_bytes), its queues and semaphores are few
 IPC_LIMITS = {"shmmni": "64", "msgmni": "16", "msgmnb": "16384", "sem": "64 1024 32 16"}
