@@ -12,9 +12,8 @@ one), nor reach more than C_HEADROOM below where its C stack stands (RLIMIT_STAC
 good). Code that loops stays far inside both; recursion in Python a few hundred calls deep fails,
 whatever the recursion limit says, and so does recursion in C code alone some 1,300 levels deep
 (iterators nested once per item, 32 bytes a level: C_HEADROOM is what native libraries need, and
-no more). Not
-held: native code, which can rewrite anything in its own process (ctypes swapping the
-interpreter's allocator, or its stack's bounds).
+no more). Not held: native code, which can rewrite anything in its own process (ctypes swapping
+the interpreter's allocator, or its stack's bounds).
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import struct
 from typing import Any, Callable
 
 from checks.sandbox import seccomp
+from checks.sandbox.seccomp import ALLOW, AND, ERRNO, JEQ, LOAD, RETURN, op
 
 CHUNK = 256 << 10  # the data-stack chunk in_own_chunk's frame takes
 HEADROOM = 64 << 10  # what that chunk keeps free for the frames called from it
@@ -121,8 +121,6 @@ def _filter(arch: int, mmap: int, clone: int, clone3: int) -> bytes:
     which sends glibc back to clone; clone with CLONE_THREAD: EAGAIN, "can't start new thread"):
     a thread's Python frames would need a chunk of their own, and its start waits for them
     forever. Allow everything else."""
-    op, LOAD, JEQ, AND, RETURN, ALLOW, ERRNO = (seccomp.op, seccomp.LOAD, seccomp.JEQ, seccomp.AND, seccomp.RETURN,
-                                                seccomp.ALLOW, seccomp.ERRNO)
     sizes = [op(JEQ, size, len(CHUNK_SIZES) - index, 0) for index, size in enumerate(CHUNK_SIZES)]
     return b"".join([
         op(LOAD, seccomp.ARCH), op(JEQ, arch, 1, 0), op(RETURN, ALLOW),
