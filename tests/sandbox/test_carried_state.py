@@ -1,8 +1,9 @@
 """What one question could leave for a later question or submission outside its files (issue 43,
 found by a fresh attacker given only the docs): kernel keys made readable by anyone (left by a
 submission's last question, read by the next submission's, in the same batch or a later one),
-extended attributes and ACLs on the submission's home (and io_uring, which sets them past a filter
-on the calls), the times of what stays, and sockets of a
+extended attributes, ACLs and inode flags on the submission's home (and io_uring, which sets
+them past a filter on the calls), the times and modes of what stays, the order its folder lists
+its files in, and sockets of a
 submission graded at the same time (an abstract unix name, a port on 127.0.0.1).
 
 Each case runs at every isolation level this machine has (bwrap where it runs, fork always).
@@ -23,7 +24,7 @@ from checks.suites.student import QuestionSandbox, Student, SubmissionWorkers
 LEVELS = [jail.BWRAP] * (jail.bwrap_problem() is None) + [jail.FORK]
 
 CARRIER = '''
-import ctypes, os, platform, struct
+import ctypes, fcntl, os, platform, struct
 
 libc = ctypes.CDLL(None, use_errno=True)
 ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine(), (None, None))
@@ -59,9 +60,30 @@ def put():
     fd = libc.syscall(425, 8, ctypes.create_string_buffer(120))  # io_uring_setup: its IORING_OP_SETXATTR passes any filter
     if fd >= 0:
         made.append("io_uring")
+    folder = os.open(HOME, os.O_RDONLY)
+    try:
+        fcntl.ioctl(folder, 0x40086602, struct.pack("l", 0x40))  # FS_IOC_SETFLAGS: chattr +d
+        made.append("inode flags")
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
     for path in (HOME, OUTPUT):  # refused to none: set back after the question
         os.utime(path, ns=TIMES)
+    os.chmod(OUTPUT, 0o640)
+    mine = os.path.join(HOME, "carry.py")  # the same bytes and times, in a new entry of the folder
+    with open(mine, "rb") as handle:
+        data, status = handle.read(), os.stat(mine)
+    os.unlink(mine)
+    with open(mine, "wb") as handle:
+        handle.write(data)
+    os.utime(mine, ns=(status.st_atime_ns, status.st_mtime_ns))
     return made
+
+
+def listing():
+    """The home's entries, in the order the kernel lists them."""
+    return os.listdir(HOME)
 
 
 def find():
@@ -83,6 +105,15 @@ def find():
     except OSError:
         pass
     found += [path for path in (HOME, OUTPUT) if os.stat(path).st_mtime_ns == TIMES[1]]
+    found += ["output mode"] if os.stat(OUTPUT).st_mode & 0o777 != 0o600 else []
+    folder = os.open(HOME, os.O_RDONLY)
+    try:
+        flags = struct.unpack("l", fcntl.ioctl(folder, 0x80086601, struct.pack("l", 0)))[0]  # FS_IOC_GETFLAGS
+        found += ["inode flags"] if flags & 0x40 else []
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
     return found
 '''
 
@@ -91,8 +122,11 @@ CARRY_SUITE = {
     "autograder/carry/test_carry.py": """
         from checks.suite import question, expect_equal
 
+        SEEN = {}
+
         @question("carry.find", points=10)
         def test_find(student):
+            SEEN["listing"] = student.carry.listing()
             expect_equal(student.carry.find(), [])
 
         @question("carry.put", points=10)
@@ -102,6 +136,7 @@ CARRY_SUITE = {
         @question("carry.again", points=10)
         def test_again(student):
             expect_equal(student.carry.find(), [])
+            expect_equal(student.carry.listing(), SEEN["listing"])
 
         @question("carry.last", points=10)
         def test_last(student):

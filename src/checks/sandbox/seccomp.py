@@ -29,13 +29,16 @@ SYSCALLS = {
                "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
                "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
                "setxattrat": 463, "removexattrat": 466,
-               "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+               "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+               "file_setattr": 469, "ioctl": 16},
     "aarch64": {"add_key": 217, "request_key": 218, "keyctl": 219,
                 "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
                 "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
                 "setxattrat": 463, "removexattrat": 466,
-                "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427},
+                "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+                "file_setattr": 469, "ioctl": 29},
 }
+ARG1_LOW = 24  # the low word of args[1]: an ioctl's request, which the kernel reads as 32 bits
 
 
 def op(code: int, value: int, true: int = 0, false: int = 0) -> bytes:
@@ -57,13 +60,18 @@ def install(program: bytes) -> str | None:
     return None
 
 
-def refuse_calls(names: tuple[str, ...], error: int = errno.EPERM) -> str | None:
-    """Make each of these system calls fail with `error`, in this process and every one it forks;
-    None once done, else why not (another architecture, no seccomp)."""
+def refuse_calls(names: tuple[str, ...], ioctls: tuple[int, ...] = (), error: int = errno.EPERM) -> str | None:
+    """Make each of these system calls, and `ioctl` with each of these requests, fail with
+    `error`, in this process and every one it forks; None once done, else why not (another
+    architecture, no seccomp)."""
     machine = platform.machine()
     if machine not in SYSCALLS:
         return f"no seccomp filter for {machine or 'this machine'}"
     numbers = [SYSCALLS[machine][name] for name in names]
-    checks = [op(JEQ, number, len(numbers) - index, 0) for index, number in enumerate(numbers)]
+    # each test jumps to the last instruction (refuse) when it holds; the one before it allows
+    calls = [op(JEQ, number, len(numbers) - index + 2 + len(ioctls), 0) for index, number in enumerate(numbers)]
+    requests = [op(JEQ, request, len(ioctls) - index, 0) for index, request in enumerate(ioctls)]
     return install(b"".join([op(LOAD, ARCH), op(JEQ, AUDIT_ARCH[machine], 1, 0), op(RETURN, ALLOW),
-                             op(LOAD, NR), *checks, op(RETURN, ALLOW), op(RETURN, ERRNO | error)]))
+                             op(LOAD, NR), *calls,
+                             op(JEQ, SYSCALLS[machine]["ioctl"], 0, len(ioctls) + 1), op(LOAD, ARG1_LOW), *requests,
+                             op(RETURN, ALLOW), op(RETURN, ERRNO | error)]))

@@ -71,8 +71,11 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # attributes (POSIX ACLs among them) of the folders a worker keeps; and io_uring, which sets
 # attributes without those calls (a filter sees none of what its queue does). Refused to every question
 CARRIER_CALLS = ("add_key", "request_key", "keyctl", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
-                 "lremovexattr", "fremovexattr", "setxattrat", "removexattrat",
+                 "lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "file_setattr",
                  "io_uring_setup", "io_uring_enter", "io_uring_register")
+# the ioctls that set an inode's flags (chattr's), its fsxattr or its generation: metadata too
+CARRIER_IOCTLS = (0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602)  # FS_IOC(32)_SETFLAGS, FSSETXATTR, (32)_SETVERSION
+OUTPUT_MODE = 0o600
 # the System V limits of a worker's own IPC namespace (kernel.shmmax and friends are per namespace):
 # its shared memory is capped like its temp space (temp_bytes), its queues and semaphores are few
 IPC_LIMITS = {"shmmni": "64", "msgmni": "16", "msgmnb": "16384", "sem": "64 1024 32 16"}
@@ -139,7 +142,7 @@ def serve(sock: socket.socket, reader: FrameReader, control: socket.socket, conf
     sys.dont_write_bytecode = True
     refuse_imports(tuple(config["block_imports"]))
     # where the kernel will not refuse them (another architecture), the keyrings are cleared instead
-    keys_refused = seccomp.refuse_calls(CARRIER_CALLS) is None
+    keys_refused = seccomp.refuse_calls(CARRIER_CALLS, CARRIER_IOCTLS) is None
     finders = _Finders(laid_out, config.get("stand_ins") or {})
     seed_generators(sys.modules.get("torch"))  # never drawn from here: each question process starts from this state
     os.register_at_fork(after_in_child=lambda: random.seed(STUDENT_SEED))  # Python's own reseeds from the OS
@@ -156,6 +159,7 @@ class _Home:
         of the Python installation mounted, read-only, in them (_private_temp), which stay."""
         self.path = path
         self.output_path = os.path.join(path, ".output")
+        os.close(os.open(self.output_path, os.O_WRONLY | os.O_CREAT, OUTPUT_MODE))  # first: listed first, always
         self._hold(files)
         self.temp_kept = temp_kept
         self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
@@ -209,10 +213,14 @@ class _Home:
         changed is written again, and what was printed is emptied."""
         os.chdir(self.path)
         _remove_all_but(self.path, self.expected)
-        os.truncate(self.output_path, 0)
-        for target, data in self.files.items():
-            if _stamp(target) != self.stamps[target] or self.stamps[target] is None:
-                self.stamps[target] = self._write(target, data)
+        with contextlib.suppress(OSError):  # a question may have removed it: what it prints after is lost
+            os.truncate(self.output_path, 0)
+            os.chmod(self.output_path, OUTPUT_MODE)
+        if any(_stamp(target) != stamp or stamp is None for target, stamp in self.stamps.items()):
+            # every file laid out again, in the same order: the folders' listing says nothing of
+            # which ones a question changed (a fresh attacker read it in the next question)
+            _remove_all_but(self.path, {self.output_path: False})
+            self.stamps = {target: self._write(target, data) for target, data in self.files.items()}
         if self.temp_kept is not None:  # the temp folders are this worker's own, to empty
             for folder in TEMP_FOLDERS:
                 if os.path.isdir(folder) and not os.path.islink(folder):
