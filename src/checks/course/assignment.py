@@ -17,6 +17,7 @@ from typing import Any
 
 from checks.config.errors import UsageError
 from checks.course.schema import ASSIGNMENT_TOML, Schema, problems
+from checks.sandbox.jail import WARM_WITHHELD
 from checks.course.tolerance import Tolerance, read_tolerance
 
 
@@ -73,9 +74,10 @@ class Assignment:
 
     @property
     def zygote_sets(self) -> tuple[tuple[str, ...], ...]:
-        """The packages withheld by each zygote worth starting before collection: with
-        `block_imports`, only the one without them; else one with torch and one without."""
-        return (self.block_imports,) if self.block_imports else ((), ("torch",))
+        """The packages withheld by each zygote worth starting before collection: those a batch
+        starts (jail.WARM_WITHHELD), each withholding `block_imports` too (02, which withholds
+        torch: only the one without it)."""
+        return tuple(dict.fromkeys(tuple(sorted({*self.block_imports, *packages})) for packages in WARM_WITHHELD))
 
     @property
     def release_dir(self) -> Path:

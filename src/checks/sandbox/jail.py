@@ -38,6 +38,9 @@ SANDBOX_UID_BASE = 1_000_000  # + the grading process's pid: one unprivileged ui
 # the grading cluster's own packages: a sandbox that imported them could speak the cluster's
 # protocol (executors/posture.py); every zygote refuses them and, jailed, holds none of their files
 CLUSTER_PACKAGES = ("dask", "distributed")
+# the packages withheld by each zygote a batch starts before its suite is collected (others start
+# when first asked for): one with torch imported, and one that never imported it
+WARM_WITHHELD = ((), ("torch",))
 TMP_BYTES = 2 * 2**30  # the jail's /tmp, where the workers' homes are (memory: a tmpfs)
 
 

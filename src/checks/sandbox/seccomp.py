@@ -22,21 +22,15 @@ ALLOW, ERRNO = 0x7FFF0000, 0x00050000
 NR, ARCH = 0, 4  # where seccomp_data keeps the call's number and architecture; args[i] at 16 + 8 * i
 
 # System calls by name, per architecture (arch/x86/entry/syscalls/syscall_64.tbl; aarch64 uses
-# the generic table, include/uapi/asm-generic/unistd.h): 463 to 466 are 6.13's *xattrat calls;
-# io_uring's are the same on both.
+# the generic table, include/uapi/asm-generic/unistd.h); those added since 5.1 have one number on
+# every architecture: io_uring's, and 6.13's and 6.17's *xattrat and file_setattr
+_SINCE_5_1 = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+              "setxattrat": 463, "removexattrat": 466, "file_setattr": 469}
 SYSCALLS = {
-    "x86_64": {"add_key": 248, "request_key": 249, "keyctl": 250,
-               "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
-               "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
-               "setxattrat": 463, "removexattrat": 466,
-               "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-               "file_setattr": 469, "ioctl": 16},
-    "aarch64": {"add_key": 217, "request_key": 218, "keyctl": 219,
-                "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
-                "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
-                "setxattrat": 463, "removexattrat": 466,
-                "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-                "file_setattr": 469, "ioctl": 29},
+    "x86_64": {"ioctl": 16, "add_key": 248, "request_key": 249, "keyctl": 250, "setxattr": 188, "lsetxattr": 189,
+               "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, **_SINCE_5_1},
+    "aarch64": {"ioctl": 29, "add_key": 217, "request_key": 218, "keyctl": 219, "setxattr": 5, "lsetxattr": 6,
+                "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, **_SINCE_5_1},
 }
 ARG1_LOW = 24  # the low word of args[1]: an ioctl's request, which the kernel reads as 32 bits
 

@@ -349,13 +349,12 @@ class Zygote:
     """
 
     def __init__(self, isolation: Isolation | None = None, *, imports: tuple[str, ...] = (),
-                 huge_pages: bool = False, withhold: tuple[tuple[str, ...], ...] = ((), ("torch",))) -> None:
+                 huge_pages: bool = False, withhold: tuple[tuple[str, ...], ...] = jail.WARM_WITHHELD) -> None:
         """`imports`: modules every worker would otherwise import for itself (an assignment's
         `sandbox_imports`); `huge_pages`: make forking cheaper at a second's cost up front (see
         hugepages.py), which pays off over a batch; `withhold`: the sets of packages to start a
         zygote without now, () for the one that withholds nothing (others start when first asked
-        for: see withhold): an assignment that withholds torch from every question starts none
-        that imports it."""
+        for: see withhold; an assignment's, Assignment.zygote_sets)."""
         self.isolation = isolation or jail.choose(jail.FORK)
         self.imports, self.huge_pages = imports, huge_pages
         remove_dead_runs()

@@ -813,31 +813,29 @@ def _own_namespaces(shm_bytes: int) -> bool:
     memory is capped at `shm_bytes` in all (kernel.shmall is per namespace; the memory watch sees
     none of it). Its network namespace has a loopback of its own, brought up: no socket of a
     submission graded at the same time (an abstract unix name, a port on 127.0.0.1) is reachable
-    from it, nor any address outside. As
-    root (or with CAP_SYS_ADMIN, jailed) a plain unshare; else in a user namespace of our own, our
-    uid and gid mapped to themselves, its capabilities dropped at once. Whether the IPC namespace
-    is our own: False where the kernel refuses it (the machine's, then: _KernelObjects removes
-    what it can)."""
+    from it, nor any address outside. As root (or with CAP_SYS_ADMIN, jailed) a plain unshare;
+    else in a user namespace of our own, our uid and gid mapped to themselves, its capabilities
+    dropped at once. Whether the IPC namespace is our own: False where the kernel refuses it (the
+    machine's, then: _KernelObjects removes what it can)."""
     libc = _libc()
-    for network in (CLONE_NEWNET, 0):  # without one where the kernel refuses it alone
-        if libc.unshare(CLONE_NEWIPC | network) == 0:
-            _limit_ipc(shm_bytes)
-            if network:
-                _loopback_up()
-            return True
     uid, gid = os.geteuid(), os.getegid()
-    network = next((flag for flag in (CLONE_NEWNET, 0) if libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | flag) == 0), None)
-    if network is None:
+    # a user namespace only where a plain unshare is refused; no network one where it alone is
+    made = next(((user, network) for user in (0, CLONE_NEWUSER) for network in (CLONE_NEWNET, 0)
+                 if libc.unshare(user | CLONE_NEWIPC | network) == 0), None)
+    if made is None:
         return False
+    user, network = made
     try:
-        for name, text in (("uid_map", f"{uid} {uid} 1\n"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1\n")):
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
+        if user:
+            for name, text in (("uid_map", f"{uid} {uid} 1\n"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1\n")):
+                with open(f"/proc/self/{name}", "w") as handle:
+                    handle.write(text)
         _limit_ipc(shm_bytes)
         if network:
             _loopback_up()
     finally:
-        _drop_capabilities()  # those a new user namespace gives over itself: the student gets none
+        if user:
+            _drop_capabilities()  # those a new user namespace gives over itself: the student gets none
     return True
 
 
